@@ -1,0 +1,3 @@
+from hms_cache_proxy.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,290 @@
+"""Creating a metastore database, and checking one before serving from it.
+
+``init_db`` does what Hive's schematool does (create every table of the 4.0.0 schema and insert
+its seed rows) and then what Hive's metastore does the first time it starts (point the ``hive``
+catalog at the warehouse and create the ``default`` database), so that a database made here
+and one made by schematool and opened once by a stock metastore look the same. ``ensure_ready``
+is what ``serve`` runs: it accepts a schematool-made 4.0.0 database as it is (finishing its
+first start) and refuses any other version with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, insert, inspect, select, text, update
+from sqlalchemy.exc import IntegrityError
+
+from hms_cache_proxy.store.sql import ids
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.sql.engine import Database
+from hms_cache_proxy.store.sql.ids import IdAllocator
+
+SCHEMA_VERSION = "4.0.0"
+VERSION_COMMENT = "Hive release version 4.0.0"
+
+HIVE_CATALOG = "hive"
+HIVE_CATALOG_COMMENT = "Default catalog for Hive"
+DEFAULT_DATABASE = "default"
+DEFAULT_DATABASE_COMMENT = "Default Hive database"
+# Hive's seed leaves the catalog's location to the metastore's first start.
+UNSET_LOCATION = "TBD"
+
+# Serialises concurrent init-db runs on PostgreSQL (any constant will do; this one spells HMS).
+_INIT_LOCK_KEY = 0x484D53
+
+
+class SchemaError(Exception):
+    """The database cannot be served as it is; the message says what was found and what to do."""
+
+
+@dataclass(frozen=True)
+class _State:
+    """What a database holds, as far as the schema check is concerned."""
+
+    tables: frozenset[str]  # metastore tables present
+    versions: tuple[str, ...]  # VERSION.SCHEMA_VERSION values (normally exactly one)
+
+    @property
+    def empty(self) -> bool:
+        return not self.tables
+
+    @property
+    def missing(self) -> list[str]:
+        return sorted(set(s.metadata.tables) - self.tables)
+
+
+# -- public ------------------------------------------------------------------------------------
+
+
+def init_db(db: Database, warehouse_uri: str) -> str:
+    """Create and seed the schema on a database without metastore tables; returns a message.
+
+    Everything happens in one transaction (DDL is transactional on PostgreSQL and SQLite), so a
+    failure leaves the database as empty as it was. A database that is already initialised is
+    left untouched and the message says which version it holds.
+    """
+
+    def work(conn: Connection) -> str:
+        _lock_for_init(db, conn)
+        state = _read_state(conn)
+        if not state.empty:
+            return _already_initialised(db, state)
+        s.metadata.create_all(conn, checkfirst=False)
+        _insert_seed_rows(conn)
+        _first_start(db, conn, warehouse_uri, tables_are_new=True)
+        return (
+            f"Created the Hive {SCHEMA_VERSION} metastore schema in {db.describe()}, "
+            f"with catalog {HIVE_CATALOG!r} and database {DEFAULT_DATABASE!r} at {warehouse_uri}."
+        )
+
+    return db.transaction(work)
+
+
+def ensure_ready(db: Database, warehouse_uri: str, auto_create: bool) -> None:
+    """Make sure ``db`` can be served: a Hive 4.0.0 schema with its catalog and default database.
+
+    An empty database is initialised when ``auto_create`` is set; a schematool-made 4.0.0
+    database gets what a stock metastore adds at its first start. Anything else raises
+    ``SchemaError``.
+    """
+    with db.read() as conn:
+        state = _read_state(conn)
+    if state.empty:
+        if not auto_create:
+            raise SchemaError(
+                f"{db.describe()} has no metastore tables. Create them with "
+                f"`hms-cache-proxy init-db --database-url {db.describe()}` "
+                "(or set database_auto_create: true / HMS_CACHE_PROXY_DATABASE_AUTO_CREATE=true)."
+            )
+        init_db(db, warehouse_uri)
+        with db.read() as conn:  # another instance may have initialised it first
+            state = _read_state(conn)
+    _check_compatible(db, state)
+    with db.read() as conn:
+        needed = _first_start_needed(conn)
+    if not needed:
+        return
+    try:
+        db.transaction(lambda conn: _first_start(db, conn, warehouse_uri, tables_are_new=False))
+    except IntegrityError:
+        # Another metastore finished the first start at the same moment; fine if it did.
+        with db.read() as conn:
+            if _first_start_needed(conn):
+                raise
+
+
+# -- state -------------------------------------------------------------------------------------
+
+
+def _read_state(conn: Connection) -> _State:
+    present = frozenset(inspect(conn).get_table_names()) & frozenset(s.metadata.tables)
+    versions: tuple[str, ...] = ()
+    if s.VERSION.name in present:
+        rows = conn.execute(select(s.VERSION.c.SCHEMA_VERSION).order_by(s.VERSION.c.VER_ID))
+        versions = tuple(str(v) for v in rows.scalars())
+    return _State(present, versions)
+
+
+def _describe_versions(state: _State) -> str:
+    if not state.versions:
+        return "no VERSION row"
+    if len(state.versions) == 1:
+        return f"schema version {state.versions[0]}"
+    return "several VERSION rows (" + ", ".join(state.versions) + ")"
+
+
+def _already_initialised(db: Database, state: _State) -> str:
+    if s.VERSION.name not in state.tables or not state.versions:
+        raise SchemaError(
+            f"{db.describe()} already has metastore tables but {_describe_versions(state)}"
+            f"{'' if s.VERSION.name in state.tables else ' (no VERSION table)'}; "
+            "init-db changes nothing on a database it did not find empty."
+        )
+    found = _describe_versions(state)
+    msg = f"{db.describe()} is already initialised ({found}); nothing was changed."
+    if state.versions != (SCHEMA_VERSION,):
+        msg += f" hms-cache-proxy needs schema version {SCHEMA_VERSION}."
+    return msg
+
+
+def _check_compatible(db: Database, state: _State) -> None:
+    where = db.describe()
+    if s.VERSION.name not in state.tables or not state.versions:
+        raise SchemaError(
+            f"{where} has metastore tables but {_describe_versions(state)}"
+            f"{'' if s.VERSION.name in state.tables else ' (no VERSION table)'}, so its schema "
+            f"version is unknown; hms-cache-proxy needs a Hive {SCHEMA_VERSION} schema. "
+            "Finish or repair it with Hive's schematool."
+        )
+    if state.versions != (SCHEMA_VERSION,):
+        db_type = "postgres" if db.dialect == "postgresql" else db.dialect
+        raise SchemaError(
+            f"{where} holds {_describe_versions(state)}, but hms-cache-proxy needs "
+            f"schema version {SCHEMA_VERSION}. Upgrade it with Hive's schematool "
+            f"(`schematool -dbType {db_type} -upgradeSchema`) before serving from it."
+        )
+    missing = state.missing
+    if missing:
+        shown = ", ".join(missing[:10]) + (
+            f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        )
+        raise SchemaError(
+            f"{where} says schema version {SCHEMA_VERSION} but lacks tables the service needs: "
+            f"{shown}. Repair it with Hive's schematool (`schematool -validate` lists the "
+            "differences)."
+        )
+
+
+# -- creation ----------------------------------------------------------------------------------
+
+
+def _lock_for_init(db: Database, conn: Connection) -> None:
+    """Make a second init-db wait for the first, then find its tables.
+
+    On SQLite the write transaction's BEGIN IMMEDIATE already does this.
+    """
+    if db.dialect == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _INIT_LOCK_KEY})
+
+
+def _insert_seed_rows(conn: Connection) -> None:
+    """The rows Hive's 4.0.0 script inserts, in its order."""
+    conn.execute(
+        insert(s.CTLGS).values(
+            CTLG_ID=1,
+            NAME=HIVE_CATALOG,
+            DESC=HIVE_CATALOG_COMMENT,
+            LOCATION_URI=UNSET_LOCATION,
+            CREATE_TIME=None,
+        )
+    )
+    conn.execute(
+        insert(s.SEQUENCE_TABLE).values(SEQUENCE_NAME=ids.NOTIFICATION_LOG.name, NEXT_VAL=1)
+    )
+    conn.execute(insert(s.NOTIFICATION_SEQUENCE).values(NNI_ID=1, NEXT_EVENT_ID=1))
+    # Transaction 0, committed: the floor every txn snapshot starts from.
+    conn.execute(
+        insert(s.TXNS).values(
+            TXN_ID=0, TXN_STATE="c", TXN_STARTED=0, TXN_LAST_HEARTBEAT=0, TXN_USER="", TXN_HOST=""
+        )
+    )
+    conn.execute(insert(s.TXN_LOCK_TBL).values(TXN_LOCK=1))
+    conn.execute(insert(s.NEXT_LOCK_ID).values(NL_NEXT=1))
+    conn.execute(insert(s.NEXT_COMPACTION_QUEUE_ID).values(NCQ_NEXT=1))
+    conn.execute(
+        insert(s.SEQUENCE_TABLE).values(
+            SEQUENCE_NAME=ids.TXN_WRITE_NOTIFICATION_LOG.name, NEXT_VAL=1
+        )
+    )
+    conn.execute(
+        insert(s.VERSION).values(
+            VER_ID=1, SCHEMA_VERSION=SCHEMA_VERSION, VERSION_COMMENT=VERSION_COMMENT
+        )
+    )
+
+
+def _first_start_needed(conn: Connection) -> bool:
+    location = conn.execute(
+        select(s.CTLGS.c.LOCATION_URI).where(s.CTLGS.c.NAME == HIVE_CATALOG)
+    ).scalar()
+    return location in (None, UNSET_LOCATION) or not _default_database_exists(conn)
+
+
+def _default_database_exists(conn: Connection) -> bool:
+    row = conn.execute(
+        select(s.DBS.c.DB_ID).where(
+            s.DBS.c.NAME == DEFAULT_DATABASE, s.DBS.c.CTLG_NAME == HIVE_CATALOG
+        )
+    ).first()
+    return row is not None
+
+
+def _first_start(db: Database, conn: Connection, warehouse_uri: str, tables_are_new: bool) -> None:
+    """What Hive's HMSHandler does when it first opens a database: catalog location, default db.
+
+    The catalog row is locked first, so two services starting together on one database do not
+    both create ``default``.
+    """
+    now = int(time.time())
+    catalog = conn.execute(
+        select(s.CTLGS.c.LOCATION_URI).where(s.CTLGS.c.NAME == HIVE_CATALOG).with_for_update()
+    ).first()
+    if catalog is None:
+        conn.execute(
+            insert(s.CTLGS).values(
+                CTLG_ID=_new_id(db, conn, ids.CATALOG, tables_are_new),
+                NAME=HIVE_CATALOG,
+                DESC=HIVE_CATALOG_COMMENT,
+                LOCATION_URI=warehouse_uri,
+                CREATE_TIME=now,
+            )
+        )
+    elif catalog.LOCATION_URI == UNSET_LOCATION:
+        conn.execute(
+            update(s.CTLGS).where(s.CTLGS.c.NAME == HIVE_CATALOG).values(LOCATION_URI=warehouse_uri)
+        )
+    if not _default_database_exists(conn):
+        conn.execute(
+            insert(s.DBS).values(
+                DB_ID=_new_id(db, conn, ids.DATABASE, tables_are_new),
+                DESC=DEFAULT_DATABASE_COMMENT,
+                DB_LOCATION_URI=warehouse_uri,
+                NAME=DEFAULT_DATABASE,
+                OWNER_NAME="public",
+                OWNER_TYPE="ROLE",
+                CTLG_NAME=HIVE_CATALOG,
+                CREATE_TIME=now,
+                TYPE="NATIVE",
+            )
+        )
+
+
+def _new_id(db: Database, conn: Connection, seq: ids.IdSequence, tables_are_new: bool) -> int:
+    if tables_are_new:
+        # The tables were created by this very transaction, which the separate connection
+        # IdAllocator reserves blocks on (PostgreSQL) cannot see yet: reserve under the
+        # SEQUENCE_TABLE row lock in this transaction instead (still never max(id)+1).
+        return ids.reserve(conn, seq, 1)
+    return IdAllocator(db).allocate(conn, seq)[0]

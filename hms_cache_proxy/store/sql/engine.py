@@ -1,0 +1,175 @@
+"""Connections to the metastore database and the transaction discipline every query follows.
+
+Reads run in one snapshot per call (REPEATABLE READ on PostgreSQL, a deferred transaction on
+SQLite) so that a call's few queries agree with each other. Writes run in READ COMMITTED with
+explicit row locks (the way Hive's own metastore allocates ids), as one transaction per call,
+retried when the database reports a deadlock or a serialization failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.pool import NullPool
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# PostgreSQL SQLSTATEs worth retrying: serialization_failure, deadlock_detected.
+_PG_RETRYABLE = {"40001", "40P01"}
+
+
+class Database:
+    """One metastore database: a read engine and a write engine over the same URL."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 8,
+        timeout_seconds: float = 30.0,
+        write_retries: int = 5,
+    ) -> None:
+        self.url = make_url(url)
+        self.dialect = self.url.get_backend_name()
+        if self.dialect not in ("sqlite", "postgresql"):
+            raise ValueError(
+                f"unsupported database {self.url.render_as_string(hide_password=True)!r}: "
+                "use sqlite:///PATH or postgresql://USER@HOST/DB"
+            )
+        self.timeout_seconds = timeout_seconds
+        self.write_retries = write_retries
+        if self.dialect == "sqlite":
+            self.read_engine = self._sqlite_engine(pool_size)
+            self.write_engine = self.read_engine
+        else:
+            self.read_engine = self._pg_engine(pool_size, "REPEATABLE READ")
+            self.write_engine = self._pg_engine(pool_size, "READ COMMITTED")
+
+    # -- engines ---------------------------------------------------------------------------------
+
+    def _pg_engine(self, pool_size: int, isolation: str) -> Engine:
+        ms = int(self.timeout_seconds * 1000)
+        return create_engine(
+            self.url,
+            pool_size=pool_size,
+            max_overflow=pool_size * 4,
+            pool_timeout=self.timeout_seconds,
+            pool_recycle=3600,
+            isolation_level=isolation,
+            connect_args={
+                "connect_timeout": max(1, int(self.timeout_seconds)),
+                "options": f"-c statement_timeout={ms} -c lock_timeout={ms}"
+                f" -c idle_in_transaction_session_timeout={ms * 2}",
+                "application_name": "hms-cache-proxy",
+            },
+        )
+
+    def _sqlite_engine(self, pool_size: int) -> Engine:
+        db = self.url.database or ""
+        memory = db in ("", ":memory:")
+        if not memory:
+            parent = os.path.dirname(os.path.abspath(db))
+            os.makedirs(parent, exist_ok=True)
+        engine = create_engine(
+            self.url,
+            poolclass=NullPool if memory else None,
+            connect_args={"check_same_thread": False, "timeout": self.timeout_seconds},
+            **({} if memory else {"pool_size": pool_size, "max_overflow": pool_size * 4}),
+        )
+        busy_ms = int(self.timeout_seconds * 1000)
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            # Take control of transactions from the sqlite3 module; see _on_begin.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            if not memory:
+                cur.execute("PRAGMA journal_mode = WAL")
+                cur.execute("PRAGMA synchronous = NORMAL")
+            cur.execute("PRAGMA foreign_keys = ON")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            # Writers take the database lock up front: a deferred transaction that later
+            # upgrades to a writer can fail with SQLITE_BUSY without waiting.
+            if conn.get_execution_options().get("hms_write"):
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            else:
+                conn.exec_driver_sql("BEGIN")
+
+        return engine
+
+    # -- use -------------------------------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A connection inside one read snapshot; rolled back (nothing to keep) on exit."""
+        with self.read_engine.connect() as conn:
+            with conn.begin():
+                yield conn
+
+    def transaction(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn(conn)`` as one write transaction, committing on return.
+
+        Deadlocks and serialization failures are retried with a short backoff; every other
+        error rolls back and propagates.
+        """
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                with self.write_engine.connect() as conn:
+                    conn = conn.execution_options(hms_write=True)
+                    with conn.begin():
+                        return fn(conn)
+            except DBAPIError as exc:
+                if attempt > self.write_retries or not self.is_retryable(exc):
+                    raise
+                delay = min(0.5, 0.01 * (2**attempt))
+                log.info("retrying write after %s (attempt %d)", _sqlstate(exc), attempt)
+                time.sleep(delay)
+
+    @contextmanager
+    def side_connection(self, conn: Connection) -> Iterator[Connection]:
+        """A connection for a short independent transaction next to ``conn``'s.
+
+        On PostgreSQL this is a second pooled connection (id blocks are reserved and committed
+        on their own, as DataNucleus does, so no sequence row stays locked for a whole call).
+        On SQLite the writer already holds the database lock, so the same connection is used.
+        """
+        if self.dialect == "sqlite":
+            yield conn
+            return
+        with self.write_engine.connect() as side:
+            with side.begin():
+                yield side
+
+    def is_retryable(self, exc: DBAPIError) -> bool:
+        if self.dialect == "postgresql":
+            return _sqlstate(exc) in _PG_RETRYABLE or bool(exc.connection_invalidated)
+        return isinstance(exc, OperationalError) and "locked" in str(exc.orig).lower()
+
+    def dispose(self) -> None:
+        self.read_engine.dispose()
+        if self.write_engine is not self.read_engine:
+            self.write_engine.dispose()
+
+    def describe(self) -> str:
+        """The URL with any password hidden, for logs and messages."""
+        return self.url.render_as_string(hide_password=True)
+
+
+def _sqlstate(exc: DBAPIError) -> str | None:
+    return getattr(exc.orig, "pgcode", None)

@@ -1,0 +1,110 @@
+"""Object ids from SEQUENCE_TABLE, reserved the way DataNucleus reserves them.
+
+A stock Java metastore sharing the database takes ids from the same rows: it locks the row of
+the model class (``SELECT ... FOR UPDATE``), hands out ``NEXT_VAL .. NEXT_VAL+n-1`` and stores
+``NEXT_VAL+n``. Doing exactly that keeps both programs' ids disjoint. A row that does not exist
+yet is created from the largest id already in the table, as DataNucleus does the first time it
+meets a class, so a database with rows but no sequence row (Hive 4's seed creates the `default`
+database without one) never hands out a taken id. Ids are reserved in blocks per process and
+committed on their own, so no sequence row stays locked for the length of a whole call.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.sql.engine import Database
+
+_MODEL = "org.apache.hadoop.hive.metastore.model."
+
+
+@dataclass(frozen=True)
+class IdSequence:
+    """One DataNucleus value-generation row and the table/column whose ids it hands out."""
+
+    name: str
+    table: str
+    column: str
+
+
+CATALOG = IdSequence(_MODEL + "MCatalog", "CTLGS", "CTLG_ID")
+DATABASE = IdSequence(_MODEL + "MDatabase", "DBS", "DB_ID")
+TABLE = IdSequence(_MODEL + "MTable", "TBLS", "TBL_ID")
+STORAGE_DESCRIPTOR = IdSequence(_MODEL + "MStorageDescriptor", "SDS", "SD_ID")
+SERDE = IdSequence(_MODEL + "MSerDeInfo", "SERDES", "SERDE_ID")
+COLUMN_DESCRIPTOR = IdSequence(_MODEL + "MColumnDescriptor", "CDS", "CD_ID")
+PARTITION = IdSequence(_MODEL + "MPartition", "PARTITIONS", "PART_ID")
+STRING_LIST = IdSequence(_MODEL + "MStringList", "SKEWED_STRING_LIST", "STRING_LIST_ID")
+TABLE_COLUMN_STATS = IdSequence(_MODEL + "MTableColumnStatistics", "TAB_COL_STATS", "CS_ID")
+PARTITION_COLUMN_STATS = IdSequence(
+    _MODEL + "MPartitionColumnStatistics", "PART_COL_STATS", "CS_ID"
+)
+FUNCTION = IdSequence(_MODEL + "MFunction", "FUNCS", "FUNC_ID")
+NOTIFICATION_LOG = IdSequence(_MODEL + "MNotificationLog", "NOTIFICATION_LOG", "NL_ID")
+TXN_WRITE_NOTIFICATION_LOG = IdSequence(
+    _MODEL + "MTxnWriteNotificationLog", "TXN_WRITE_NOTIFICATION_LOG", "WNL_ID"
+)
+
+
+class IdAllocator:
+    """Hands out ids for one process, reserving ``block_size`` at a time per sequence (PostgreSQL)."""
+
+    def __init__(self, db: Database, block_size: int = 100) -> None:
+        self._db = db
+        self._block_size = max(1, block_size)
+        self._blocks: dict[str, tuple[int, int]] = {}  # name -> (next id, end exclusive)
+        self._lock = threading.Lock()
+
+    def allocate(self, conn: Connection, seq: IdSequence, n: int = 1) -> list[int]:
+        """``n`` fresh ids for ``seq``; ``conn`` is the caller's write transaction."""
+        if n <= 0:
+            return []
+        if self._db.dialect == "sqlite":
+            # Same transaction as the caller's (SQLite has one writer): a block cached here
+            # would outlive a rollback of that transaction, so reserve exactly what is asked.
+            start = reserve(conn, seq, n)
+            return list(range(start, start + n))
+        with self._lock:
+            nxt, end = self._blocks.get(seq.name, (0, 0))
+            if end - nxt >= n:
+                self._blocks[seq.name] = (nxt + n, end)
+                return list(range(nxt, nxt + n))
+            # Whatever is left of the old block is dropped: ids need only be unique.
+            want = max(n, self._block_size)
+            with self._db.side_connection(conn) as side:
+                start = reserve(side, seq, want)
+            self._blocks[seq.name] = (start + n, start + want)
+            return list(range(start, start + n))
+
+
+
+def reserve(conn: Connection, seq: IdSequence, n: int) -> int:
+    """Reserve ``n`` consecutive ids under the sequence row's lock; returns the first."""
+    st = s.SEQUENCE_TABLE
+    row_sel = select(st.c.NEXT_VAL).where(st.c.SEQUENCE_NAME == seq.name).with_for_update()
+    current = conn.execute(row_sel).scalar()
+    if current is None:
+        current = _create_row(conn, seq)
+    conn.execute(
+        update(st).where(st.c.SEQUENCE_NAME == seq.name).values(NEXT_VAL=current + n)
+    )
+    return int(current)
+
+
+def _create_row(conn: Connection, seq: IdSequence) -> int:
+    st = s.SEQUENCE_TABLE
+    table = s.metadata.tables[seq.table]
+    highest = conn.execute(select(func.max(table.c[seq.column]))).scalar()
+    start = int(highest or 0) + 1
+    try:
+        with conn.begin_nested():
+            conn.execute(insert(st).values(SEQUENCE_NAME=seq.name, NEXT_VAL=start))
+    except IntegrityError:
+        pass  # another writer created it first; take its value under the lock
+    row_sel = select(st.c.NEXT_VAL).where(st.c.SEQUENCE_NAME == seq.name).with_for_update()
+    return int(conn.execute(row_sel).scalar_one())
