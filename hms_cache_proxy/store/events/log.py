@@ -1,0 +1,237 @@
+"""The NOTIFICATION_LOG: appending events inside a write transaction, and reading them back.
+
+Every metadata change writes its events in the transaction that makes the change, as its last
+step. ``append`` locks the one NOTIFICATION_SEQUENCE row (``SELECT "NEXT_EVENT_ID" ... FOR
+UPDATE``, as Hive's NotificationStoreImpl does), numbers the events from NEXT_EVENT_ID, moves it
+on and inserts the rows. The row lock is held from there to the commit, so writers commit in
+event-id order and a reader that sees event N has seen every event before it (no gaps appear
+except where the cleaner purged old events). Messages are encoded before the lock is taken, so
+the lock is held only for three short statements.
+
+The readers follow Hive's semantics for ``get_next_notification``,
+``get_current_notificationEventId`` and ``get_notification_events_count`` (Hive 4's
+NotificationStoreImpl, formerly in ObjectStore).
+All SQL on NOTIFICATION_LOG and NOTIFICATION_SEQUENCE lives in this module.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.events import messages
+from hms_cache_proxy.store.sql import ids as ids_module
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.sql.ids import IdAllocator
+
+DEFAULT_CATALOG = "hive"
+DEFAULT_MAX_EVENT_RESPONSE = 1_000_000
+"""Hive's metastore.max.event.response default: the most events one response carries."""
+
+NOTIFY_CHANNEL = "hms_notification_log"
+"""PostgreSQL channel that ``append`` notifies (payload: the last new event id) on commit."""
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """One event to append: its type, its message body and the object it concerns."""
+
+    event_type: str
+    message: dict  # the body, encoded by the log in its configured format
+    cat_name: str | None = DEFAULT_CATALOG
+    db_name: str | None = None
+    table_name: str | None = None
+
+
+def _normalize(name: str) -> str:
+    """Hive's normalizeIdentifier: names are stored trimmed and in lower case."""
+    return name.strip().lower()
+
+
+class EventLog:
+    """Writer and reader of NOTIFICATION_LOG for one message format.
+
+    ``max_event_response`` caps every ``next_events`` answer (metastore.max.event.response).
+    ``notify_channel``: on PostgreSQL, ``append`` sends ``pg_notify(channel, last_event_id)``
+    in the writing transaction, so listeners wake when it commits; None turns it off.
+    """
+
+    def __init__(
+        self,
+        ids: IdAllocator,
+        message_format: str = messages.GZIP_FORMAT,
+        *,
+        max_event_response: int = DEFAULT_MAX_EVENT_RESPONSE,
+        notify_channel: str | None = NOTIFY_CHANNEL,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.ids = ids
+        self.message_format = messages.canonical_format(message_format)  # unknown: ValueError
+        self.max_event_response = max(1, max_event_response)
+        self.notify_channel = notify_channel
+        self._clock = clock
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def append(self, conn: Connection, events: Sequence[NewEvent]) -> list[int]:
+        """Append ``events`` in the caller's write transaction; returns their EVENT_IDs.
+
+        Call it as the last step before the commit: from here on the sequence row is locked.
+        """
+        if not events:
+            return []
+        n = len(events)
+        fmt = self.message_format
+        bodies = [messages.encode(e.message, fmt) for e in events]
+        nl_ids = self.ids.allocate(conn, ids_module.NOTIFICATION_LOG, n)
+        event_time = int(self._clock())
+
+        first = self._lock_sequence(conn)
+        seq = s.NOTIFICATION_SEQUENCE
+        conn.execute(update(seq).values(NEXT_EVENT_ID=first + n))
+        event_ids = list(range(first, first + n))
+        rows = [
+            {
+                "NL_ID": nl_id,
+                "EVENT_ID": event_id,
+                "EVENT_TIME": event_time,
+                "EVENT_TYPE": e.event_type,
+                "CAT_NAME": e.cat_name,
+                "DB_NAME": e.db_name,
+                "TBL_NAME": e.table_name,
+                "MESSAGE": body,
+                "MESSAGE_FORMAT": fmt,
+            }
+            for nl_id, event_id, e, body in zip(nl_ids, event_ids, events, bodies, strict=True)
+        ]
+        conn.execute(insert(s.NOTIFICATION_LOG), rows)
+        if self.notify_channel and conn.dialect.name == "postgresql":
+            conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
+        return event_ids
+
+    @staticmethod
+    def _lock_sequence(conn: Connection) -> int:
+        """NEXT_EVENT_ID under the row lock, creating the row (1) if the table is empty."""
+        seq = s.NOTIFICATION_SEQUENCE
+        locked = select(seq.c.NEXT_EVENT_ID).with_for_update()
+        current = conn.execute(locked).scalar()
+        if current is None:
+            try:
+                with conn.begin_nested():
+                    conn.execute(insert(seq).values(NNI_ID=1, NEXT_EVENT_ID=1))
+            except IntegrityError:
+                pass  # created by a concurrent writer; its row is read under the lock below
+            current = conn.execute(locked).scalar_one()
+        return int(current)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def current_event_id(self, conn: Connection) -> int:
+        """The id of the last event handed out: NEXT_EVENT_ID - 1, or 0 when there is none."""
+        value = conn.execute(select(s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar()
+        return 0 if value is None else int(value) - 1
+
+    def oldest_event_id(self, conn: Connection) -> int | None:
+        """The smallest EVENT_ID still in the log (older ones were purged), None when empty."""
+        value = conn.execute(select(func.min(s.NOTIFICATION_LOG.c.EVENT_ID))).scalar()
+        return None if value is None else int(value)
+
+    def next_events(
+        self,
+        conn: Connection,
+        last_event: int,
+        max_events: int | None,
+        skip_types: Sequence[str] = (),
+        cat_name: str | None = None,
+        db_name: str | None = None,
+        table_names: Sequence[str] | None = None,
+        event_types: Sequence[str] | None = None,
+    ) -> list[Any]:
+        """Events after ``last_event`` in id order, as ``get_next_notification`` returns them.
+
+        At most ``max_events`` when that is positive and below the configured maximum, else
+        the maximum. Filters: catalog, database, any of ``table_names``, any of
+        ``event_types``, none of ``skip_types``; names are compared in lower case.
+        """
+        nl = s.NOTIFICATION_LOG
+        cond = [nl.c.EVENT_ID > last_event]
+        if cat_name is not None:
+            cond.append(nl.c.CAT_NAME == _normalize(cat_name))
+        if db_name is not None:
+            cond.append(nl.c.DB_NAME == _normalize(db_name))
+        if table_names:
+            cond.append(nl.c.TBL_NAME.in_([_normalize(t) for t in table_names]))
+        if event_types:
+            cond.append(nl.c.EVENT_TYPE.in_(list(event_types)))
+        if skip_types:
+            cond.append(nl.c.EVENT_TYPE.not_in(list(skip_types)))
+        cap = self.max_event_response
+        limit = max_events if max_events is not None and 0 < max_events < cap else cap
+        query = (
+            select(
+                nl.c.EVENT_ID,
+                nl.c.EVENT_TIME,
+                nl.c.EVENT_TYPE,
+                nl.c.CAT_NAME,
+                nl.c.DB_NAME,
+                nl.c.TBL_NAME,
+                nl.c.MESSAGE,
+                nl.c.MESSAGE_FORMAT,
+            )
+            .where(and_(*cond))
+            .order_by(nl.c.EVENT_ID)
+            .limit(limit)
+        )
+        event = hms.NotificationEvent
+        return [
+            event(
+                eventId=r[0],
+                eventTime=r[1],
+                eventType=r[2],
+                catName=r[3],
+                dbName=r[4],
+                tableName=r[5],
+                message=r[6],
+                messageFormat=r[7],
+            )
+            for r in conn.execute(query)
+        ]
+
+    def count_events(
+        self,
+        conn: Connection,
+        from_event: int,
+        db_name: str,
+        cat_name: str | None = None,
+        to_event: int | None = None,
+        limit: int | None = None,
+        table_names: Sequence[str] | None = None,
+    ) -> int:
+        """``get_notification_events_count``: events after ``from_event`` (up to ``to_event``).
+
+        As in Hive: ``db_name`` "*" means every database, and events with no database or no
+        catalog (transaction events) are counted for any; the catalog defaults to "hive";
+        the count is capped at ``limit`` when one is given.
+        """
+        nl = s.NOTIFICATION_LOG
+        cat = DEFAULT_CATALOG if cat_name is None else cat_name
+        cond = [
+            nl.c.EVENT_ID > from_event,
+            or_(nl.c.CAT_NAME == cat, nl.c.CAT_NAME.is_(None)),
+        ]
+        if db_name != "*":
+            cond.append(or_(nl.c.DB_NAME == db_name.lower(), nl.c.DB_NAME.is_(None)))
+        if to_event is not None:
+            cond.append(nl.c.EVENT_ID <= to_event)
+        if table_names:
+            cond.append(nl.c.TBL_NAME.in_([t.lower() for t in table_names]))
+        count = int(conn.execute(select(func.count(nl.c.EVENT_ID)).where(and_(*cond))).scalar())
+        if limit is not None and count > limit:
+            count = limit
+        return count

@@ -1,0 +1,348 @@
+"""NOTIFICATION_LOG writer and reader on SQLite and on a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import random
+import select as io_select
+import threading
+import time
+from collections.abc import Iterator
+
+import psycopg2
+import pytest
+from sqlalchemy import delete, func, select
+from sqlalchemy.engine import make_url
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.events import messages as m
+from hms_cache_proxy.store.events.log import NOTIFY_CHANNEL, EventLog, NewEvent
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.sql.bootstrap import init_db
+from hms_cache_proxy.store.sql.engine import Database
+from hms_cache_proxy.store.sql.ids import IdAllocator
+
+WAREHOUSE = "file:/tmp/hms-warehouse"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest) -> Iterator[Database]:
+    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+    database = Database(url)
+    init_db(database, WAREHOUSE)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def pg_db(pg_url: str) -> Iterator[Database]:
+    database = Database(pg_url, pool_size=12)
+    init_db(database, WAREHOUSE)
+    yield database
+    database.dispose()
+
+
+def new_log(db: Database, fmt: str = m.GZIP_FORMAT, **kw) -> EventLog:
+    return EventLog(IdAllocator(db), fmt, **kw)
+
+
+def body(i: int) -> dict:
+    return {"server": "", "servicePrincipal": "", "db": "d", "n": i, "text": "é/\x01"}
+
+
+def ev(
+    i: int,
+    event_type: str = m.ALTER_TABLE,
+    db_name: str | None = "d",
+    table: str | None = "t",
+    cat: str | None = "hive",
+) -> NewEvent:
+    return NewEvent(event_type, body(i), cat_name=cat, db_name=db_name, table_name=table)
+
+
+def write(db: Database, log: EventLog, events: list[NewEvent]) -> list[int]:
+    return db.transaction(lambda conn: log.append(conn, events))
+
+
+def read(db: Database, fn):
+    with db.read() as conn:
+        return fn(conn)
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def test_append_numbers_events_from_next_event_id(db: Database) -> None:
+    log = new_log(db, clock=lambda: 1700000000.7)
+    assert read(db, log.current_event_id) == 0  # seed row NEXT_EVENT_ID = 1
+    assert read(db, log.oldest_event_id) is None
+    assert write(db, log, [ev(1), ev(2), ev(3)]) == [1, 2, 3]
+    assert write(db, log, [ev(4)]) == [4]
+    assert write(db, log, []) == []
+    assert read(db, log.current_event_id) == 4
+    assert read(db, log.oldest_event_id) == 1
+    with db.read() as conn:
+        rows = conn.execute(select(s.NOTIFICATION_LOG).order_by(s.NOTIFICATION_LOG.c.EVENT_ID))
+        rows = [r._mapping for r in rows]
+        nxt = conn.execute(select(s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar_one()
+    assert nxt == 5
+    assert [r["EVENT_ID"] for r in rows] == [1, 2, 3, 4]
+    assert len({r["NL_ID"] for r in rows}) == 4
+    assert {r["EVENT_TIME"] for r in rows} == {1700000000}
+    assert {r["MESSAGE_FORMAT"] for r in rows} == {"gzip(json-2.0)"}
+    assert (rows[0]["CAT_NAME"], rows[0]["DB_NAME"], rows[0]["TBL_NAME"]) == ("hive", "d", "t")
+
+
+def test_rolled_back_events_leave_no_gap(db: Database) -> None:
+    log = new_log(db)
+    write(db, log, [ev(1)])
+
+    def fail(conn):
+        log.append(conn, [ev(2), ev(3)])
+        raise RuntimeError("the change failed after its events were appended")
+
+    with pytest.raises(RuntimeError):
+        db.transaction(fail)
+    assert read(db, log.current_event_id) == 1
+    assert write(db, log, [ev(4)]) == [2]
+
+
+def test_missing_sequence_row_is_created(db: Database) -> None:
+    db.transaction(lambda conn: conn.execute(delete(s.NOTIFICATION_SEQUENCE)))
+    log = new_log(db)
+    assert read(db, log.current_event_id) == 0
+    assert write(db, log, [ev(1), ev(2)]) == [1, 2]
+    assert read(db, log.current_event_id) == 2
+
+
+def test_format_names(db: Database) -> None:
+    with pytest.raises(ValueError, match="thrift-json"):
+        new_log(db, "thrift-json")
+    assert new_log(db, "GZIP").message_format == "gzip(json-2.0)"
+    assert new_log(db, "JSON-0.2").message_format == "json-0.2"
+
+
+@pytest.mark.parametrize("fmt", [m.JSON_FORMAT, m.GZIP_FORMAT])
+def test_messages_round_trip(db: Database, fmt: str) -> None:
+    log = new_log(db, fmt)
+    mb = m.MessageBuilder(server="thrift://hms:9083")
+    tbl = hms.Table(
+        tableName="t",
+        dbName="d",
+        tableType="MANAGED_TABLE",
+        parameters={"k": "v é"},
+        partitionKeys=[hms.FieldSchema(name="p", type="int")],
+    )
+    parts = [hms.Partition(values=[str(i)], dbName="d", tableName="t") for i in range(50)]
+    bodies = [
+        mb.create_table(tbl, valid_write_ids="d.t:1:9223372036854775807::"),
+        mb.add_partition(tbl, parts),
+    ]
+    write(
+        db,
+        log,
+        [
+            NewEvent(m.CREATE_TABLE, bodies[0], db_name="d", table_name="t"),
+            NewEvent(m.ADD_PARTITION, bodies[1], db_name="d", table_name="t"),
+        ],
+    )
+    events = read(db, lambda c: log.next_events(c, 0, None))
+    assert [e.eventType for e in events] == [m.CREATE_TABLE, m.ADD_PARTITION]
+    assert all(e.messageFormat == fmt and e.catName == "hive" for e in events)
+    assert [m.decode(e.message, e.messageFormat) for e in events] == bodies
+    assert m.partitions(m.decode(events[1].message, fmt)) == parts
+    assert m.valid_write_ids(m.decode(events[0].message, fmt)) == "d.t:1:9223372036854775807::"
+    if fmt == m.JSON_FORMAT:
+        assert events[0].message == m.to_json(bodies[0])
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def seed(db: Database, log: EventLog) -> None:
+    write(
+        db,
+        log,
+        [
+            ev(1, m.CREATE_DATABASE, table=None),  # 1
+            ev(2, m.CREATE_TABLE, table="t1"),  # 2
+            ev(3, m.ADD_PARTITION, table="t1"),  # 3
+            ev(4, m.OPEN_TXN, db_name=None, table=None, cat=None),  # 4: no catalog, no database
+            ev(5, m.CREATE_TABLE, db_name="other", table="t1"),  # 5
+            ev(6, m.ALTER_TABLE, table="t2"),  # 6
+            ev(7, m.CREATE_TABLE, table="t3", cat="spark"),  # 7
+            ev(8, m.COMMIT_TXN, db_name=None, table=None, cat=None),  # 8
+        ],
+    )
+
+
+def ids_of(events) -> list[int]:
+    return [e.eventId for e in events]
+
+
+def test_next_events_filters(db: Database) -> None:
+    log = new_log(db)
+    seed(db, log)
+
+    def nxt(last: int = 0, max_events: int | None = None, **kw) -> list[int]:
+        return ids_of(read(db, lambda c: log.next_events(c, last, max_events, **kw)))
+
+    assert nxt() == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert nxt(5) == [6, 7, 8]
+    assert nxt(8) == []
+    assert nxt(0, 3) == [1, 2, 3]
+    assert nxt(2, 0) == [3, 4, 5, 6, 7, 8]  # 0 or negative: the configured maximum
+    assert nxt(db_name="D") == [1, 2, 3, 6, 7]  # names compare in lower case
+    assert nxt(cat_name="spark") == [7]
+    assert nxt(cat_name="hive", db_name="d", table_names=["T1", "t2"]) == [2, 3, 6]
+    assert nxt(skip_types=[m.CREATE_TABLE, m.OPEN_TXN]) == [1, 3, 6, 8]
+    assert nxt(event_types=[m.OPEN_TXN, m.COMMIT_TXN]) == [4, 8]
+    e = read(db, lambda c: log.next_events(c, 3, 1))[0]
+    assert (e.eventId, e.eventType, e.catName, e.dbName, e.tableName) == (
+        4,
+        m.OPEN_TXN,
+        None,
+        None,
+        None,
+    )
+    capped = new_log(db, max_event_response=2)
+    assert ids_of(read(db, lambda c: capped.next_events(c, 0, 5))) == [1, 2]
+    assert ids_of(read(db, lambda c: capped.next_events(c, 0, 1))) == [1]
+
+
+def test_count_events(db: Database) -> None:
+    log = new_log(db)
+    seed(db, log)
+
+    def count(frm: int, dbn: str, **kw) -> int:
+        return read(db, lambda c: log.count_events(c, frm, dbn, **kw))
+
+    # Hive: events of that database plus those with no database (transactions); catalog
+    # "hive" by default, plus events with no catalog; "*" is every database.
+    assert count(0, "d") == 6  # 1 2 3 4 6 8 (7 is in catalog spark)
+    assert count(0, "D") == 6
+    assert count(0, "*") == 7
+    assert count(0, "*", cat_name="spark") == 3  # 4, 7, 8
+    assert count(3, "d") == 3  # 4 6 8
+    assert count(0, "d", to_event=4) == 4
+    assert count(0, "d", limit=2) == 2
+    assert count(0, "d", table_names=["T1"]) == 2  # 2 3
+    assert count(0, "other") == 3  # 4 5 8
+    assert count(8, "*") == 0
+
+
+def test_oldest_event_after_purge(db: Database) -> None:
+    log = new_log(db)
+    seed(db, log)
+    db.transaction(
+        lambda conn: conn.execute(
+            delete(s.NOTIFICATION_LOG).where(s.NOTIFICATION_LOG.c.EVENT_ID < 4)
+        )
+    )
+    assert read(db, log.oldest_event_id) == 4
+    assert read(db, log.current_event_id) == 8
+    assert ids_of(read(db, lambda c: log.next_events(c, 0, None)))[:1] == [4]
+
+
+# -- concurrency --------------------------------------------------------------------------------
+
+
+def run_writers(db: Database, log: EventLog, writers: int, txns: int, hold: float) -> list[int]:
+    """``writers`` threads, each committing ``txns`` transactions of 1-3 events."""
+    errors: list[BaseException] = []
+    got: list[int] = []
+    got_lock = threading.Lock()
+
+    def writer(w: int) -> None:
+        rnd = random.Random(w)
+        try:
+            for t in range(txns):
+                n = rnd.randint(1, 3)
+
+                def work(conn, n=n, t=t):
+                    ids = log.append(conn, [ev(w * 1000 + t * 10 + k) for k in range(n)])
+                    time.sleep(rnd.random() * hold)  # hold the sequence lock until commit
+                    return ids
+
+                ids = db.transaction(work)
+                with got_lock:
+                    got.extend(ids)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    return got
+
+
+@pytest.mark.postgres
+def test_concurrent_writers_get_gap_free_ids_in_commit_order(pg_db: Database) -> None:
+    log = new_log(pg_db)
+    stop = threading.Event()
+    seen: list[int] = []
+    reader_errors: list[str] = []
+
+    def reader() -> None:
+        # Tails the log as a poller would: a reader must never see event N before N-1, which
+        # would happen if a transaction holding a lower id committed after a higher one.
+        last = 0
+        while not stop.is_set() or last < read(pg_db, log.current_event_id):
+            events = read(pg_db, lambda c, last=last: log.next_events(c, last, 100))
+            for e in events:
+                if e.eventId != last + 1:
+                    reader_errors.append(f"saw {e.eventId} after {last}")
+                last = e.eventId
+                seen.append(e.eventId)
+            time.sleep(0.001)
+
+    tail = threading.Thread(target=reader)
+    tail.start()
+    try:
+        got = run_writers(pg_db, log, writers=8, txns=25, hold=0.003)
+    finally:
+        stop.set()
+        tail.join(timeout=60)
+    total = len(got)
+    assert sorted(got) == list(range(1, total + 1))
+    assert not reader_errors, reader_errors[:5]
+    assert seen == list(range(1, total + 1))
+    with pg_db.read() as conn:
+        ids = conn.execute(select(s.NOTIFICATION_LOG.c.EVENT_ID)).scalars().all()
+        nl = conn.execute(select(func.count(func.distinct(s.NOTIFICATION_LOG.c.NL_ID)))).scalar()
+    assert sorted(ids) == list(range(1, total + 1)) and nl == total
+    assert read(pg_db, log.current_event_id) == total
+
+
+def test_concurrent_writers_on_sqlite(sqlite_url: str) -> None:
+    db = Database(sqlite_url)
+    init_db(db, WAREHOUSE)
+    try:
+        log = new_log(db)
+        got = run_writers(db, log, writers=4, txns=10, hold=0.001)
+        assert sorted(got) == list(range(1, len(got) + 1))
+        assert read(db, log.current_event_id) == len(got)
+    finally:
+        db.dispose()
+
+
+@pytest.mark.postgres
+def test_listeners_are_notified_on_commit(pg_db: Database) -> None:
+    url = make_url(pg_db.describe())
+    conn = psycopg2.connect(host=url.host, port=url.port, user=url.username, dbname=url.database)
+    conn.autocommit = True
+    try:
+        conn.cursor().execute(f"LISTEN {NOTIFY_CHANNEL}")
+        log = new_log(pg_db)
+        write(pg_db, log, [ev(1), ev(2)])
+        deadline = time.monotonic() + 10
+        payloads: list[str] = []
+        while not payloads and time.monotonic() < deadline:
+            if io_select.select([conn], [], [], 0.5)[0]:
+                conn.poll()
+                payloads = [n.payload for n in conn.notifies]
+        assert payloads == ["2"]
+    finally:
+        conn.close()
