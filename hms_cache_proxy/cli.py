@@ -1,0 +1,177 @@
+"""The ``hms-cache-proxy`` command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from hms_cache_proxy import __version__
+
+
+def _add_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="YAML settings file (default: $HMS_CACHE_PROXY_CONFIG, else "
+        "conf/hms-cache-proxy.yaml if it exists). Environment variables HMS_CACHE_PROXY_<NAME> "
+        "override the file; flags override both.",
+    )
+
+
+def _add_database(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="metastore database as a SQLAlchemy URL: sqlite:///PATH (default "
+        "sqlite:///hms-cache-proxy.db in the working directory) or "
+        "postgresql://USER:PASSWORD@HOST:PORT/DB",
+    )
+    p.add_argument(
+        "--warehouse-dir",
+        metavar="PATH_OR_URI",
+        help="root of the warehouse: the default database's location and the parent of new "
+        "databases (default: ./warehouse)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hms-cache-proxy",
+        description="A Hive Metastore (Thrift) over a Hive 4.0 metastore database.",
+    )
+    parser.add_argument("--version", action="version", version=f"hms-cache-proxy {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve",
+        help="run the metastore service",
+        description="Serve the Hive Metastore Thrift API (clients connect to "
+        "thrift://HOST:PORT). On the default SQLite database the schema is created on first "
+        "start; on any database of another schema version the service refuses to start.",
+    )
+    _add_config(serve)
+    serve.add_argument("--host", help="address to listen on (default 0.0.0.0: every interface)")
+    serve.add_argument("--port", type=int, help="Thrift port to listen on (default 9083)")
+    _add_database(serve)
+    serve.add_argument(
+        "--log-level",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="logging threshold (default INFO)",
+    )
+
+    init = sub.add_parser(
+        "init-db",
+        help="create the Hive 4.0.0 metastore schema in an empty database",
+        description="Create every table of Hive 4.0.0's metastore schema with Hive's seed rows, "
+        "the 'hive' catalog and the 'default' database. On a database that already holds a "
+        "metastore schema it says so and changes nothing.",
+    )
+    _add_config(init)
+    _add_database(init)
+
+    bench = sub.add_parser(
+        "bench",
+        help="measure calls/s and latency of a metastore",
+        description="Run the benchmark cases (get_table, get_partitions of 1,000 partitions, "
+        "get_partitions_by_filter selecting 1 of 10,000, add_partitions of 1,000 in one call) "
+        "against an hms-cache-proxy server it starts on PostgreSQL, or against --uri; print a "
+        "Markdown table and write a JSON report.",
+    )
+    from hms_cache_proxy.bench.command import add_arguments
+
+    add_arguments(bench)
+    return parser
+
+
+def _settings(args: argparse.Namespace, **extra: Any) -> Any:
+    from hms_cache_proxy.config import load_settings
+
+    return load_settings(
+        args.config,
+        database_url=args.database_url,
+        warehouse_dir=args.warehouse_dir,
+        **extra,
+    )
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from hms_cache_proxy.app import build_service
+    from hms_cache_proxy.store.sql.bootstrap import SchemaError
+
+    settings = _settings(args, host=args.host, port=args.port, log_level=args.log_level)
+    _configure_logging(settings.log_level)
+    log = logging.getLogger("hms_cache_proxy")
+    log.info("settings: %s", settings.redacted())
+    try:
+        service = build_service(settings)
+    except SchemaError as exc:
+        print(f"hms-cache-proxy: {exc}", file=sys.stderr)
+        return 2
+    service.server.bind()
+
+    def _stop(signum: int, _frame: Any) -> None:
+        log.info("signal %d: shutting down", signum)
+        import threading
+
+        threading.Thread(target=service.stop, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    print(
+        f"hms-cache-proxy {__version__} serving thrift://{settings.host}:{service.port} "
+        f"on {service.database.describe()}",
+        flush=True,
+    )
+    service.serve_forever()
+    return 0
+
+
+def cmd_init_db(args: argparse.Namespace) -> int:
+    from hms_cache_proxy.store.sql.bootstrap import SchemaError, init_db
+    from hms_cache_proxy.store.sql.engine import Database
+
+    settings = _settings(args)
+    _configure_logging(settings.log_level)
+    db = Database(settings.database_url, timeout_seconds=settings.database_timeout_seconds)
+    try:
+        print(init_db(db, settings.warehouse_uri()))
+    except SchemaError as exc:
+        print(f"hms-cache-proxy: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        db.dispose()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return cmd_serve(args)
+        if args.command == "init-db":
+            return cmd_init_db(args)
+        if args.command == "bench":
+            from hms_cache_proxy.bench.command import run
+
+            return run(args)
+    except (ValidationError, FileNotFoundError, ValueError) as exc:
+        print(f"hms-cache-proxy: {exc}", file=sys.stderr)
+        return 2
+    return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,151 @@
+"""Reads one Thrift call, runs the handler method, writes the reply.
+
+Differs from thriftpy2's TProcessor where an HMS client would notice:
+- an unknown method gets ``TApplicationException(UNKNOWN_METHOD, "Invalid method name: 'x'")``
+  (the Java server's words) and the connection stays usable;
+- an exception the method does not declare never kills the connection: it becomes the method's
+  MetaException when it declares one (as HMSHandler does), else an INTERNAL_ERROR
+  TApplicationException carrying the message;
+- every call is timed and counted through an observer (metrics live above this layer).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from thriftpy2.thrift import TApplicationException, TMessageType, TType
+
+from hms_cache_proxy.idl import hms
+
+log = logging.getLogger(__name__)
+
+CallObserver = Callable[[str, float, str], None]
+"""Called after every call with (method, seconds, outcome); outcome is "ok" or an error name."""
+
+
+class _MethodInfo:
+    __slots__ = ("args_cls", "result_cls", "arg_names", "oneway", "meta_field", "declared")
+
+    def __init__(self, service: Any, name: str) -> None:
+        self.args_cls = getattr(service, name + "_args")
+        self.result_cls = getattr(service, name + "_result")
+        self.arg_names = [spec[1] for _, spec in sorted(self.args_cls.thrift_spec.items())]
+        self.oneway = bool(getattr(self.result_cls, "oneway", False))
+        self.meta_field: str | None = None
+        self.declared: list[tuple[str, type]] = []
+        for fid, spec in sorted(self.result_cls.thrift_spec.items()):
+            if fid == 0:
+                continue
+            exc_name, exc_cls = spec[1], spec[2]
+            self.declared.append((exc_name, exc_cls))
+            if exc_cls is hms.MetaException and self.meta_field is None:
+                self.meta_field = exc_name
+
+
+class Processor:
+    """Dispatches calls of ``service`` to ``handler`` methods of the same name."""
+
+    def __init__(self, service: Any, handler: Any, observer: CallObserver | None = None) -> None:
+        self._service = service
+        self._handler = handler
+        self._observer = observer
+        self._methods = {name: _MethodInfo(service, name) for name in service.thrift_services}
+        self._bound: dict[str, Callable[..., Any] | None] = {
+            name: getattr(handler, name, None) for name in service.thrift_services
+        }
+
+    def process(self, iprot: Any, oprot: Any, on_start: Callable[[], None] | None = None) -> None:
+        """Serve one call. Transport errors propagate (the connection is over).
+
+        ``on_start`` runs once a message has begun to arrive (the connection is then busy).
+        """
+        api, mtype, seqid = iprot.read_message_begin()
+        if on_start is not None:
+            on_start()
+        started = time.perf_counter()
+        info = self._methods.get(api)
+        if info is None or mtype not in (TMessageType.CALL, TMessageType.ONEWAY):
+            iprot.skip(TType.STRUCT)
+            iprot.read_message_end()
+            reason = (
+                f"Invalid method name: '{api}'"
+                if info is None
+                else f"Unexpected message type {mtype} for method '{api}'"
+            )
+            self._send_exception(
+                oprot,
+                api,
+                seqid,
+                TApplicationException(
+                    TApplicationException.UNKNOWN_METHOD
+                    if info is None
+                    else TApplicationException.INVALID_MESSAGE_TYPE,
+                    reason,
+                ),
+            )
+            self._observe("unknown_method", started, "unknown_method")
+            return
+
+        args = info.args_cls()
+        iprot.read_struct(args)
+        iprot.read_message_end()
+        result = info.result_cls()
+        outcome = "ok"
+        fn = self._bound[api]
+        try:
+            if fn is None:
+                raise TApplicationException(
+                    TApplicationException.UNKNOWN_METHOD,
+                    f"Method '{api}' is not implemented by hms-cache-proxy",
+                )
+            result.success = fn(*(getattr(args, n) for n in info.arg_names))
+        except TApplicationException as exc:
+            self._observe(api, started, "application_error")
+            if not info.oneway:
+                self._send_exception(oprot, api, seqid, exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - every error becomes a Thrift answer
+            outcome = type(exc).__name__
+            field = _declared_field(info, exc)
+            if field is None:
+                log.exception("%s failed with an undeclared %s", api, type(exc).__name__)
+                message = f"{type(exc).__name__}: {exc}"
+                if info.meta_field is not None:
+                    field, exc = info.meta_field, hms.MetaException(message=message)
+                else:
+                    self._observe(api, started, outcome)
+                    if not info.oneway:
+                        self._send_exception(
+                            oprot,
+                            api,
+                            seqid,
+                            TApplicationException(TApplicationException.INTERNAL_ERROR, message),
+                        )
+                    return
+            setattr(result, field, exc)
+        if not info.oneway:
+            oprot.write_message_begin(api, TMessageType.REPLY, seqid)
+            oprot.write_struct(result)
+            oprot.write_message_end()
+            oprot.trans.flush()
+        self._observe(api, started, outcome)
+
+    def _send_exception(self, oprot: Any, api: str, seqid: int, exc: TApplicationException) -> None:
+        oprot.write_message_begin(api, TMessageType.EXCEPTION, seqid)
+        exc.write(oprot)
+        oprot.write_message_end()
+        oprot.trans.flush()
+
+    def _observe(self, api: str, started: float, outcome: str) -> None:
+        if self._observer is not None:
+            self._observer(api, time.perf_counter() - started, outcome)
+
+
+def _declared_field(info: _MethodInfo, exc: Exception) -> str | None:
+    for name, cls in info.declared:
+        if isinstance(exc, cls):
+            return name
+    return None

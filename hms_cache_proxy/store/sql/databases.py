@@ -1,0 +1,321 @@
+"""Catalogs and databases (CTLGS, DBS, DATABASE_PARAMS)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, insert, select, update
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.events import messages as msg
+from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.patterns import filter_names
+from hms_cache_proxy.store.sql import ids as idseq
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.sql.batch import group
+from hms_cache_proxy.store.sql.common import (
+    DEFAULT_CATALOG,
+    SqlStoreBase,
+    now,
+    principal_name,
+    principal_type,
+)
+from hms_cache_proxy.store.sql.storage import insert_rows, param_rows
+
+DATABASE_TYPES = {"NATIVE": 1, "REMOTE": 2}
+DATABASE_TYPE_NAMES = {v: k for k, v in DATABASE_TYPES.items()}
+
+
+class DatabasesMixin(SqlStoreBase):
+    # -- catalogs --------------------------------------------------------------------------------
+
+    def create_catalog(self, catalog: hms.Catalog) -> hms.Catalog:
+        name = catalog.name
+
+        def run(conn: Connection) -> hms.Catalog:
+            if self._catalog_row(conn, name) is not None:
+                raise hms.AlreadyExistsException(message=f"Catalog {name} already exists")
+            (cat_id,) = self.ids.allocate(conn, idseq.CATALOG)
+            created = hms.Catalog(
+                name=name,
+                description=catalog.description,
+                locationUri=catalog.locationUri,
+                createTime=catalog.createTime or now(),
+            )
+            conn.execute(
+                insert(s.CTLGS).values(
+                    CTLG_ID=cat_id,
+                    NAME=name,
+                    DESC=created.description,
+                    LOCATION_URI=created.locationUri,
+                    CREATE_TIME=created.createTime,
+                )
+            )
+            self._emit(conn, [NewEvent(msg.CREATE_CATALOG, self.messages.create_catalog(created), name)])
+            return created
+
+        return self.db.transaction(run)
+
+    def get_catalog(self, name: str) -> hms.Catalog:
+        with self.db.read() as conn:
+            row = self._catalog_row(conn, name)
+        if row is None:
+            raise hms.NoSuchObjectException(message=f"No catalog {name}")
+        return _catalog(row)
+
+    def get_catalogs(self) -> list[str]:
+        with self.db.read() as conn:
+            return [r[0] for r in conn.execute(select(s.CTLGS.c.NAME).order_by(s.CTLGS.c.NAME))]
+
+    def alter_catalog(self, name: str, catalog: hms.Catalog) -> None:
+        def run(conn: Connection) -> None:
+            row = self._catalog_row(conn, name, lock=True)
+            if row is None:
+                raise hms.NoSuchObjectException(message=f"No catalog {name}")
+            if catalog.name and catalog.name.lower() != name:
+                raise hms.InvalidOperationException(message="Cannot change the name of a catalog")
+            before = _catalog(row)
+            after = hms.Catalog(
+                name=name,
+                description=catalog.description
+                if catalog.description is not None
+                else before.description,
+                locationUri=catalog.locationUri or before.locationUri,
+                createTime=before.createTime,
+            )
+            conn.execute(
+                update(s.CTLGS)
+                .where(s.CTLGS.c.NAME == name)
+                .values(DESC=after.description, LOCATION_URI=after.locationUri)
+            )
+            self._emit(conn, [NewEvent(msg.ALTER_CATALOG, self.messages.alter_catalog(before, after), name)])
+
+        self.db.transaction(run)
+
+    def drop_catalog(self, name: str) -> None:
+        def run(conn: Connection) -> None:
+            row = self._catalog_row(conn, name, lock=True)
+            if row is None:
+                raise hms.NoSuchObjectException(message=f"No catalog {name}")
+            if name == DEFAULT_CATALOG:
+                raise hms.MetaException(message="Can not drop hive catalog")
+            dbs = conn.execute(select(s.DBS.c.NAME).where(s.DBS.c.CTLG_NAME == name)).all()
+            if dbs:
+                raise hms.InvalidOperationException(
+                    message=f"Cannot drop a catalog with databases in it ({name}): "
+                    + ", ".join(sorted(r[0] for r in dbs))
+                )
+            conn.execute(delete(s.CTLGS).where(s.CTLGS.c.NAME == name))
+            self._emit(conn, [NewEvent(msg.DROP_CATALOG, self.messages.drop_catalog(_catalog(row)), name)])
+
+        self.db.transaction(run)
+
+    def _catalog_row(self, conn: Connection, name: str, *, lock: bool = False) -> Any:
+        stmt = select(s.CTLGS).where(s.CTLGS.c.NAME == name)
+        if lock:
+            stmt = stmt.with_for_update()
+        return conn.execute(stmt).first()
+
+    def _require_catalog(self, conn: Connection, name: str) -> Any:
+        row = self._catalog_row(conn, name)
+        if row is None:
+            raise hms.NoSuchObjectException(message=f"No catalog {name}")
+        return row
+
+    # -- databases -------------------------------------------------------------------------------
+
+    def default_database_location(self, conn: Connection, cat: str, name: str) -> str:
+        """Where Hive puts a database that names no location: ``<catalog root>/<name>.db``."""
+        if cat == DEFAULT_CATALOG:
+            root = self.warehouse_uri
+        else:
+            root = (self._require_catalog(conn, cat).LOCATION_URI or self.warehouse_uri).rstrip(
+                "/"
+            )
+        return f"{root}/{name}.db"
+
+    def create_database(self, database: hms.Database) -> hms.Database:
+        cat = database.catalogName or DEFAULT_CATALOG
+
+        def run(conn: Connection) -> hms.Database:
+            self._require_catalog(conn, cat)
+            exists = conn.execute(
+                select(s.DBS.c.DB_ID).where(
+                    and_(s.DBS.c.CTLG_NAME == cat, s.DBS.c.NAME == database.name)
+                )
+            ).first()
+            if exists is not None:
+                raise hms.AlreadyExistsException(
+                    message=f"Database {database.name} already exists"
+                )
+            created = hms.Database(
+                name=database.name,
+                description=database.description,
+                locationUri=database.locationUri
+                or self.default_database_location(conn, cat, database.name),
+                parameters=dict(database.parameters or {}),
+                ownerName=database.ownerName,
+                ownerType=database.ownerType,
+                catalogName=cat,
+                createTime=database.createTime or now(),
+                managedLocationUri=database.managedLocationUri,
+                type=database.type or DATABASE_TYPES["NATIVE"],
+                connector_name=database.connector_name,
+                remote_dbname=database.remote_dbname,
+            )
+            (db_id,) = self.ids.allocate(conn, idseq.DATABASE)
+            conn.execute(insert(s.DBS).values(DB_ID=db_id, **_db_values(created)))
+            insert_rows(
+                conn, s.DATABASE_PARAMS, param_rows("DB_ID", db_id, created.parameters)
+            )
+            self._emit(
+                conn,
+                [NewEvent(msg.CREATE_DATABASE, self.messages.create_database(created), cat, created.name)],
+            )
+            return created
+
+        return self.db.transaction(run)
+
+    def get_database(self, cat: str, name: str) -> hms.Database:
+        with self.db.read() as conn:
+            row = self._db_row(conn, cat, name)
+            params = _db_params(conn, [row.DB_ID])
+        return _database(row, params.get(row.DB_ID, {}))
+
+    def get_databases(self, cat: str, pattern: str | None = None) -> list[str]:
+        with self.db.read() as conn:
+            names = [
+                r[0]
+                for r in conn.execute(
+                    select(s.DBS.c.NAME).where(s.DBS.c.CTLG_NAME == cat).order_by(s.DBS.c.NAME)
+                )
+            ]
+        return filter_names(names, pattern)
+
+    def alter_database(self, cat: str, name: str, database: hms.Database) -> None:
+        def run(conn: Connection) -> None:
+            row = self._db_row(conn, cat, name, lock=True)
+            before = _database(row, _db_params(conn, [row.DB_ID]).get(row.DB_ID, {}))
+            after = hms.Database(
+                name=before.name,
+                description=database.description
+                if database.description is not None
+                else before.description,
+                locationUri=database.locationUri or before.locationUri,
+                parameters=dict(database.parameters)
+                if database.parameters is not None
+                else before.parameters,
+                ownerName=database.ownerName
+                if database.ownerName is not None
+                else before.ownerName,
+                ownerType=database.ownerType
+                if database.ownerType is not None
+                else before.ownerType,
+                catalogName=cat,
+                createTime=before.createTime,
+                managedLocationUri=database.managedLocationUri or before.managedLocationUri,
+                type=before.type,
+                connector_name=before.connector_name,
+                remote_dbname=before.remote_dbname,
+            )
+            values = _db_values(after)
+            del values["NAME"], values["CTLG_NAME"], values["CREATE_TIME"]
+            conn.execute(update(s.DBS).where(s.DBS.c.DB_ID == row.DB_ID).values(**values))
+            conn.execute(delete(s.DATABASE_PARAMS).where(s.DATABASE_PARAMS.c.DB_ID == row.DB_ID))
+            insert_rows(
+                conn, s.DATABASE_PARAMS, param_rows("DB_ID", row.DB_ID, after.parameters)
+            )
+            self._emit(
+                conn,
+                [NewEvent(msg.ALTER_DATABASE, self.messages.alter_database(before, after), cat, name)],
+            )
+
+        self.db.transaction(run)
+
+    def drop_database(self, cat: str, name: str, *, cascade: bool) -> hms.Database:
+        """Drop a database (and with ``cascade`` its functions; tables are dropped by the caller
+        first, one by one, as Hive does). Returns the dropped database."""
+        if name == "default" and cat == DEFAULT_CATALOG:
+            raise hms.MetaException(message="Can not drop default database in catalog hive")
+
+        def run(conn: Connection) -> hms.Database:
+            row = self._db_row(conn, cat, name, lock=True)
+            database = _database(row, _db_params(conn, [row.DB_ID]).get(row.DB_ID, {}))
+            tables = conn.execute(
+                select(s.TBLS.c.TBL_NAME).where(s.TBLS.c.DB_ID == row.DB_ID).limit(1)
+            ).first()
+            if tables is not None:
+                raise hms.InvalidOperationException(
+                    message=f"Database {name} is not empty. One or more tables exist."
+                )
+            funcs = conn.execute(
+                select(s.FUNCS.c.FUNC_ID).where(s.FUNCS.c.DB_ID == row.DB_ID)
+            ).all()
+            if funcs and not cascade:
+                raise hms.InvalidOperationException(
+                    message=f"Database {name} is not empty. One or more functions exist."
+                )
+            func_ids = [r[0] for r in funcs]
+            if func_ids:
+                conn.execute(delete(s.FUNC_RU).where(s.FUNC_RU.c.FUNC_ID.in_(func_ids)))
+                conn.execute(delete(s.FUNCS).where(s.FUNCS.c.FUNC_ID.in_(func_ids)))
+            conn.execute(delete(s.DB_PRIVS).where(s.DB_PRIVS.c.DB_ID == row.DB_ID))
+            conn.execute(delete(s.DATABASE_PARAMS).where(s.DATABASE_PARAMS.c.DB_ID == row.DB_ID))
+            conn.execute(delete(s.DBS).where(s.DBS.c.DB_ID == row.DB_ID))
+            self._emit(
+                conn, [NewEvent(msg.DROP_DATABASE, self.messages.drop_database(database), cat, name)]
+            )
+            return database
+
+        return self.db.transaction(run)
+
+
+def _db_values(d: hms.Database) -> dict[str, Any]:
+    return {
+        "NAME": d.name,
+        "DESC": d.description,
+        "DB_LOCATION_URI": d.locationUri,
+        "OWNER_NAME": d.ownerName,
+        "OWNER_TYPE": principal_name(d.ownerType),
+        "CTLG_NAME": d.catalogName,
+        "CREATE_TIME": d.createTime,
+        "DB_MANAGED_LOCATION_URI": d.managedLocationUri,
+        "TYPE": DATABASE_TYPE_NAMES.get(d.type or 1, "NATIVE"),
+        "DATACONNECTOR_NAME": d.connector_name,
+        "REMOTE_DBNAME": d.remote_dbname,
+    }
+
+
+def _db_params(conn: Connection, db_ids: list[int]) -> dict[int, dict[str, str]]:
+    p = s.DATABASE_PARAMS.c
+    rows = conn.execute(select(p.DB_ID, p.PARAM_KEY, p.PARAM_VALUE).where(p.DB_ID.in_(db_ids)))
+    return {
+        db_id: {r.PARAM_KEY: r.PARAM_VALUE or "" for r in rs}
+        for db_id, rs in group(rows, lambda r: r.DB_ID).items()
+    }
+
+
+def _database(row: Any, params: dict[str, str]) -> hms.Database:
+    return hms.Database(
+        name=row.NAME,
+        description=row.DESC,
+        locationUri=row.DB_LOCATION_URI,
+        parameters=dict(params),
+        ownerName=row.OWNER_NAME,
+        ownerType=principal_type(row.OWNER_TYPE),
+        catalogName=row.CTLG_NAME,
+        createTime=row.CREATE_TIME,
+        managedLocationUri=row.DB_MANAGED_LOCATION_URI,
+        type=DATABASE_TYPES.get((row.TYPE or "NATIVE").upper(), 1),
+        connector_name=row.DATACONNECTOR_NAME,
+        remote_dbname=row.REMOTE_DBNAME,
+    )
+
+
+def _catalog(row: Any) -> hms.Catalog:
+    return hms.Catalog(
+        name=row.NAME,
+        description=row.DESC,
+        locationUri=row.LOCATION_URI,
+        createTime=row.CREATE_TIME,
+    )

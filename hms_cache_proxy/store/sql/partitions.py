@@ -1,0 +1,798 @@
+"""Partitions (PARTITIONS, PARTITION_KEY_VALS, PARTITION_PARAMS and their storage descriptors).
+
+Reading N partitions takes five queries whatever N is: the partitions joined to their
+descriptors and serdes, their key values, all their parameters (partition, descriptor, serde)
+in one UNION ALL, the distinct column lists, and the bucket/sort/skew lists. Filters are
+decided by the one Python evaluator in store/filter.py (the cache uses the same one), after the
+database has narrowed the candidates with whatever the filter pins to exact string values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, delete, exists, func, select, update
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store import filter as pfilter
+from hms_cache_proxy.store import partnames
+from hms_cache_proxy.store.events import messages as msg
+from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.sql import ids as idseq
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.sql.batch import IdSource, chunks, fetch_in, group
+from hms_cache_proxy.store.sql.common import SqlStoreBase, now, table_ref
+from hms_cache_proxy.store.sql.storage import (
+    SD_COLUMNS,
+    build_storage_descriptors,
+    delete_storage_descriptors,
+    insert_column_descriptors,
+    insert_rows,
+    insert_storage_descriptors,
+    load_columns,
+    load_params,
+    param_rows,
+    same_columns,
+    sd_join,
+)
+from hms_cache_proxy.store.sql.tables import TablesMixin, table_select
+
+_P, _KV = s.PARTITIONS, s.PARTITION_KEY_VALS
+
+PARTITION_COLUMNS = (
+    _P.c.PART_ID,
+    _P.c.PART_NAME,
+    _P.c.CREATE_TIME,
+    _P.c.LAST_ACCESS_TIME,
+    _P.c.WRITE_ID,
+    *SD_COLUMNS,
+)
+
+DDL_TIME = "transient_lastDdlTime"
+
+
+class TableKeys:
+    """What partition calls need to know about their table: id, keys and (lazily) itself."""
+
+    __slots__ = ("tbl_id", "sd_id", "keys", "cat", "db", "name")
+
+    def __init__(self, row: Any, keys: list[hms.FieldSchema], cat: str, db: str, name: str):
+        self.tbl_id: int = row.TBL_ID
+        self.sd_id: int | None = row.SD_ID
+        self.keys = keys
+        self.cat, self.db, self.name = cat, db, name
+
+    @property
+    def key_names(self) -> list[str]:
+        return [k.name for k in self.keys]
+
+    @property
+    def key_types(self) -> list[str]:
+        return [k.type for k in self.keys]
+
+
+class PartitionsMixin(TablesMixin, SqlStoreBase):
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _table_keys(
+        self, conn: Connection, cat: str, db: str, name: str, *, lock: bool = False
+    ) -> TableKeys:
+        """The table's row and partition keys in one query (NoSuchObjectException if absent)."""
+        t, d, k = s.TBLS, s.DBS, s.PARTITION_KEYS
+        stmt = (
+            select(t.c.TBL_ID, t.c.SD_ID, k.c.PKEY_NAME, k.c.PKEY_TYPE, k.c.PKEY_COMMENT)
+            .select_from(
+                t.join(d, t.c.DB_ID == d.c.DB_ID).outerjoin(k, k.c.TBL_ID == t.c.TBL_ID)
+            )
+            .where(d.c.CTLG_NAME == cat, d.c.NAME == db, t.c.TBL_NAME == name)
+            .order_by(k.c.INTEGER_IDX)
+        )
+        rows = conn.execute(stmt).all()
+        if not rows:
+            raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, name)} table not found")
+        if lock:
+            conn.execute(select(t.c.TBL_ID).where(t.c.TBL_ID == rows[0].TBL_ID).with_for_update())
+        keys = [
+            hms.FieldSchema(name=r.PKEY_NAME, type=r.PKEY_TYPE, comment=r.PKEY_COMMENT)
+            for r in rows
+            if r.PKEY_NAME is not None
+        ]
+        return TableKeys(rows[0], keys, cat, db, name)
+
+    def _name_order(self, col: Any) -> Any:
+        """Order by partition name in code-point order on every database (as the cache does)."""
+        return col.collate("C") if self.db.dialect == "postgresql" else col
+
+    def _load_partitions(
+        self,
+        conn: Connection,
+        tk: TableKeys,
+        part_ids: IdSource,
+        *,
+        limit: int | None = None,
+    ) -> list[hms.Partition]:
+        """Partitions by id (or subquery of ids), in partition-name order."""
+        stmt = (
+            select(*PARTITION_COLUMNS)
+            .select_from(sd_join(_P, _P.c.SD_ID))
+            .where(_P.c.TBL_ID == tk.tbl_id)
+            .order_by(self._name_order(_P.c.PART_NAME))
+        )
+        if limit is not None and limit >= 0:
+            stmt = stmt.limit(limit)
+        if isinstance(part_ids, Sequence):
+            rows = fetch_in(conn, _P.c.PART_ID, part_ids, lambda cond: stmt.where(cond))
+            rows.sort(key=lambda r: r.PART_NAME)
+            source: IdSource = [r.PART_ID for r in rows]
+        else:
+            rows = conn.execute(stmt.where(_P.c.PART_ID.in_(part_ids.scalar_subquery()))).all()
+            source = [r.PART_ID for r in rows] if limit is not None and limit >= 0 else part_ids
+        if not rows:
+            return []
+        if isinstance(source, Sequence):
+            sd_src: IdSource = [r.SD_ID for r in rows if r.SD_ID is not None]
+            serde_src: IdSource = [r.SERDE_ID for r in rows if r.SERDE_ID is not None]
+        else:
+            sd_src = select(_P.c.SD_ID).where(_P.c.PART_ID.in_(source.scalar_subquery()))
+            serde_src = select(s.SDS.c.SERDE_ID).where(s.SDS.c.SD_ID.in_(sd_src.scalar_subquery()))
+        values = self._key_values(conn, source)
+        params = load_params(
+            conn,
+            [
+                ("p", s.PARTITION_PARAMS, source),
+                ("sd", s.SD_PARAMS, sd_src),
+                ("se", s.SERDE_PARAMS, serde_src),
+            ],
+        )
+        columns = load_columns(conn, sorted({r.CD_ID for r in rows if r.CD_ID is not None}))
+        sds = build_storage_descriptors(
+            conn, rows, sd_ids=sd_src, serde_ids=serde_src, columns=columns, params=params
+        )
+        return [
+            hms.Partition(
+                values=values.get(r.PART_ID, []),
+                dbName=tk.db,
+                tableName=tk.name,
+                createTime=r.CREATE_TIME,
+                lastAccessTime=r.LAST_ACCESS_TIME,
+                sd=sds.get(r.SD_ID),
+                parameters=dict(params.get(("p", r.PART_ID), {})),
+                catName=tk.cat,
+                writeId=r.WRITE_ID if r.WRITE_ID is not None else 0,
+            )
+            for r in rows
+        ]
+
+    def _key_values(self, conn: Connection, part_ids: IdSource) -> dict[int, list[str]]:
+        rows = fetch_in(
+            conn,
+            _KV.c.PART_ID,
+            part_ids,
+            lambda cond: select(_KV.c.PART_ID, _KV.c.PART_KEY_VAL, _KV.c.INTEGER_IDX).where(cond),
+        )
+        rows.sort(key=lambda r: (r.PART_ID, r.INTEGER_IDX))
+        return {
+            pid: [r.PART_KEY_VAL if r.PART_KEY_VAL is not None else "" for r in rs]
+            for pid, rs in group(rows, lambda r: r.PART_ID).items()
+        }
+
+    def _all_ids(self, tk: TableKeys) -> Any:
+        return select(_P.c.PART_ID).where(_P.c.TBL_ID == tk.tbl_id)
+
+    def _candidates(
+        self, conn: Connection, tk: TableKeys, conditions: Sequence[pfilter.KeyCondition]
+    ) -> list[tuple[int, str, list[str]]]:
+        """(id, name, values) of the partitions satisfying every exact-value condition."""
+        stmt = select(_P.c.PART_ID, _P.c.PART_NAME).where(_P.c.TBL_ID == tk.tbl_id)
+        for cond in conditions:
+            kv = _KV.alias()
+            stmt = stmt.where(
+                exists().where(
+                    kv.c.PART_ID == _P.c.PART_ID,
+                    kv.c.INTEGER_IDX == cond.key_index,
+                    kv.c.PART_KEY_VAL.in_(list(cond.values)),
+                )
+            )
+        rows = conn.execute(stmt).all()
+        if not rows:
+            return []
+        values = self._key_values(conn, [r.PART_ID for r in rows] if len(rows) < 5000 else
+                                  stmt.with_only_columns(_P.c.PART_ID))
+        out = [(r.PART_ID, r.PART_NAME, values.get(r.PART_ID, [])) for r in rows]
+        out.sort(key=lambda x: x[1])
+        return out
+
+    def _matching(
+        self,
+        conn: Connection,
+        tk: TableKeys,
+        conditions: Sequence[pfilter.KeyCondition],
+        accept: Callable[[Sequence[str]], bool] | None,
+        max_parts: int | None,
+    ) -> list[tuple[int, str, list[str]]]:
+        found = self._candidates(conn, tk, conditions)
+        if accept is not None:
+            found = [c for c in found if accept(c[2])]
+        if max_parts is not None and max_parts >= 0:
+            found = found[:max_parts]
+        return found
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def get_partition(self, cat: str, db: str, tbl: str, values: Sequence[str]) -> hms.Partition:
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            name = self._name_for(tk, values)
+            parts = self._by_names(conn, tk, [name])
+        if not parts:
+            raise hms.NoSuchObjectException(
+                message=f"partition values={list(values)} not found in {table_ref(cat, db, tbl)}"
+            )
+        return parts[0]
+
+    def get_partition_by_name(self, cat: str, db: str, tbl: str, name: str) -> hms.Partition:
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            parts = self._by_names(conn, tk, [name])
+        if not parts:
+            raise hms.NoSuchObjectException(
+                message=f"partition {name} not found in {table_ref(cat, db, tbl)}"
+            )
+        return parts[0]
+
+    def get_partitions(self, cat: str, db: str, tbl: str, max_parts: int = -1) -> list[hms.Partition]:
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            if max_parts == 0:
+                return []
+            return self._load_partitions(
+                conn, tk, self._all_ids(tk), limit=max_parts if max_parts >= 0 else None
+            )
+
+    def get_partitions_by_names(
+        self, cat: str, db: str, tbl: str, names: Sequence[str]
+    ) -> list[hms.Partition]:
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            return self._by_names(conn, tk, names)
+
+    def _by_names(self, conn: Connection, tk: TableKeys, names: Sequence[str]) -> list[hms.Partition]:
+        wanted = sorted(set(names))
+        ids = [
+            r[0]
+            for r in fetch_in(
+                conn,
+                _P.c.PART_NAME,
+                wanted,
+                lambda cond: select(_P.c.PART_ID).where(_P.c.TBL_ID == tk.tbl_id, cond),
+            )
+        ] if wanted else []
+        return self._load_partitions(conn, tk, ids) if ids else []
+
+    def get_partitions_by_filter(
+        self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = -1
+    ) -> list[hms.Partition]:
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            ids = [c[0] for c in self._filtered(conn, tk, filter_text, max_parts)]
+            return self._load_partitions(conn, tk, ids) if ids else []
+
+    def count_partitions_by_filter(self, cat: str, db: str, tbl: str, filter_text: str) -> int:
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            return len(self._filtered(conn, tk, filter_text, None))
+
+    def get_partition_names_by_filter(
+        self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = -1
+    ) -> list[str]:
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            return [c[1] for c in self._filtered(conn, tk, filter_text, max_parts)]
+
+    def _filtered(
+        self, conn: Connection, tk: TableKeys, filter_text: str, max_parts: int | None
+    ) -> list[tuple[int, str, list[str]]]:
+        node = pfilter.parse(filter_text or "")
+        accept = pfilter.compile_filter(node, tk.key_names, tk.key_types)
+        conditions = pfilter.pushdown(node, tk.key_names, tk.key_types)
+        return self._matching(conn, tk, conditions, accept, max_parts)
+
+    def get_partitions_ps(
+        self, cat: str, db: str, tbl: str, partial: Sequence[str] | None, max_parts: int = -1
+    ) -> list[hms.Partition]:
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            ids = [c[0] for c in self._ps(conn, tk, partial, max_parts)]
+            return self._load_partitions(conn, tk, ids) if ids else []
+
+    def get_partition_names_ps(
+        self, cat: str, db: str, tbl: str, partial: Sequence[str] | None, max_parts: int = -1
+    ) -> list[str]:
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            return [c[1] for c in self._ps(conn, tk, partial, max_parts)]
+
+    def _ps(
+        self, conn: Connection, tk: TableKeys, partial: Sequence[str] | None, max_parts: int | None
+    ) -> list[tuple[int, str, list[str]]]:
+        partial = list(partial or [])
+        if len(partial) > len(tk.keys):
+            raise hms.MetaException(
+                message=f"Incorrect number of partition values. numPartKeys={len(tk.keys)}, "
+                f"part_val={partial}"
+            )
+        conditions = [
+            pfilter.KeyCondition(i, (v,)) for i, v in enumerate(partial) if v not in ("", None)
+        ]
+        return self._matching(conn, tk, conditions, None, max_parts)
+
+    def get_partition_names(self, cat: str, db: str, tbl: str, max_parts: int = -1) -> list[str]:
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            if max_parts == 0:
+                return []
+            stmt = (
+                select(_P.c.PART_NAME)
+                .where(_P.c.TBL_ID == tk.tbl_id)
+                .order_by(self._name_order(_P.c.PART_NAME))
+            )
+            if max_parts >= 0:
+                stmt = stmt.limit(max_parts)
+            return [r[0] for r in conn.execute(stmt)]
+
+    def partition_values(
+        self, cat: str, db: str, tbl: str
+    ) -> tuple[list[hms.FieldSchema], list[tuple[str, list[str]]]]:
+        """Every partition's (name, values), with the table's keys: the input of
+        get_partition_values, which the handler shapes (projection, distinct, order)."""
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            return tk.keys, [(c[1], c[2]) for c in self._candidates(conn, tk, [])]
+
+    def _name_for(self, tk: TableKeys, values: Sequence[str]) -> str:
+        if len(values or []) != len(tk.keys):
+            raise hms.MetaException(
+                message=f"Incorrect number of partition values. numPartKeys={len(tk.keys)}, "
+                f"part_val={list(values or [])}"
+            )
+        return partnames.make_part_name(tk.key_names, values)
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def add_partitions(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        parts: Sequence[hms.Partition],
+        *,
+        if_not_exists: bool = False,
+        valid_write_id_list: str | None = None,
+        write_id: int | None = None,
+    ) -> list[hms.Partition]:
+        """Add partitions in one transaction; returns those added (existing ones are skipped
+        with ``if_not_exists``, else AlreadyExistsException)."""
+
+        def run(conn: Connection) -> list[hms.Partition]:
+            tk = self._table_keys(conn, cat, db, tbl, lock=True)
+            table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
+            named: dict[str, hms.Partition] = {}
+            for p in parts:
+                name = self._name_for(tk, p.values)
+                if name in named:
+                    raise hms.MetaException(
+                        message=f"Duplicate partitions in the list: {name}"
+                    )
+                named[name] = p
+            existing = {
+                r[0]
+                for r in fetch_in(
+                    conn,
+                    _P.c.PART_NAME,
+                    sorted(named),
+                    lambda cond: select(_P.c.PART_NAME).where(_P.c.TBL_ID == tk.tbl_id, cond),
+                )
+            }
+            if existing and not if_not_exists:
+                first = sorted(existing)[0]
+                raise hms.AlreadyExistsException(
+                    message=f"Partition already exists: {table_ref(cat, db, tbl)} {first}"
+                )
+            todo = [(n, p) for n, p in named.items() if n not in existing]
+            if not todo:
+                return []
+            added = self._insert_partitions(conn, tk, table, todo, write_id)
+            self._emit(
+                conn,
+                [
+                    NewEvent(
+                        msg.ADD_PARTITION,
+                        self.messages.add_partition(table, added, valid_write_ids=valid_write_id_list),
+                        cat,
+                        db,
+                        tbl,
+                    )
+                ],
+            )
+            return added
+
+        return self.db.transaction(run)
+
+    def _insert_partitions(
+        self,
+        conn: Connection,
+        tk: TableKeys,
+        table: hms.Table,
+        todo: Sequence[tuple[str, hms.Partition]],
+        write_id: int | None,
+    ) -> list[hms.Partition]:
+        ts = now()
+        table_cols = table.sd.cols if table.sd is not None else []
+        table_cd = None
+        if tk.sd_id is not None:
+            table_cd = conn.execute(
+                select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == tk.sd_id)
+            ).scalar()
+        # Partitions whose columns equal the table's share its column descriptor; the others
+        # get one new descriptor per distinct column list.
+        cd_for: dict[tuple[tuple[str, str, str | None], ...], int | None] = {}
+        new_lists: list[list[hms.FieldSchema]] = []
+        added: list[hms.Partition] = []
+        for name, p in todo:
+            sd = _copy_sd(p.sd) if p.sd is not None else _copy_sd(table.sd)
+            if sd is not None and not sd.location and table.sd is not None and table.sd.location:
+                sd.location = f"{table.sd.location.rstrip('/')}/{name}"
+            params = dict(p.parameters or {})
+            if not params.get(DDL_TIME) or params.get(DDL_TIME) == "0":
+                params[DDL_TIME] = str(ts)
+            part = hms.Partition(
+                values=list(p.values),
+                dbName=tk.db,
+                tableName=tk.name,
+                createTime=ts,
+                lastAccessTime=p.lastAccessTime or 0,
+                sd=sd,
+                parameters=params,
+                catName=tk.cat,
+                writeId=write_id if write_id is not None and write_id > 0 else 0,
+            )
+            added.append(part)
+            if sd is not None:
+                key = _cols_key(sd.cols)
+                if key not in cd_for:
+                    if table_cd is not None and same_columns(sd.cols, table_cols):
+                        cd_for[key] = table_cd
+                    else:
+                        cd_for[key] = None
+                        new_lists.append(sd.cols or [])
+        new_cds = iter(insert_column_descriptors(conn, self.ids, new_lists))
+        for key, cd in list(cd_for.items()):
+            if cd is None:
+                cd_for[key] = next(new_cds)
+        with_sd = [p for p in added if p.sd is not None]
+        sd_ids = iter(
+            insert_storage_descriptors(
+                conn,
+                self.ids,
+                [p.sd for p in with_sd],
+                [cd_for[_cols_key(p.sd.cols)] for p in with_sd],
+            )
+        )
+        part_ids = self.ids.allocate(conn, idseq.PARTITION, len(added))
+        rows, kv_rows, param_rows_ = [], [], []
+        for (name, _), part, part_id in zip(todo, added, part_ids):
+            rows.append(
+                {
+                    "PART_ID": part_id,
+                    "CREATE_TIME": part.createTime,
+                    "LAST_ACCESS_TIME": part.lastAccessTime,
+                    "PART_NAME": name,
+                    "SD_ID": next(sd_ids) if part.sd is not None else None,
+                    "TBL_ID": tk.tbl_id,
+                    "WRITE_ID": part.writeId,
+                }
+            )
+            kv_rows.extend(
+                {"PART_ID": part_id, "PART_KEY_VAL": v, "INTEGER_IDX": i}
+                for i, v in enumerate(part.values)
+            )
+            param_rows_.extend(param_rows("PART_ID", part_id, part.parameters))
+        insert_rows(conn, _P, rows)
+        insert_rows(conn, _KV, kv_rows)
+        insert_rows(conn, s.PARTITION_PARAMS, param_rows_)
+        return added
+
+    def alter_partitions(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        new_parts: Sequence[hms.Partition],
+        *,
+        write_id: int | None = None,
+        valid_write_id_list: str | None = None,
+        prepare: Callable[[hms.Partition, hms.Partition], None] | None = None,
+    ) -> list[tuple[hms.Partition, hms.Partition]]:
+        """Replace partitions (found by their values); returns (before, after) pairs.
+
+        ``prepare(before, after)`` may adjust each new partition inside the transaction."""
+
+        def run(conn: Connection) -> list[tuple[hms.Partition, hms.Partition]]:
+            tk = self._table_keys(conn, cat, db, tbl, lock=True)
+            table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
+            names = [self._name_for(tk, p.values) for p in new_parts]
+            before = {p_name(tk, p): p for p in self._by_names(conn, tk, names)}
+            missing = [n for n in names if n not in before]
+            if missing:
+                raise hms.InvalidOperationException(
+                    message=f"alter is not possible: partition {missing[0]} of "
+                    f"{table_ref(cat, db, tbl)} does not exist"
+                )
+            pairs = []
+            for name, p in zip(names, new_parts):
+                old = before[name]
+                new = _copy_partition(p, dbName=tk.db, tableName=tk.name, catName=tk.cat)
+                if write_id is not None and write_id > 0:
+                    new.writeId = write_id
+                elif new.writeId is None or new.writeId < 0:
+                    new.writeId = old.writeId
+                if prepare is not None:
+                    prepare(old, new)
+                pairs.append((name, old, new))
+            self._replace_partitions(conn, tk, table, pairs)
+            self._emit(
+                conn,
+                [
+                    NewEvent(
+                        msg.ALTER_PARTITION,
+                        self.messages.alter_partition(
+                            table,
+                            old,
+                            new,
+                            write_id=write_id if write_id is not None else -1,
+                            valid_write_ids=valid_write_id_list,
+                        ),
+                        cat,
+                        db,
+                        tbl,
+                    )
+                    for _, old, new in pairs
+                ],
+            )
+            return [(old, new) for _, old, new in pairs]
+
+        return self.db.transaction(run)
+
+    def _replace_partitions(
+        self,
+        conn: Connection,
+        tk: TableKeys,
+        table: hms.Table,
+        pairs: Sequence[tuple[str, hms.Partition, hms.Partition]],
+    ) -> None:
+        """Rewrite partitions in place: same PART_IDs, new rows for everything hanging off them."""
+        rows = fetch_in(
+            conn,
+            _P.c.PART_NAME,
+            [n for n, _, _ in pairs],
+            lambda cond: select(_P.c.PART_ID, _P.c.PART_NAME, _P.c.SD_ID).where(
+                _P.c.TBL_ID == tk.tbl_id, cond
+            ),
+        )
+        by_name = {r.PART_NAME: r for r in rows}
+        part_ids = [by_name[n].PART_ID for n, _, _ in pairs]
+        old_sds = [by_name[n].SD_ID for n, _, _ in pairs if by_name[n].SD_ID is not None]
+        for part in chunks(part_ids):
+            conn.execute(delete(s.PARTITION_PARAMS).where(s.PARTITION_PARAMS.c.PART_ID.in_(part)))
+            conn.execute(delete(_KV).where(_KV.c.PART_ID.in_(part)))
+            conn.execute(update(_P).where(_P.c.PART_ID.in_(part)).values(SD_ID=None))
+        # New descriptors first, so a column descriptor the old and new share stays alive.
+        table_cd = None
+        if tk.sd_id is not None:
+            table_cd = conn.execute(
+                select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == tk.sd_id)
+            ).scalar()
+        old_cd = {
+            r.SD_ID: r.CD_ID
+            for r in fetch_in(
+                conn,
+                s.SDS.c.SD_ID,
+                old_sds,
+                lambda cond: select(s.SDS.c.SD_ID, s.SDS.c.CD_ID).where(cond),
+            )
+        }
+        table_cols = table.sd.cols if table.sd is not None else []
+        cd_ids: list[int | None] = []
+        new_lists: list[list[hms.FieldSchema]] = []
+        pending: list[int] = []
+        for name, old, new in pairs:
+            if new.sd is None:
+                continue
+            if table_cd is not None and same_columns(new.sd.cols, table_cols):
+                cd_ids.append(table_cd)
+            elif old.sd is not None and same_columns(new.sd.cols, old.sd.cols):
+                cd_ids.append(old_cd.get(by_name[name].SD_ID))
+            else:
+                pending.append(len(cd_ids))
+                cd_ids.append(None)
+                new_lists.append(new.sd.cols or [])
+        for idx, cd in zip(pending, insert_column_descriptors(conn, self.ids, new_lists)):
+            cd_ids[idx] = cd
+        with_sd = [(n, new) for n, _, new in pairs if new.sd is not None]
+        sd_ids = dict(
+            zip(
+                [n for n, _ in with_sd],
+                insert_storage_descriptors(conn, self.ids, [p.sd for _, p in with_sd], cd_ids),
+            )
+        )
+        kv_rows, prm = [], []
+        for name, _, new in pairs:
+            pid = by_name[name].PART_ID
+            conn.execute(
+                update(_P)
+                .where(_P.c.PART_ID == pid)
+                .values(
+                    SD_ID=sd_ids.get(name),
+                    CREATE_TIME=new.createTime or 0,
+                    LAST_ACCESS_TIME=new.lastAccessTime or 0,
+                    WRITE_ID=new.writeId if new.writeId and new.writeId > 0 else 0,
+                )
+            )
+            kv_rows.extend(
+                {"PART_ID": pid, "PART_KEY_VAL": v, "INTEGER_IDX": i}
+                for i, v in enumerate(new.values)
+            )
+            prm.extend(param_rows("PART_ID", pid, new.parameters))
+        insert_rows(conn, _KV, kv_rows)
+        insert_rows(conn, s.PARTITION_PARAMS, prm)
+        delete_storage_descriptors(conn, old_sds)
+
+    def rename_partition(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        old_values: Sequence[str],
+        new_part: hms.Partition,
+        *,
+        prepare: Callable[[hms.Table, hms.Partition, hms.Partition], None] | None = None,
+        valid_write_id_list: str | None = None,
+    ) -> tuple[hms.Partition, hms.Partition]:
+        def run(conn: Connection) -> tuple[hms.Partition, hms.Partition]:
+            tk = self._table_keys(conn, cat, db, tbl, lock=True)
+            table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
+            old_name = self._name_for(tk, old_values)
+            new_name = self._name_for(tk, new_part.values)
+            found = self._by_names(conn, tk, [old_name])
+            if not found:
+                raise hms.InvalidOperationException(
+                    message=f"Unable to rename partition because old partition does not exist: "
+                    f"{old_name}"
+                )
+            if new_name != old_name and self._by_names(conn, tk, [new_name]):
+                raise hms.InvalidOperationException(
+                    message=f"Unable to rename partition because new partition already exists: "
+                    f"{new_name}"
+                )
+            old = found[0]
+            new = _copy_partition(new_part, dbName=tk.db, tableName=tk.name, catName=tk.cat)
+            if prepare is not None:
+                prepare(table, old, new)
+            self._replace_partitions(conn, tk, table, [(old_name, old, new)])
+            conn.execute(
+                update(_P)
+                .where(_P.c.TBL_ID == tk.tbl_id, _P.c.PART_NAME == old_name)
+                .values(PART_NAME=new_name)
+            )
+            conn.execute(
+                update(s.PART_COL_STATS)
+                .where(
+                    s.PART_COL_STATS.c.PART_ID.in_(
+                        select(_P.c.PART_ID)
+                        .where(_P.c.TBL_ID == tk.tbl_id, _P.c.PART_NAME == new_name)
+                        .scalar_subquery()
+                    )
+                )
+                .values(PARTITION_NAME=new_name)
+            )
+            self._emit(
+                conn,
+                [
+                    NewEvent(
+                        msg.ALTER_PARTITION,
+                        self.messages.alter_partition(
+                            table, old, new, valid_write_ids=valid_write_id_list
+                        ),
+                        cat,
+                        db,
+                        tbl,
+                    )
+                ],
+            )
+            return old, new
+
+        return self.db.transaction(run)
+
+    def drop_partitions(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        names: Sequence[str],
+        *,
+        if_exists: bool = False,
+        check: Callable[[hms.Table, list[hms.Partition]], None] | None = None,
+    ) -> tuple[hms.Table, list[hms.Partition]]:
+        """Drop partitions by name; returns the table and the dropped partitions.
+
+        A missing name raises NoSuchObjectException unless ``if_exists``."""
+
+        def run(conn: Connection) -> tuple[hms.Table, list[hms.Partition]]:
+            tk = self._table_keys(conn, cat, db, tbl, lock=True)
+            table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
+            found = self._by_names(conn, tk, names)
+            if not if_exists and len(found) < len(set(names)):
+                have = {p_name(tk, p) for p in found}
+                missing = sorted(n for n in set(names) if n not in have)
+                raise hms.NoSuchObjectException(
+                    message=f"partition {missing[0]} not found in {table_ref(cat, db, tbl)}"
+                )
+            if not found:
+                return table, []
+            if check is not None:
+                check(table, found)
+            ids = fetch_in(
+                conn,
+                _P.c.PART_NAME,
+                [p_name(tk, p) for p in found],
+                lambda cond: select(_P.c.PART_ID, _P.c.SD_ID).where(
+                    _P.c.TBL_ID == tk.tbl_id, cond
+                ),
+            )
+            self._delete_partition_rows(conn, [r.PART_ID for r in ids], [r.SD_ID for r in ids])
+            self._emit(
+                conn,
+                [
+                    NewEvent(msg.DROP_PARTITION, self.messages.drop_partition(table, [p]), cat, db, tbl)
+                    for p in found
+                ],
+            )
+            return table, found
+
+        return self.db.transaction(run)
+
+    def partition_count(self, cat: str, db: str, tbl: str) -> int:
+        with self.db.read() as conn:
+            tk = self._table_keys(conn, cat, db, tbl)
+            return int(
+                conn.execute(
+                    select(func.count()).select_from(_P).where(_P.c.TBL_ID == tk.tbl_id)
+                ).scalar_one()
+            )
+
+
+def p_name(tk: TableKeys, p: hms.Partition) -> str:
+    return partnames.make_part_name(tk.key_names, p.values)
+
+
+def _cols_key(cols: Sequence[hms.FieldSchema] | None) -> tuple[tuple[str, str, str | None], ...]:
+    return tuple((c.name, c.type, c.comment) for c in cols or [])
+
+
+def _copy_sd(sd: hms.StorageDescriptor | None) -> hms.StorageDescriptor | None:
+    if sd is None:
+        return None
+    new = hms.StorageDescriptor(**sd.__dict__)
+    if sd.serdeInfo is not None:
+        new.serdeInfo = hms.SerDeInfo(**sd.serdeInfo.__dict__)
+    return new
+
+
+def _copy_partition(p: hms.Partition, **changes: Any) -> hms.Partition:
+    new = hms.Partition(**p.__dict__)
+    for k, v in changes.items():
+        setattr(new, k, v)
+    return new
+
+

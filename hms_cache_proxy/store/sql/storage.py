@@ -1,0 +1,535 @@
+"""Storage descriptors (SDS, SERDES, CDS and their child tables), read and written in batches.
+
+Tables and partitions both own storage descriptors; a partition whose columns equal its
+table's shares the table's column descriptor (CD), as Hive's ObjectStore does, so a table with
+10,000 partitions keeps one copy of its columns. Reading N descriptors takes a fixed handful of
+queries (one per table family, UNION ALL where the shapes agree), never one per descriptor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import zip_longest
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    String,
+    and_,
+    cast,
+    delete,
+    exists,
+    insert,
+    literal,
+    null,
+    select,
+    union_all,
+)
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.sql import ids as idseq
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.sql.batch import IdSource, chunks, fetch_in, group, in_conditions
+from hms_cache_proxy.store.sql.ids import IdAllocator
+
+SD_COLUMNS = (
+    s.SDS.c.SD_ID,
+    s.SDS.c.CD_ID,
+    s.SDS.c.SERDE_ID,
+    s.SDS.c.INPUT_FORMAT,
+    s.SDS.c.OUTPUT_FORMAT,
+    s.SDS.c.IS_COMPRESSED,
+    s.SDS.c.IS_STOREDASSUBDIRECTORIES,
+    s.SDS.c.LOCATION,
+    s.SDS.c.NUM_BUCKETS,
+    s.SERDES.c.NAME.label("SERDE_NAME"),
+    s.SERDES.c.SLIB,
+    s.SERDES.c.DESCRIPTION.label("SERDE_DESCRIPTION"),
+    s.SERDES.c.SERIALIZER_CLASS,
+    s.SERDES.c.DESERIALIZER_CLASS,
+    s.SERDES.c.SERDE_TYPE,
+)
+"""Columns to select (with an outer join of SDS and SERDES) to build descriptors from rows."""
+
+
+def sd_join(from_clause: Any, sd_id_col: Any) -> Any:
+    """``from_clause`` outer-joined to its SDS row and that row's SERDES row."""
+    return from_clause.outerjoin(s.SDS, s.SDS.c.SD_ID == sd_id_col).outerjoin(
+        s.SERDES, s.SERDES.c.SERDE_ID == s.SDS.c.SERDE_ID
+    )
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def load_params(
+    conn: Connection, sources: Sequence[tuple[str, Any, IdSource]]
+) -> dict[tuple[str, int], dict[str, str]]:
+    """Parameters of several owners at once: ``{(kind, owner id): {key: value}}``.
+
+    ``sources`` holds ``(kind, params table, owner ids)``; the owner column is the table's first
+    column. All of them are read with one UNION ALL query per chunk of ids.
+    """
+    per_source: list[list[Any]] = []
+    for kind, table, ids in sources:
+        owner = table.c[0]
+        if not _is_select(ids) and not ids:
+            per_source.append([])
+            continue
+        per_source.append(
+            [
+                select(
+                    literal(kind, String).label("kind"),
+                    owner.label("owner"),
+                    table.c.PARAM_KEY,
+                    table.c.PARAM_VALUE,
+                ).where(cond)
+                for cond in in_conditions(owner, ids)
+            ]
+        )
+    out: dict[tuple[str, int], dict[str, str]] = {}
+    for round_ in zip_longest(*per_source):
+        parts = [q for q in round_ if q is not None]
+        if not parts:
+            continue
+        stmt = parts[0] if len(parts) == 1 else union_all(*parts)
+        for kind, owner, key, value in conn.execute(stmt):
+            out.setdefault((kind, owner), {})[key] = value if value is not None else ""
+    return out
+
+
+def _is_select(ids: Any) -> bool:
+    return hasattr(ids, "scalar_subquery")
+
+
+def load_columns(conn: Connection, cd_ids: IdSource) -> dict[int, list[hms.FieldSchema]]:
+    c = s.COLUMNS_V2.c
+    rows = fetch_in(
+        conn,
+        c.CD_ID,
+        cd_ids,
+        lambda cond: select(c.CD_ID, c.COLUMN_NAME, c.TYPE_NAME, c.COMMENT)
+        .where(cond)
+        .order_by(c.CD_ID, c.INTEGER_IDX),
+    )
+    out: dict[int, list[hms.FieldSchema]] = {}
+    for cd_id, name, type_name, comment in rows:
+        out.setdefault(cd_id, []).append(
+            hms.FieldSchema(name=name, type=type_name, comment=comment)
+        )
+    return out
+
+
+def _sd_lists(conn: Connection, sd_ids: IdSource) -> dict[int, dict[str, list[Any]]]:
+    """Bucket columns, sort columns and skewed column names of each descriptor."""
+    b, o, k = s.BUCKETING_COLS.c, s.SORT_COLS.c, s.SKEWED_COL_NAMES.c
+
+    def build(cond_b: Any, cond_o: Any, cond_k: Any) -> Any:
+        return union_all(
+            select(
+                literal("b", String).label("kind"),
+                b.SD_ID,
+                b.BUCKET_COL_NAME.label("name"),
+                cast(null(), BigInteger).label("ord"),
+                cast(b.INTEGER_IDX, BigInteger).label("idx"),
+            ).where(cond_b),
+            select(
+                literal("s", String),
+                o.SD_ID,
+                o.COLUMN_NAME,
+                cast(o.ORDER, BigInteger),
+                cast(o.INTEGER_IDX, BigInteger),
+            ).where(cond_o),
+            select(
+                literal("k", String),
+                k.SD_ID,
+                k.SKEWED_COL_NAME,
+                cast(null(), BigInteger),
+                cast(k.INTEGER_IDX, BigInteger),
+            ).where(cond_k),
+        )
+
+    rows: list[Any] = []
+    if _is_select(sd_ids):
+        rows = list(
+            conn.execute(
+                build(
+                    b.SD_ID.in_(sd_ids.scalar_subquery()),
+                    o.SD_ID.in_(sd_ids.scalar_subquery()),
+                    k.SD_ID.in_(sd_ids.scalar_subquery()),
+                )
+            )
+        )
+    else:
+        for part in chunks(sorted(set(sd_ids))):
+            rows.extend(conn.execute(build(b.SD_ID.in_(part), o.SD_ID.in_(part), k.SD_ID.in_(part))))
+    rows.sort(key=lambda r: (r.SD_ID, r.kind, r.idx))
+    out: dict[int, dict[str, list[Any]]] = {}
+    for r in rows:
+        out.setdefault(r.SD_ID, {}).setdefault(r.kind, []).append(r)
+    return out
+
+
+def _skew_values(
+    conn: Connection, sd_ids: Sequence[int]
+) -> tuple[dict[int, list[list[str]]], dict[int, dict[tuple[str, ...], str]]]:
+    """Skewed values and their locations for the (rare) descriptors that have skewed columns."""
+    v, sv, m = s.SKEWED_VALUES.c, s.SKEWED_STRING_LIST_VALUES.c, s.SKEWED_COL_VALUE_LOC_MAP.c
+    value_rows = fetch_in(
+        conn,
+        v.SD_ID_OID,
+        list(sd_ids),
+        lambda cond: select(v.SD_ID_OID, v.INTEGER_IDX, sv.STRING_LIST_VALUE)
+        .select_from(
+            s.SKEWED_VALUES.outerjoin(
+                s.SKEWED_STRING_LIST_VALUES, sv.STRING_LIST_ID == v.STRING_LIST_ID_EID
+            )
+        )
+        .where(cond)
+        .order_by(v.SD_ID_OID, v.INTEGER_IDX, sv.INTEGER_IDX),
+    )
+    values: dict[int, list[list[str]]] = {}
+    last: tuple[int, int] | None = None
+    for sd_id, idx, value in value_rows:
+        lists = values.setdefault(sd_id, [])
+        if last != (sd_id, idx):
+            lists.append([])
+            last = (sd_id, idx)
+        if value is not None:
+            lists[-1].append(value)
+    loc_rows = fetch_in(
+        conn,
+        m.SD_ID,
+        list(sd_ids),
+        lambda cond: select(m.SD_ID, m.STRING_LIST_ID_KID, m.LOCATION, sv.STRING_LIST_VALUE)
+        .select_from(
+            s.SKEWED_COL_VALUE_LOC_MAP.outerjoin(
+                s.SKEWED_STRING_LIST_VALUES, sv.STRING_LIST_ID == m.STRING_LIST_ID_KID
+            )
+        )
+        .where(cond)
+        .order_by(m.SD_ID, m.STRING_LIST_ID_KID, sv.INTEGER_IDX),
+    )
+    locs: dict[int, dict[tuple[str, ...], str]] = {}
+    keys: dict[tuple[int, int], tuple[list[str], str]] = {}
+    for sd_id, list_id, location, value in loc_rows:
+        entry = keys.setdefault((sd_id, list_id), ([], location))
+        if value is not None:
+            entry[0].append(value)
+    for (sd_id, _), (key, location) in keys.items():
+        locs.setdefault(sd_id, {})[tuple(key)] = location
+    return values, locs
+
+
+def build_storage_descriptors(
+    conn: Connection,
+    rows: Sequence[Any],
+    *,
+    sd_ids: IdSource | None = None,
+    serde_ids: IdSource | None = None,
+    columns: dict[int, list[hms.FieldSchema]] | None = None,
+    params: dict[tuple[str, int], dict[str, str]] | None = None,
+) -> dict[int, hms.StorageDescriptor]:
+    """Descriptors for rows selected with SD_COLUMNS, keyed by SD_ID.
+
+    ``sd_ids``/``serde_ids`` may be subqueries selecting the same ids (cheaper than long IN
+    lists when the rows are "all partitions of a table"). ``columns`` and ``params`` may be
+    passed in when the caller already loaded them together with its own.
+    """
+    rows = [r for r in rows if r.SD_ID is not None]
+    if not rows:
+        return {}
+    if sd_ids is None:
+        sd_ids = [r.SD_ID for r in rows]
+    if serde_ids is None:
+        serde_ids = [r.SERDE_ID for r in rows if r.SERDE_ID is not None]
+    if params is None:
+        params = load_params(conn, [("sd", s.SD_PARAMS, sd_ids), ("se", s.SERDE_PARAMS, serde_ids)])
+    if columns is None:
+        columns = load_columns(conn, sorted({r.CD_ID for r in rows if r.CD_ID is not None}))
+    lists = _sd_lists(conn, sd_ids)
+    skewed_sds = [sd for sd, kinds in lists.items() if "k" in kinds]
+    skew_values, skew_locs = _skew_values(conn, skewed_sds) if skewed_sds else ({}, {})
+
+    out: dict[int, hms.StorageDescriptor] = {}
+    empty: dict[str, list[Any]] = {}
+    for r in rows:
+        sd_lists = lists.get(r.SD_ID, empty)
+        serde = None
+        if r.SERDE_ID is not None:
+            serde = hms.SerDeInfo(
+                name=r.SERDE_NAME,
+                serializationLib=r.SLIB,
+                parameters=dict(params.get(("se", r.SERDE_ID), {})),
+                description=r.SERDE_DESCRIPTION,
+                serializerClass=r.SERIALIZER_CLASS,
+                deserializerClass=r.DESERIALIZER_CLASS,
+                serdeType=r.SERDE_TYPE,
+            )
+        out[r.SD_ID] = hms.StorageDescriptor(
+            cols=list(columns.get(r.CD_ID, [])) if r.CD_ID is not None else [],
+            location=r.LOCATION,
+            inputFormat=r.INPUT_FORMAT,
+            outputFormat=r.OUTPUT_FORMAT,
+            compressed=bool(r.IS_COMPRESSED),
+            numBuckets=int(r.NUM_BUCKETS),
+            serdeInfo=serde,
+            bucketCols=[x.name for x in sd_lists.get("b", ())],
+            sortCols=[hms.Order(col=x.name, order=int(x.ord)) for x in sd_lists.get("s", ())],
+            parameters=dict(params.get(("sd", r.SD_ID), {})),
+            skewedInfo=hms.SkewedInfo(
+                skewedColNames=[x.name for x in sd_lists.get("k", ())],
+                skewedColValues=skew_values.get(r.SD_ID, []),
+                skewedColValueLocationMaps=dict(skew_locs.get(r.SD_ID, {})),
+            ),
+            storedAsSubDirectories=bool(r.IS_STOREDASSUBDIRECTORIES),
+        )
+    return out
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+def same_columns(a: Sequence[hms.FieldSchema] | None, b: Sequence[hms.FieldSchema] | None) -> bool:
+    """Whether two column lists are equal field for field (names, types, comments)."""
+    a, b = a or [], b or []
+    return len(a) == len(b) and all(
+        (x.name, x.type, x.comment) == (y.name, y.type, y.comment) for x, y in zip(a, b)
+    )
+
+
+def insert_column_descriptors(
+    conn: Connection, alloc: IdAllocator, col_lists: Sequence[Sequence[hms.FieldSchema]]
+) -> list[int]:
+    """One new CD per column list; returns their ids."""
+    cd_ids = alloc.allocate(conn, idseq.COLUMN_DESCRIPTOR, len(col_lists))
+    if not cd_ids:
+        return []
+    conn.execute(insert(s.CDS), [{"CD_ID": i} for i in cd_ids])
+    rows = [
+        {
+            "CD_ID": cd,
+            "COLUMN_NAME": col.name,
+            "TYPE_NAME": col.type,
+            "COMMENT": col.comment,
+            "INTEGER_IDX": idx,
+        }
+        for cd, cols in zip(cd_ids, col_lists)
+        for idx, col in enumerate(cols or [])
+    ]
+    if rows:
+        conn.execute(insert(s.COLUMNS_V2), rows)
+    return cd_ids
+
+
+def insert_storage_descriptors(
+    conn: Connection,
+    alloc: IdAllocator,
+    sds: Sequence[hms.StorageDescriptor],
+    cd_ids: Sequence[int | None],
+) -> list[int]:
+    """Insert descriptors (with serdes, parameters and lists) pointing at ``cd_ids``."""
+    n = len(sds)
+    if n == 0:
+        return []
+    sd_ids = alloc.allocate(conn, idseq.STORAGE_DESCRIPTOR, n)
+    serde_ids = alloc.allocate(conn, idseq.SERDE, n)
+    serde_rows, serde_params, sd_rows, sd_params = [], [], [], []
+    buckets, sorts, skew_names = [], [], []
+    skewed: list[tuple[int, hms.SkewedInfo]] = []
+    for sd, sd_id, serde_id, cd_id in zip(sds, sd_ids, serde_ids, cd_ids):
+        serde = sd.serdeInfo or hms.SerDeInfo()
+        serde_rows.append(
+            {
+                "SERDE_ID": serde_id,
+                "NAME": serde.name,
+                "SLIB": serde.serializationLib,
+                "DESCRIPTION": serde.description,
+                "SERIALIZER_CLASS": serde.serializerClass,
+                "DESERIALIZER_CLASS": serde.deserializerClass,
+                "SERDE_TYPE": serde.serdeType,
+            }
+        )
+        serde_params.extend(param_rows("SERDE_ID", serde_id, serde.parameters))
+        sd_rows.append(
+            {
+                "SD_ID": sd_id,
+                "INPUT_FORMAT": sd.inputFormat,
+                "IS_COMPRESSED": bool(sd.compressed),
+                "LOCATION": sd.location,
+                "NUM_BUCKETS": sd.numBuckets if sd.numBuckets is not None else -1,
+                "OUTPUT_FORMAT": sd.outputFormat,
+                "SERDE_ID": serde_id,
+                "CD_ID": cd_id,
+                "IS_STOREDASSUBDIRECTORIES": bool(sd.storedAsSubDirectories),
+            }
+        )
+        sd_params.extend(param_rows("SD_ID", sd_id, sd.parameters))
+        buckets.extend(
+            {"SD_ID": sd_id, "BUCKET_COL_NAME": c, "INTEGER_IDX": i}
+            for i, c in enumerate(sd.bucketCols or [])
+        )
+        sorts.extend(
+            {"SD_ID": sd_id, "COLUMN_NAME": o.col, "ORDER": o.order, "INTEGER_IDX": i}
+            for i, o in enumerate(sd.sortCols or [])
+        )
+        info = sd.skewedInfo
+        if info is not None and (info.skewedColNames or info.skewedColValues):
+            skew_names.extend(
+                {"SD_ID": sd_id, "SKEWED_COL_NAME": c, "INTEGER_IDX": i}
+                for i, c in enumerate(info.skewedColNames or [])
+            )
+            skewed.append((sd_id, info))
+    insert_rows(conn, s.SERDES, serde_rows)
+    insert_rows(conn, s.SERDE_PARAMS, serde_params)
+    insert_rows(conn, s.SDS, sd_rows)
+    insert_rows(conn, s.SD_PARAMS, sd_params)
+    insert_rows(conn, s.BUCKETING_COLS, buckets)
+    insert_rows(conn, s.SORT_COLS, sorts)
+    insert_rows(conn, s.SKEWED_COL_NAMES, skew_names)
+    if skewed:
+        _insert_skew_values(conn, alloc, skewed)
+    return sd_ids
+
+
+def _insert_skew_values(
+    conn: Connection, alloc: IdAllocator, skewed: list[tuple[int, hms.SkewedInfo]]
+) -> None:
+    lists: list[Sequence[str]] = []
+    owners: list[tuple[str, int, int | str]] = []  # (kind, sd_id, index or location)
+    for sd_id, info in skewed:
+        for idx, values in enumerate(info.skewedColValues or []):
+            lists.append(values)
+            owners.append(("v", sd_id, idx))
+        for key, location in (info.skewedColValueLocationMaps or {}).items():
+            lists.append(list(key))
+            owners.append(("m", sd_id, location))
+    list_ids = alloc.allocate(conn, idseq.STRING_LIST, len(lists))
+    insert_rows(conn, s.SKEWED_STRING_LIST, [{"STRING_LIST_ID": i} for i in list_ids])
+    insert_rows(
+        conn,
+        s.SKEWED_STRING_LIST_VALUES,
+        [
+            {"STRING_LIST_ID": list_id, "STRING_LIST_VALUE": v, "INTEGER_IDX": i}
+            for list_id, values in zip(list_ids, lists)
+            for i, v in enumerate(values)
+        ],
+    )
+    insert_rows(
+        conn,
+        s.SKEWED_VALUES,
+        [
+            {"SD_ID_OID": sd_id, "STRING_LIST_ID_EID": list_id, "INTEGER_IDX": idx}
+            for list_id, (kind, sd_id, idx) in zip(list_ids, owners)
+            if kind == "v"
+        ],
+    )
+    insert_rows(
+        conn,
+        s.SKEWED_COL_VALUE_LOC_MAP,
+        [
+            {"SD_ID": sd_id, "STRING_LIST_ID_KID": list_id, "LOCATION": loc}
+            for list_id, (kind, sd_id, loc) in zip(list_ids, owners)
+            if kind == "m"
+        ],
+    )
+
+
+def delete_storage_descriptors(conn: Connection, sd_ids: IdSource) -> None:
+    """Delete descriptors, their serdes and child rows, then column descriptors left unused.
+
+    Rows that reference the descriptors (TBLS, PARTITIONS) must already be gone.
+    """
+    if not _is_select(sd_ids):
+        sd_ids = sorted(set(sd_ids))
+        if not sd_ids:
+            return
+    rows = fetch_in(
+        conn,
+        s.SDS.c.SD_ID,
+        sd_ids,
+        lambda cond: select(s.SDS.c.SD_ID, s.SDS.c.SERDE_ID, s.SDS.c.CD_ID).where(cond),
+    )
+    ids = [r.SD_ID for r in rows]
+    serdes = [r.SERDE_ID for r in rows if r.SERDE_ID is not None]
+    cds = {r.CD_ID for r in rows if r.CD_ID is not None}
+    if not ids:
+        return
+    # Skewed string lists belong to exactly one descriptor.
+    v, m = s.SKEWED_VALUES.c, s.SKEWED_COL_VALUE_LOC_MAP.c
+    string_lists = [
+        r[0]
+        for r in fetch_in(
+            conn, v.SD_ID_OID, ids, lambda cond: select(v.STRING_LIST_ID_EID).where(cond)
+        )
+    ] + [
+        r[0]
+        for r in fetch_in(conn, m.SD_ID, ids, lambda cond: select(m.STRING_LIST_ID_KID).where(cond))
+    ]
+    for part in chunks(ids):
+        for table, col in (
+            (s.SD_PARAMS, "SD_ID"),
+            (s.BUCKETING_COLS, "SD_ID"),
+            (s.SORT_COLS, "SD_ID"),
+            (s.SKEWED_COL_NAMES, "SD_ID"),
+            (s.SKEWED_VALUES, "SD_ID_OID"),
+            (s.SKEWED_COL_VALUE_LOC_MAP, "SD_ID"),
+        ):
+            conn.execute(delete(table).where(table.c[col].in_(part)))
+    for part in chunks(sorted(set(string_lists))):
+        conn.execute(
+            delete(s.SKEWED_STRING_LIST_VALUES).where(
+                s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID.in_(part)
+            )
+        )
+        conn.execute(
+            delete(s.SKEWED_STRING_LIST).where(s.SKEWED_STRING_LIST.c.STRING_LIST_ID.in_(part))
+        )
+    for part in chunks(ids):
+        conn.execute(delete(s.SDS).where(s.SDS.c.SD_ID.in_(part)))
+    for part in chunks(sorted(set(serdes))):
+        conn.execute(delete(s.SERDE_PARAMS).where(s.SERDE_PARAMS.c.SERDE_ID.in_(part)))
+        conn.execute(delete(s.SERDES).where(s.SERDES.c.SERDE_ID.in_(part)))
+    drop_unused_column_descriptors(conn, cds)
+
+
+def drop_unused_column_descriptors(conn: Connection, cd_ids: set[int] | Sequence[int]) -> None:
+    """Delete column descriptors that no storage descriptor references any more."""
+    if not cd_ids:
+        return
+    cds = sorted(set(cd_ids))
+    for part in chunks(cds):
+        used = {
+            r[0]
+            for r in conn.execute(
+                select(s.SDS.c.CD_ID).where(s.SDS.c.CD_ID.in_(part)).distinct()
+            )
+        }
+        unused = [c for c in part if c not in used]
+        if unused:
+            conn.execute(delete(s.COLUMNS_V2).where(s.COLUMNS_V2.c.CD_ID.in_(unused)))
+            conn.execute(delete(s.CDS).where(s.CDS.c.CD_ID.in_(unused)))
+
+
+def cd_in_use_elsewhere(conn: Connection, cd_id: int, except_sd: int) -> bool:
+    return bool(
+        conn.execute(
+            select(
+                exists().where(and_(s.SDS.c.CD_ID == cd_id, s.SDS.c.SD_ID != except_sd))
+            )
+        ).scalar()
+    )
+
+
+def param_rows(owner_col: str, owner: int, params: dict[str, str] | None) -> list[dict[str, Any]]:
+    """Rows for a *_PARAMS table."""
+    return [
+        {owner_col: owner, "PARAM_KEY": k, "PARAM_VALUE": v} for k, v in (params or {}).items()
+    ]
+
+
+def insert_rows(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:
+    """executemany insert, skipped when there are no rows."""
+    if rows:
+        conn.execute(insert(table), rows)

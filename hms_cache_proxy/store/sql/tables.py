@@ -1,0 +1,556 @@
+"""Tables (TBLS, TABLE_PARAMS, PARTITION_KEYS and the table's storage descriptor).
+
+Reading a table takes four queries whatever its shape: the table joined to its database,
+storage descriptor and serde; all parameters (table, descriptor, serde) in one UNION ALL; its
+columns and partition keys in one UNION ALL; its bucket/sort/skew lists in one UNION ALL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    String,
+    bindparam,
+    cast,
+    delete,
+    insert,
+    literal,
+    or_,
+    select,
+    union_all,
+    update,
+)
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.events import messages as msg
+from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.patterns import compile_pattern, filter_names
+from hms_cache_proxy.store.sql import ids as idseq
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.sql.batch import chunks, fetch_in
+from hms_cache_proxy.store.sql.common import (
+    SqlStoreBase,
+    principal_name,
+    principal_type,
+    table_ref,
+)
+from hms_cache_proxy.store.sql.storage import (
+    SD_COLUMNS,
+    build_storage_descriptors,
+    delete_storage_descriptors,
+    drop_unused_column_descriptors,
+    insert_column_descriptors,
+    insert_rows,
+    insert_storage_descriptors,
+    load_params,
+    param_rows,
+    same_columns,
+    sd_join,
+)
+
+_T, _D = s.TBLS, s.DBS
+
+TABLE_COLUMNS = (
+    _T.c.TBL_ID,
+    _T.c.TBL_NAME,
+    _T.c.DB_ID,
+    _T.c.OWNER,
+    _T.c.OWNER_TYPE,
+    _T.c.CREATE_TIME,
+    _T.c.LAST_ACCESS_TIME,
+    _T.c.RETENTION,
+    _T.c.TBL_TYPE,
+    _T.c.VIEW_ORIGINAL_TEXT,
+    _T.c.VIEW_EXPANDED_TEXT,
+    _T.c.IS_REWRITE_ENABLED,
+    _T.c.WRITE_ID,
+    _D.c.NAME.label("DB_NAME"),
+    _D.c.CTLG_NAME,
+    *SD_COLUMNS,
+)
+
+
+def table_select(*conditions: Any) -> Any:
+    return (
+        select(*TABLE_COLUMNS)
+        .select_from(sd_join(_T.join(_D, _T.c.DB_ID == _D.c.DB_ID), _T.c.SD_ID))
+        .where(*conditions)
+    )
+
+
+class TablesMixin(SqlStoreBase):
+    # -- reads -----------------------------------------------------------------------------------
+
+    def get_table(self, cat: str, db: str, name: str) -> hms.Table:
+        with self.db.read() as conn:
+            tables = self._load_tables(
+                conn, table_select(_D.c.CTLG_NAME == cat, _D.c.NAME == db, _T.c.TBL_NAME == name)
+            )
+        if not tables:
+            raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, name)} table not found")
+        return tables[0]
+
+    def get_tables_by_names(self, cat: str, db: str, names: Sequence[str]) -> list[hms.Table]:
+        """The named tables that exist, in the order asked (missing names are skipped)."""
+        wanted = list(dict.fromkeys(names))
+        found: dict[str, hms.Table] = {}
+        with self.db.read() as conn:
+            self._db_row(conn, cat, db)
+            for part in chunks(wanted):
+                for t in self._load_tables(
+                    conn,
+                    table_select(_D.c.CTLG_NAME == cat, _D.c.NAME == db, _T.c.TBL_NAME.in_(part)),
+                ):
+                    found[t.tableName] = t
+        return [found[n] for n in wanted if n in found]
+
+    def get_table_names(
+        self, cat: str, db: str, pattern: str | None = None, table_type: str | None = None
+    ) -> list[str]:
+        with self.db.read() as conn:
+            row = self._db_row(conn, cat, db)
+            stmt = select(_T.c.TBL_NAME).where(_T.c.DB_ID == row.DB_ID).order_by(_T.c.TBL_NAME)
+            if table_type:
+                stmt = stmt.where(_T.c.TBL_TYPE == table_type)
+            names = [r[0] for r in conn.execute(stmt)]
+        return filter_names(names, pattern)
+
+    def get_table_meta(
+        self, cat: str, db_pattern: str | None, tbl_pattern: str | None, types: Sequence[str] | None
+    ) -> list[hms.TableMeta]:
+        db_match, tbl_match = compile_pattern(db_pattern), compile_pattern(tbl_pattern)
+        stmt = (
+            select(_D.c.NAME, _T.c.TBL_NAME, _T.c.TBL_TYPE, _T.c.TBL_ID, _D.c.CTLG_NAME)
+            .select_from(_T.join(_D, _T.c.DB_ID == _D.c.DB_ID))
+            .where(_D.c.CTLG_NAME == cat)
+            .order_by(_D.c.NAME, _T.c.TBL_NAME)
+        )
+        if types:
+            stmt = stmt.where(_T.c.TBL_TYPE.in_(list(types)))
+        with self.db.read() as conn:
+            rows = [r for r in conn.execute(stmt) if db_match(r[0]) and tbl_match(r[1])]
+            comments = self._table_params_for(conn, [r.TBL_ID for r in rows], "comment")
+        return [
+            hms.TableMeta(
+                dbName=r[0],
+                tableName=r[1],
+                tableType=r[2],
+                comments=comments.get(r.TBL_ID),
+                catName=r.CTLG_NAME,
+            )
+            for r in rows
+        ]
+
+    def _table_params_for(self, conn: Connection, tbl_ids: list[int], key: str) -> dict[int, str]:
+        p = s.TABLE_PARAMS.c
+        rows = fetch_in(
+            conn,
+            p.TBL_ID,
+            tbl_ids,
+            lambda cond: select(p.TBL_ID, p.PARAM_VALUE).where(cond, p.PARAM_KEY == key),
+        )
+        return {r[0]: r[1] for r in rows}
+
+    def table_exists(self, conn: Connection, cat: str, db: str, name: str) -> bool:
+        stmt = (
+            select(_T.c.TBL_ID)
+            .select_from(_T.join(_D, _T.c.DB_ID == _D.c.DB_ID))
+            .where(_D.c.CTLG_NAME == cat, _D.c.NAME == db, _T.c.TBL_NAME == name)
+        )
+        return conn.execute(stmt).first() is not None
+
+    def _load_tables(self, conn: Connection, stmt: Any) -> list[hms.Table]:
+        rows = conn.execute(stmt).all()
+        if not rows:
+            return []
+        tbl_ids = [r.TBL_ID for r in rows]
+        sd_ids = [r.SD_ID for r in rows if r.SD_ID is not None]
+        serde_ids = [r.SERDE_ID for r in rows if r.SERDE_ID is not None]
+        params = load_params(
+            conn,
+            [
+                ("t", s.TABLE_PARAMS, tbl_ids),
+                ("sd", s.SD_PARAMS, sd_ids),
+                ("se", s.SERDE_PARAMS, serde_ids),
+            ],
+        )
+        columns, keys = _columns_and_keys(conn, [r.CD_ID for r in rows if r.CD_ID], tbl_ids)
+        sds = build_storage_descriptors(
+            conn, rows, sd_ids=sd_ids, serde_ids=serde_ids, columns=columns, params=params
+        )
+        return [
+            _table(r, sds.get(r.SD_ID), keys.get(r.TBL_ID, []), params.get(("t", r.TBL_ID), {}))
+            for r in rows
+        ]
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def create_table(
+        self, table: hms.Table, *, valid_write_id_list: str | None = None
+    ) -> hms.Table:
+        """Store a table the handler has completed (names normalised, defaults filled)."""
+        cat, db, name = table.catName, table.dbName, table.tableName
+
+        def run(conn: Connection) -> hms.Table:
+            db_row = self._db_row(conn, cat, db)
+            if self.table_exists(conn, cat, db, name):
+                raise hms.AlreadyExistsException(
+                    message=f"Table {table_ref(cat, db, name)} already exists"
+                )
+            tbl_id = self._insert_table(conn, db_row.DB_ID, table)
+            stored = _copy_table(table, id=tbl_id)
+            self._emit(
+                conn,
+                [
+                    NewEvent(
+                        msg.CREATE_TABLE,
+                        self.messages.create_table(stored, valid_write_ids=valid_write_id_list),
+                        cat,
+                        db,
+                        name,
+                    )
+                ],
+            )
+            return stored
+
+        return self.db.transaction(run)
+
+    def _insert_table(self, conn: Connection, db_id: int, table: hms.Table) -> int:
+        (tbl_id,) = self.ids.allocate(conn, idseq.TABLE)
+        sd_id = None
+        if table.sd is not None:
+            (cd_id,) = insert_column_descriptors(conn, self.ids, [table.sd.cols or []])
+            (sd_id,) = insert_storage_descriptors(conn, self.ids, [table.sd], [cd_id])
+        conn.execute(insert(_T).values(TBL_ID=tbl_id, DB_ID=db_id, SD_ID=sd_id, **_tbl_values(table)))
+        insert_rows(conn, s.TABLE_PARAMS, param_rows("TBL_ID", tbl_id, table.parameters))
+        insert_rows(conn, s.PARTITION_KEYS, _key_rows(tbl_id, table.partitionKeys))
+        return tbl_id
+
+    def alter_table(
+        self,
+        cat: str,
+        db: str,
+        name: str,
+        new_table: hms.Table,
+        *,
+        cascade: bool = False,
+        write_id: int | None = None,
+        valid_write_id_list: str | None = None,
+        is_truncate: bool = False,
+        prepare: Any = None,
+        relocate: Sequence[tuple[str, str]] = (),
+    ) -> tuple[hms.Table, hms.Table]:
+        """Replace a table's definition; returns (before, after).
+
+        ``prepare(conn, before, new_table)`` runs inside the transaction after the old table is
+        read and locked, so the handler can apply Hive's alter rules (rename paths, checks)
+        against the state that will actually change. ``relocate`` holds the (old, new) table
+        locations of a managed rename once ``prepare`` has decided one: partitions below the
+        old location move with it.
+        """
+
+        def run(conn: Connection) -> tuple[hms.Table, hms.Table]:
+            row = self._table_row(conn, cat, db, name, lock=True)
+            before = self._load_tables(conn, table_select(_T.c.TBL_ID == row.TBL_ID))[0]
+            after = new_table
+            if prepare is not None:
+                after = prepare(conn, before, new_table) or new_table
+            new_cat = after.catName or cat
+            if new_cat != cat:
+                raise hms.InvalidOperationException(
+                    message="Cannot change the catalog of a table"
+                )
+            new_db_id = row.DB_ID
+            renamed = (after.dbName, after.tableName) != (db, name)
+            if renamed:
+                new_db_id = self._db_row(conn, cat, after.dbName).DB_ID
+                if self.table_exists(conn, cat, after.dbName, after.tableName):
+                    raise hms.InvalidOperationException(
+                        message=f"new table {table_ref(cat, after.dbName, after.tableName)} "
+                        "already exists"
+                    )
+            if write_id is not None and write_id > 0:
+                after = _copy_table(after, writeId=write_id)
+            self._update_table(conn, row, new_db_id, before, after, cascade=cascade)
+            for old_location, new_location in relocate:
+                self._relocate_partitions(conn, row.TBL_ID, old_location, new_location)
+            if renamed:
+                self._rename_stats(conn, row.TBL_ID, cat, after.dbName, after.tableName)
+            stored = self._load_tables(conn, table_select(_T.c.TBL_ID == row.TBL_ID))[0]
+            self._emit(
+                conn,
+                [
+                    NewEvent(
+                        msg.ALTER_TABLE,
+                        self.messages.alter_table(
+                            before,
+                            stored,
+                            is_truncate=is_truncate,
+                            write_id=write_id if write_id is not None else -1,
+                            valid_write_ids=valid_write_id_list,
+                        ),
+                        cat,
+                        db,
+                        name,
+                    )
+                ],
+            )
+            return before, stored
+
+        return self.db.transaction(run)
+
+    def _update_table(
+        self,
+        conn: Connection,
+        row: Any,
+        new_db_id: int,
+        before: hms.Table,
+        after: hms.Table,
+        *,
+        cascade: bool,
+    ) -> None:
+        tbl_id = row.TBL_ID
+        values = _tbl_values(after)
+        values["CREATE_TIME"] = before.createTime
+        conn.execute(update(_T).where(_T.c.TBL_ID == tbl_id).values(DB_ID=new_db_id, **values))
+        conn.execute(delete(s.TABLE_PARAMS).where(s.TABLE_PARAMS.c.TBL_ID == tbl_id))
+        insert_rows(conn, s.TABLE_PARAMS, param_rows("TBL_ID", tbl_id, after.parameters))
+        if not same_columns(before.partitionKeys, after.partitionKeys):
+            conn.execute(delete(s.PARTITION_KEYS).where(s.PARTITION_KEYS.c.TBL_ID == tbl_id))
+            insert_rows(conn, s.PARTITION_KEYS, _key_rows(tbl_id, after.partitionKeys))
+        if after.sd is None:
+            return
+        old_sd_id = row.SD_ID
+        old_cd = before.sd.cols if before.sd is not None else None
+        cd_row = (
+            conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == old_sd_id)).first()
+            if old_sd_id is not None
+            else None
+        )
+        old_cd_id = cd_row[0] if cd_row is not None else None
+        if old_cd_id is not None and same_columns(old_cd, after.sd.cols):
+            cd_id = old_cd_id
+        else:
+            (cd_id,) = insert_column_descriptors(conn, self.ids, [after.sd.cols or []])
+        # The descriptor is replaced whole: simpler than diffing six child tables, and the
+        # statement count stays the same. The new one goes in first, so a column descriptor
+        # the old and new share is still referenced when the old one is deleted.
+        (sd_id,) = insert_storage_descriptors(conn, self.ids, [after.sd], [cd_id])
+        conn.execute(update(_T).where(_T.c.TBL_ID == tbl_id).values(SD_ID=sd_id))
+        if old_sd_id is not None:
+            delete_storage_descriptors(conn, [old_sd_id])
+        if cascade and cd_id != old_cd_id and old_cd_id is not None:
+            # ALTER ... CASCADE: partitions that shared the old columns take the new ones.
+            sub = select(s.PARTITIONS.c.SD_ID).where(s.PARTITIONS.c.TBL_ID == tbl_id)
+            conn.execute(
+                update(s.SDS)
+                .where(s.SDS.c.SD_ID.in_(sub.scalar_subquery()))
+                .values(CD_ID=cd_id)
+            )
+        if old_cd_id is not None and cd_id != old_cd_id:
+            drop_unused_column_descriptors(conn, [old_cd_id])
+
+    def _relocate_partitions(
+        self, conn: Connection, tbl_id: int, old_location: str, new_location: str
+    ) -> None:
+        old_prefix = old_location.rstrip("/")
+        rows = conn.execute(
+            select(s.SDS.c.SD_ID, s.SDS.c.LOCATION)
+            .select_from(s.PARTITIONS.join(s.SDS, s.SDS.c.SD_ID == s.PARTITIONS.c.SD_ID))
+            .where(s.PARTITIONS.c.TBL_ID == tbl_id)
+        ).all()
+        moved = [
+            {"sd": r.SD_ID, "loc": new_location.rstrip("/") + r.LOCATION[len(old_prefix) :]}
+            for r in rows
+            if r.LOCATION and (r.LOCATION == old_prefix or r.LOCATION.startswith(old_prefix + "/"))
+        ]
+        if moved:
+            conn.execute(
+                update(s.SDS)
+                .where(s.SDS.c.SD_ID == bindparam("sd"))
+                .values(LOCATION=bindparam("loc")),
+                moved,
+            )
+
+    def _rename_stats(self, conn: Connection, tbl_id: int, cat: str, db: str, name: str) -> None:
+        """Column statistics rows repeat the table's names; keep them in step with a rename."""
+        conn.execute(
+            update(s.TAB_COL_STATS)
+            .where(s.TAB_COL_STATS.c.TBL_ID == tbl_id)
+            .values(CAT_NAME=cat, DB_NAME=db, TABLE_NAME=name)
+        )
+        parts = select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == tbl_id)
+        conn.execute(
+            update(s.PART_COL_STATS)
+            .where(s.PART_COL_STATS.c.PART_ID.in_(parts.scalar_subquery()))
+            .values(CAT_NAME=cat, DB_NAME=db, TABLE_NAME=name)
+        )
+
+    def drop_table(
+        self, cat: str, db: str, name: str, *, check: Any = None
+    ) -> tuple[hms.Table, list[str]]:
+        """Drop a table with its partitions and statistics.
+
+        Returns the dropped table and its partitions' locations (for the handler's filesystem
+        clean-up). ``check(table)`` may refuse the drop inside the transaction.
+        """
+
+        def run(conn: Connection) -> tuple[hms.Table, list[str]]:
+            row = self._table_row(conn, cat, db, name, lock=True)
+            table = self._load_tables(conn, table_select(_T.c.TBL_ID == row.TBL_ID))[0]
+            if check is not None:
+                check(table)
+            locations = self._delete_table_rows(conn, row.TBL_ID, row.SD_ID)
+            self._emit(
+                conn, [NewEvent(msg.DROP_TABLE, self.messages.drop_table(table), cat, db, name)]
+            )
+            return table, locations
+
+        return self.db.transaction(run)
+
+    def _delete_table_rows(self, conn: Connection, tbl_id: int, sd_id: int | None) -> list[str]:
+        p = s.PARTITIONS.c
+        part_rows = conn.execute(
+            select(p.PART_ID, p.SD_ID, s.SDS.c.LOCATION)
+            .select_from(s.PARTITIONS.outerjoin(s.SDS, s.SDS.c.SD_ID == p.SD_ID))
+            .where(p.TBL_ID == tbl_id)
+        ).all()
+        locations = [r.LOCATION for r in part_rows if r.LOCATION]
+        self._delete_partition_rows(conn, [r.PART_ID for r in part_rows], [r.SD_ID for r in part_rows])
+        for table, col in (
+            (s.TAB_COL_STATS, "TBL_ID"),
+            (s.TBL_COL_PRIVS, "TBL_ID"),
+            (s.TBL_PRIVS, "TBL_ID"),
+            (s.TABLE_PARAMS, "TBL_ID"),
+            (s.PARTITION_KEYS, "TBL_ID"),
+        ):
+            conn.execute(delete(table).where(table.c[col] == tbl_id))
+        kc = s.KEY_CONSTRAINTS.c
+        conn.execute(
+            delete(s.KEY_CONSTRAINTS).where(or_(kc.PARENT_TBL_ID == tbl_id, kc.CHILD_TBL_ID == tbl_id))
+        )
+        conn.execute(delete(_T).where(_T.c.TBL_ID == tbl_id))
+        if sd_id is not None:
+            delete_storage_descriptors(conn, [sd_id])
+        return locations
+
+    def _delete_partition_rows(
+        self, conn: Connection, part_ids: Sequence[int], sd_ids: Sequence[int | None]
+    ) -> None:
+        """Delete partitions and everything that hangs off them (shared with partitions.py)."""
+        for part in chunks(sorted(set(part_ids))):
+            for table in (
+                s.PART_COL_STATS,
+                s.PART_COL_PRIVS,
+                s.PART_PRIVS,
+                s.PARTITION_PARAMS,
+                s.PARTITION_KEY_VALS,
+            ):
+                conn.execute(delete(table).where(table.c.PART_ID.in_(part)))
+            conn.execute(delete(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID.in_(part)))
+        delete_storage_descriptors(conn, [i for i in sd_ids if i is not None])
+
+
+def _columns_and_keys(
+    conn: Connection, cd_ids: list[int], tbl_ids: list[int]
+) -> tuple[dict[int, list[hms.FieldSchema]], dict[int, list[hms.FieldSchema]]]:
+    """Columns of the descriptors and partition keys of the tables, in one UNION ALL."""
+    c, k = s.COLUMNS_V2.c, s.PARTITION_KEYS.c
+    columns: dict[int, list[hms.FieldSchema]] = {}
+    keys: dict[int, list[hms.FieldSchema]] = {}
+    cd_parts = list(chunks(sorted(set(cd_ids)))) or [[]]
+    tbl_parts = list(chunks(sorted(set(tbl_ids)))) or [[]]
+    for i in range(max(len(cd_parts), len(tbl_parts))):
+        cds = cd_parts[i] if i < len(cd_parts) else []
+        tbls = tbl_parts[i] if i < len(tbl_parts) else []
+        stmt = union_all(
+            select(
+                literal("c", String).label("kind"),
+                c.CD_ID.label("owner"),
+                c.COLUMN_NAME.label("name"),
+                cast(c.TYPE_NAME, String).label("type"),
+                c.COMMENT.label("comment"),
+                cast(c.INTEGER_IDX, BigInteger).label("idx"),
+            ).where(c.CD_ID.in_(cds)),
+            select(
+                literal("k", String),
+                k.TBL_ID,
+                k.PKEY_NAME,
+                cast(k.PKEY_TYPE, String),
+                k.PKEY_COMMENT,
+                cast(k.INTEGER_IDX, BigInteger),
+            ).where(k.TBL_ID.in_(tbls)),
+        )
+        rows = sorted(conn.execute(stmt), key=lambda r: (r.kind, r.owner, r.idx))
+        for r in rows:
+            target = columns if r.kind == "c" else keys
+            target.setdefault(r.owner, []).append(
+                hms.FieldSchema(name=r.name, type=r.type, comment=r.comment)
+            )
+    return columns, keys
+
+
+def _table(
+    row: Any, sd: hms.StorageDescriptor | None, keys: list[hms.FieldSchema], params: dict[str, str]
+) -> hms.Table:
+    return hms.Table(
+        tableName=row.TBL_NAME,
+        dbName=row.DB_NAME,
+        owner=row.OWNER,
+        createTime=row.CREATE_TIME,
+        lastAccessTime=row.LAST_ACCESS_TIME,
+        retention=row.RETENTION,
+        sd=sd,
+        partitionKeys=list(keys),
+        parameters=dict(params),
+        viewOriginalText=row.VIEW_ORIGINAL_TEXT,
+        viewExpandedText=row.VIEW_EXPANDED_TEXT,
+        tableType=row.TBL_TYPE,
+        temporary=False,
+        rewriteEnabled=bool(row.IS_REWRITE_ENABLED),
+        catName=row.CTLG_NAME,
+        ownerType=principal_type(row.OWNER_TYPE) or hms.PrincipalType.USER,
+        writeId=row.WRITE_ID if row.WRITE_ID is not None else 0,
+        id=row.TBL_ID,
+    )
+
+
+def _tbl_values(t: hms.Table) -> dict[str, Any]:
+    return {
+        "CREATE_TIME": t.createTime or 0,
+        "LAST_ACCESS_TIME": t.lastAccessTime or 0,
+        "OWNER": t.owner,
+        "OWNER_TYPE": principal_name(t.ownerType) or "USER",
+        "RETENTION": t.retention or 0,
+        "TBL_NAME": t.tableName,
+        "TBL_TYPE": t.tableType,
+        "VIEW_EXPANDED_TEXT": t.viewExpandedText,
+        "VIEW_ORIGINAL_TEXT": t.viewOriginalText,
+        "IS_REWRITE_ENABLED": bool(t.rewriteEnabled),
+        "WRITE_ID": t.writeId if t.writeId is not None and t.writeId > 0 else 0,
+    }
+
+
+def _key_rows(tbl_id: int, keys: Sequence[hms.FieldSchema] | None) -> list[dict[str, Any]]:
+    return [
+        {
+            "TBL_ID": tbl_id,
+            "PKEY_COMMENT": k.comment,
+            "PKEY_NAME": k.name,
+            "PKEY_TYPE": k.type,
+            "INTEGER_IDX": i,
+        }
+        for i, k in enumerate(keys or [])
+    ]
+
+
+def _copy_table(t: hms.Table, **changes: Any) -> hms.Table:
+    new = hms.Table(**{k: getattr(t, k) for k in t.__dict__})
+    for k, v in changes.items():
+        setattr(new, k, v)
+    return new
+

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs, then runs the whole suite.
+#   - Debian packages when missing: PostgreSQL server binaries (the suite starts its own
+#     throwaway server), the Apache Thrift compiler (the tests' reference client), a Java
+#     runtime (Spark);
+#   - a virtualenv in .venv with the package, its test tools and PySpark.
+# Arguments are passed to pytest, e.g. `bash scripts/test.sh -k partitions -x`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  missing+=(postgresql)
+fi
+command -v thrift >/dev/null 2>&1 || missing+=(thrift-compiler)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+if ((${#missing[@]})); then
+  echo "installing ${missing[*]} with apt-get"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+python=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[test,spark]"
+
+exec .venv/bin/python -m pytest "$@"
