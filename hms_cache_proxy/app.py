@@ -14,6 +14,8 @@ from hms_cache_proxy.server.thrift_server import ThriftServer
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
 from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.store import SqlStore
+from hms_cache_proxy.store.txn.housekeeping import Housekeeper
+from hms_cache_proxy.store.txn.service import TxnConfig
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,7 @@ class Service:
     database: Database
     store: SqlStore
     server: ThriftServer
+    housekeeper: Housekeeper | None = None
     _thread: threading.Thread | None = field(default=None, repr=False)
 
     @property
@@ -33,16 +36,22 @@ class Service:
     def start_background(self) -> None:
         """Serve in a background thread (tests, embedding)."""
         self.server.bind()
+        if self.housekeeper is not None:
+            self.housekeeper.start()
         self._thread = threading.Thread(
             target=self.server.serve_forever, name="hms-accept", daemon=True
         )
         self._thread.start()
 
     def serve_forever(self) -> None:
+        if self.housekeeper is not None:
+            self.housekeeper.start()
         self.server.serve_forever()
 
     def stop(self, grace_seconds: float = 10.0) -> None:
         self.server.stop(grace_seconds)
+        if self.housekeeper is not None:
+            self.housekeeper.stop(grace_seconds)
         if self._thread is not None:
             self._thread.join(timeout=grace_seconds)
         self.database.dispose()
@@ -63,7 +72,13 @@ def build_service(settings: Settings) -> Service:
         id_block_size=settings.id_block_size,
         notification_max_events=settings.notification_max_events,
         server_uri=settings.server_uri,
+        txn_config=TxnConfig(
+            timeout_ms=int(settings.txn_timeout_seconds * 1000),
+            open_txn_timeout_ms=settings.txn_open_timeout_ms,
+            max_open_batch=settings.txn_max_open_batch,
+        ),
     )
+    housekeeper = Housekeeper(store.txn, settings.txn_housekeeping_interval_seconds)
     handler = Handler(store, settings)
     processor = Processor(service, handler)
     server = ThriftServer(
@@ -75,4 +90,4 @@ def build_service(settings: Settings) -> Service:
         max_connections=settings.max_connections,
         max_message_bytes=settings.max_message_bytes,
     )
-    return Service(settings, database, store, server)
+    return Service(settings, database, store, server, housekeeper)

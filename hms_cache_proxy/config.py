@@ -46,6 +46,12 @@ class Settings(BaseSettings):
     notification_max_events: int = Field(10_000, ge=1)
     server_uri: str = ""
 
+    # -- transactions and locks (Hive's metastore.txn.* settings)
+    txn_timeout_seconds: float = Field(300.0, gt=0)
+    txn_housekeeping_interval_seconds: float = Field(60.0, ge=0)
+    txn_open_timeout_ms: int = Field(1000, ge=1)
+    txn_max_open_batch: int = Field(1000, ge=1)
+
     # -- logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

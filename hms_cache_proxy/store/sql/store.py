@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hms_cache_proxy.store.sql.databases import DatabasesMixin
+from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.functions import FunctionsMixin
 from hms_cache_proxy.store.sql.notifications import NotificationsMixin
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
 from hms_cache_proxy.store.sql.stats import StatsMixin
+from hms_cache_proxy.store.txn.service import TxnConfig, TxnService
 
 
 class SqlStore(
@@ -16,4 +20,12 @@ class SqlStore(
     NotificationsMixin,
     PartitionsMixin,  # after its subclasses (StatsMixin, NotificationsMixin): a consistent MRO
 ):
-    """Every store call answered from the metastore database."""
+    """Every store call answered from the metastore database.
+
+    ``txn`` is the transaction service (transactions, write ids, locks) over the same database
+    and event log.
+    """
+
+    def __init__(self, db: Database, *, txn_config: TxnConfig | None = None, **kwargs: Any) -> None:
+        super().__init__(db, **kwargs)
+        self.txn = TxnService(db, self.events, self.messages, txn_config)

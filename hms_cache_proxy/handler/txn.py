@@ -1,0 +1,176 @@
+"""Transaction, write-id and lock calls (Hive's HMSHandler passes these to its TxnHandler).
+
+The handler checks what the request must carry, normalises names the way Hive does (database
+and table names of write-id allocation and locks are lower-cased) and calls the store's
+transaction service (``store.txn``). Replication (``replPolicy``, REPL_CREATED txns) is not
+supported and is refused with a MetaException that says so.
+
+Hive 2.3 clients send an older layout of AddDynamicPartitions (no writeid, so every later field
+id is one lower); decoded with the 4.0 layout it arrives without writeid and tablename, and is
+refused with an explanation instead of writing wrong rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hms_cache_proxy.handler.base import HandlerBase, normalize
+from hms_cache_proxy.idl import hms
+
+_REPLICATION_UNSUPPORTED = "replication transactions (replPolicy, REPL_CREATED) are not supported"
+
+
+def _no_replication(repl_policy: str | None, txn_type: int | None = None) -> None:
+    if repl_policy or txn_type == hms.TxnType.REPL_CREATED:
+        raise hms.MetaException(message=f"hms-cache-proxy: {_REPLICATION_UNSUPPORTED}")
+
+
+def _required(value: Any, what: str) -> Any:
+    if value is None:
+        raise hms.MetaException(message=f"{what} must be set")
+    return value
+
+
+class TxnHandlers(HandlerBase):
+    @property
+    def txn(self) -> Any:
+        """The store's TxnService."""
+        return self.store.txn
+
+    # -- transactions ---------------------------------------------------------------------------
+
+    def get_open_txns(self) -> hms.GetOpenTxnsResponse:
+        return self.txn.get_open_txns()
+
+    def get_open_txns_req(self, rqst: hms.GetOpenTxnsRequest | None) -> hms.GetOpenTxnsResponse:
+        exclude = (rqst.excludeTxnTypes if rqst is not None else None) or []
+        return self.txn.get_open_txns(exclude)
+
+    def get_open_txns_info(self) -> hms.GetOpenTxnsInfoResponse:
+        return self.txn.get_open_txns_info()
+
+    def open_txns(self, rqst: hms.OpenTxnRequest) -> hms.OpenTxnsResponse:
+        _required(rqst, "OpenTxnRequest")
+        _no_replication(rqst.replPolicy, rqst.txn_type)
+        txn_type = hms.TxnType.DEFAULT if rqst.txn_type is None else rqst.txn_type
+        ids = self.txn.open_txns(
+            _required(rqst.num_txns, "num_txns"),
+            rqst.user or "",
+            rqst.hostname or "",
+            rqst.agentInfo,
+            txn_type,
+        )
+        return hms.OpenTxnsResponse(txn_ids=ids)
+
+    def abort_txn(self, rqst: hms.AbortTxnRequest) -> None:
+        _required(rqst, "AbortTxnRequest")
+        _no_replication(rqst.replPolicy, rqst.txn_type)
+        self.txn.abort_txn(_required(rqst.txnid, "txnid"), rqst.errorCode)
+
+    def abort_txns(self, rqst: hms.AbortTxnsRequest) -> None:
+        _required(rqst, "AbortTxnsRequest")
+        self.txn.abort_txns(rqst.txn_ids or [], rqst.errorCode)
+
+    def commit_txn(self, rqst: hms.CommitTxnRequest) -> None:
+        _required(rqst, "CommitTxnRequest")
+        _no_replication(rqst.replPolicy, rqst.txn_type)
+        self.txn.commit_txn(
+            _required(rqst.txnid, "txnid"),
+            key_value=rqst.keyValue,
+            excl_write_enabled=rqst.exclWriteEnabled is not False,
+        )
+
+    def heartbeat(self, ids: hms.HeartbeatRequest) -> None:
+        if ids is None:
+            return
+        self.txn.heartbeat(ids.lockid, ids.txnid)
+
+    def heartbeat_txn_range(self, txns: hms.HeartbeatTxnRangeRequest) -> Any:
+        _required(txns, "HeartbeatTxnRangeRequest")
+        aborted, nosuch = self.txn.heartbeat_txn_range(
+            _required(txns.min, "min"), _required(txns.max, "max")
+        )
+        return hms.HeartbeatTxnRangeResponse(aborted=aborted, nosuch=nosuch)
+
+    def get_latest_txnid_in_conflict(self, txnId: int) -> int:
+        return self.txn.latest_txn_in_conflict(_required(txnId, "txnId"))
+
+    def add_dynamic_partitions(self, rqst: hms.AddDynamicPartitions) -> None:
+        _required(rqst, "AddDynamicPartitions")
+        if rqst.writeid is None or rqst.tablename is None or rqst.partitionnames is None:
+            raise hms.MetaException(
+                message="AddDynamicPartitions needs txnid, writeid, dbname, tablename and "
+                "partitionnames (Hive 4 layout); a request without writeid comes from a Hive 2 "
+                "client, whose layout this server does not read"
+            )
+        self.txn.add_dynamic_partitions(
+            _required(rqst.txnid, "txnid"),
+            rqst.writeid,
+            self.require_name(rqst.dbname, "database"),
+            self.require_name(rqst.tablename),
+            list(rqst.partitionnames),
+            rqst.operationType,
+        )
+
+    # -- write ids ------------------------------------------------------------------------------
+
+    def allocate_table_write_ids(
+        self, rqst: hms.AllocateTableWriteIdsRequest
+    ) -> hms.AllocateTableWriteIdsResponse:
+        _required(rqst, "AllocateTableWriteIdsRequest")
+        _no_replication(rqst.replPolicy)
+        if rqst.srcTxnToWriteIdList:
+            _no_replication("srcTxnToWriteIdList")
+        pairs = self.txn.allocate_table_write_ids(
+            self.require_name(rqst.dbName, "database"),
+            self.require_name(rqst.tableName),
+            rqst.txnIds or [],
+        )
+        return hms.AllocateTableWriteIdsResponse(
+            txnToWriteIds=[hms.TxnToWriteId(txnId=t, writeId=w) for t, w in pairs]
+        )
+
+    def get_valid_write_ids(self, rqst: hms.GetValidWriteIdsRequest) -> Any:
+        _required(rqst, "GetValidWriteIdsRequest")
+        tables = self.txn.get_valid_write_ids(
+            _required(rqst.fullTableNames, "fullTableNames"), rqst.validTxnList, rqst.writeId
+        )
+        return hms.GetValidWriteIdsResponse(tblValidWriteIds=tables)
+
+    def get_max_allocated_table_write_id(
+        self, rqst: hms.MaxAllocatedTableWriteIdRequest
+    ) -> hms.MaxAllocatedTableWriteIdResponse:
+        _required(rqst, "MaxAllocatedTableWriteIdRequest")
+        top = self.txn.max_allocated_write_id(normalize(rqst.dbName), normalize(rqst.tableName))
+        return hms.MaxAllocatedTableWriteIdResponse(maxWriteId=top)
+
+    def seed_write_id(self, rqst: hms.SeedTableWriteIdsRequest) -> None:
+        _required(rqst, "SeedTableWriteIdsRequest")
+        self.txn.seed_write_id(
+            self.require_name(rqst.dbName, "database"),
+            self.require_name(rqst.tableName),
+            _required(rqst.seedWriteId, "seedWriteId"),
+        )
+
+    # -- locks ----------------------------------------------------------------------------------
+
+    def lock(self, rqst: hms.LockRequest) -> hms.LockResponse:
+        _required(rqst, "LockRequest")
+        for component in rqst.component or []:
+            if not component.dbname:
+                raise hms.MetaException(message="LockComponent.dbname must be set")
+            _required(component.type, "LockComponent.type")
+        return self.txn.lock(rqst)
+
+    def check_lock(self, rqst: hms.CheckLockRequest) -> hms.LockResponse:
+        _required(rqst, "CheckLockRequest")
+        return self.txn.check_lock(_required(rqst.lockid, "lockid"))
+
+    def unlock(self, rqst: hms.UnlockRequest) -> None:
+        _required(rqst, "UnlockRequest")
+        self.txn.unlock(_required(rqst.lockid, "lockid"))
+
+    def show_locks(self, rqst: hms.ShowLocksRequest | None) -> hms.ShowLocksResponse:
+        rqst = rqst or hms.ShowLocksRequest()
+        locks = self.txn.show_locks(rqst.dbname, rqst.tablename, rqst.partname, rqst.txnid)
+        return hms.ShowLocksResponse(locks=locks)

@@ -1,0 +1,549 @@
+"""Hive's lock manager over HIVE_LOCKS: lock, check_lock, unlock, show_locks, heartbeat.
+
+One LockRequest is one *external* lock id (HL_LOCK_EXT_ID) with one row per component
+(HL_LOCK_INT_ID 1..n), granted all together or not at all. As in Hive 4's TxnHandler:
+
+1. Enqueue (one database transaction): check the txn is open (its TXNS row locked), record the
+   write components in TXN_COMPONENTS, take the next id from NEXT_LOCK_ID under its row lock
+   and insert the rows in state ``w``. The NEXT_LOCK_ID row lock is held until this commits, so
+   ids become visible in id order: whoever reads a lock has already seen every lower id.
+2. Check (a second database transaction): the request is blocked by any lower-numbered lock,
+   waiting or acquired, of another txn that it conflicts with (same database, and same table
+   unless either is database-level, and same partition unless either is table-level). Blocked:
+   the rows record the first blocker (HL_BLOCKEDBY_*) and stay ``w``. Otherwise all rows become
+   ``a``. Because a lock only ever looks at lower ids, and every lower id is visible when it
+   looks, two conflicting locks are never both granted, by any number of metastores (ours or
+   Hive's) sharing the database; waiters are granted in id order and nothing deadlocks.
+
+Conflicts (CheckLockFunction's four cases; ``r`` SHARED_READ, ``w`` SHARED_WRITE, ``x``
+EXCL_WRITE, ``e`` EXCLUSIVE; requested lock first):
+
+- ``r`` waits for ``e``, except a database-level ``r`` under a table or partition ``e``;
+- ``e`` waits for everything, except a database-level ``r`` when it is on a table or partition;
+- ``w`` waits for ``x`` and ``e``;
+- ``x`` waits for everything but ``r``.
+
+Locks of one txn never block each other (txn-less locks, txnid 0, are each their own owner).
+A txn's locks live as long as the txn (heartbeat the txn); txn-less locks carry their own
+heartbeat and are removed by housekeeping after the timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, insert, not_, or_, select, update
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.partnames import PartitionNameError, make_part_name
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.txn.common import (
+    EXCL_WRITE,
+    EXCLUSIVE,
+    LOCK_ACQUIRED,
+    LOCK_TYPE_CODES,
+    LOCK_TYPES,
+    LOCK_WAITING,
+    OP_INSERT,
+    OP_UPDATE,
+    OPERATION_CODES,
+    SHARED_READ,
+    SHARED_WRITE,
+    lock_id_str,
+    txn_id_str,
+)
+from hms_cache_proxy.store.txn.txns import TxnsMixin
+
+_HL = s.HIVE_LOCKS
+_RESTRICTIVENESS = {SHARED_READ: 1, SHARED_WRITE: 2, EXCL_WRITE: 3, EXCLUSIVE: 4}
+EXCL_CTAS_ERR_MSG = (
+    "Failed to initiate a concurrent CTAS operation with the same table name, lockInfo : {}"
+)
+ZERO_WAIT_READ_ERR_MSG = "Unable to acquire read lock due to an existing exclusive lock {{{}}}"
+
+
+@dataclass(frozen=True)
+class LockRow:
+    """One HIVE_LOCKS row, printed as Hive's LockInfo.toString (messages quote it)."""
+
+    ext_id: int
+    int_id: int
+    txn_id: int
+    db: str
+    table: str | None
+    partition: str | None
+    state: str
+    type: str
+
+    @classmethod
+    def of(cls, r: Any) -> LockRow:
+        return cls(
+            int(r.HL_LOCK_EXT_ID),
+            int(r.HL_LOCK_INT_ID),
+            int(r.HL_TXNID),
+            r.HL_DB,
+            r.HL_TABLE,
+            r.HL_PARTITION,
+            r.HL_LOCK_STATE,
+            r.HL_LOCK_TYPE,
+        )
+
+    def __str__(self) -> str:
+        state = {LOCK_ACQUIRED: "ACQUIRED", LOCK_WAITING: "WAITING"}.get(self.state, "null")
+        kind = hms.LockType._VALUES_TO_NAMES.get(LOCK_TYPES.get(self.type), "null")
+        return (
+            f"{lock_id_str(self.ext_id)} intLockId:{self.int_id} {txn_id_str(self.txn_id)} "
+            f"db:{self.db} table:{self.table} partition:{self.partition} state:{state} "
+            f"type:{kind}"
+        )
+
+
+def normalize_partition_name(name: str | None) -> str | None:
+    """Hive's normalizePartitionCase: ``Key=v/Key2=w`` with the keys in lower case.
+
+    Guava's ``Splitter.on('/').withKeyValueSeparator('=')`` then FileUtils.makePartName.
+    """
+    if name is None:
+        return None
+    keys, values = [], []
+    for entry in name.split("/"):
+        key, sep, value = entry.partition("=")
+        if not sep or "=" in value:
+            raise hms.MetaException(message=f"Invalid partition name {name!r} in lock request")
+        keys.append(key)
+        values.append(value)
+    try:
+        return make_part_name(keys, values)
+    except PartitionNameError as exc:
+        raise hms.MetaException(message=str(exc)) from exc
+
+
+def _lower(name: str | None) -> str | None:
+    return None if name is None else name.lower()
+
+
+def conflict_condition(req: Any, ex: Any) -> Any:
+    """SQL: lock ``ex`` (lower id) blocks requested lock ``req``: CheckLockFunction's rule."""
+    same_place = and_(
+        ex.c.HL_DB == req.c.HL_DB,
+        or_(
+            ex.c.HL_TABLE.is_(None),
+            req.c.HL_TABLE.is_(None),
+            and_(
+                ex.c.HL_TABLE == req.c.HL_TABLE,
+                or_(
+                    ex.c.HL_PARTITION.is_(None),
+                    req.c.HL_PARTITION.is_(None),
+                    ex.c.HL_PARTITION == req.c.HL_PARTITION,
+                ),
+            ),
+        ),
+    )
+    other_owner = or_(req.c.HL_TXNID == 0, ex.c.HL_TXNID != req.c.HL_TXNID)
+    rt, et = req.c.HL_LOCK_TYPE, ex.c.HL_LOCK_TYPE
+    by_type = or_(
+        and_(
+            rt == SHARED_READ,
+            et == EXCLUSIVE,
+            not_(and_(ex.c.HL_TABLE.is_not(None), req.c.HL_TABLE.is_(None))),
+        ),
+        and_(
+            rt == EXCLUSIVE,
+            not_(and_(ex.c.HL_TABLE.is_(None), et == SHARED_READ, req.c.HL_TABLE.is_not(None))),
+        ),
+        and_(rt == SHARED_WRITE, et.in_([EXCL_WRITE, EXCLUSIVE])),
+        and_(rt == EXCL_WRITE, et != SHARED_READ),
+    )
+    return and_(same_place, other_owner, by_type)
+
+
+def conflicts(requested: LockRow, existing: LockRow) -> bool:
+    """The same rule in Python, for unit tests and explanations."""
+    if existing.db != requested.db:
+        return False
+    if existing.table is not None and requested.table is not None:
+        if existing.table != requested.table:
+            return False
+        if (
+            existing.partition is not None
+            and requested.partition is not None
+            and existing.partition != requested.partition
+        ):
+            return False
+    if requested.txn_id != 0 and existing.txn_id == requested.txn_id:
+        return False
+    rt, et = requested.type, existing.type
+    if rt == SHARED_READ:
+        return et == EXCLUSIVE and not (existing.table is not None and requested.table is None)
+    if rt == EXCLUSIVE:
+        return not (existing.table is None and et == SHARED_READ and requested.table is not None)
+    if rt == SHARED_WRITE:
+        return et in (EXCL_WRITE, EXCLUSIVE)
+    return et != SHARED_READ
+
+
+class LocksMixin(TxnsMixin):
+    """lock, check_lock, unlock, show_locks and lock heartbeats."""
+
+    def lock(self, rqst: Any) -> Any:
+        """Enqueue the request's locks, then try to grant them: a LockResponse."""
+        components = list(rqst.component or [])
+        if not components:
+            raise hms.MetaException(message="LockRequest has no components")
+        txn_id = int(rqst.txnid or 0)
+        ext_id, rows = self.db.transaction(
+            lambda conn: self._enqueue(conn, rqst, components, txn_id)
+        )
+        try:
+            return self.db.transaction(
+                lambda conn: self._check(
+                    conn,
+                    ext_id,
+                    txn_id,
+                    bool(rqst.zeroWaitReadEnabled),
+                    bool(rqst.exclusiveCTAS),
+                    rows,
+                )
+            )
+        except hms.NoSuchLockException as exc:
+            raise hms.MetaException(
+                message=f"Couldn't find a lock we just created! {exc.message}"
+            ) from exc
+
+    def _enqueue(
+        self, conn: Connection, rqst: Any, components: list[Any], txn_id: int
+    ) -> tuple[int, list[LockRow]]:
+        if txn_id != 0:
+            self.require_open_txn(conn, txn_id)
+        if txn_id > 0:
+            self._insert_txn_components(conn, rqst, components, txn_id)
+        rows = [
+            LockRow(
+                0,
+                i,
+                txn_id,
+                _lower(lc.dbname) or "",
+                _lower(lc.tablename),
+                normalize_partition_name(lc.partitionname),
+                LOCK_WAITING,
+                self._type_code(lc.type),
+            )
+            for i, lc in enumerate(components, start=1)
+        ]
+        # The next id, taken under NEXT_LOCK_ID's row lock (held until this commits).
+        nli = s.NEXT_LOCK_ID
+        taken = conn.execute(
+            update(nli).values(NL_NEXT=nli.c.NL_NEXT + 1).returning(nli.c.NL_NEXT)
+        ).scalar()
+        if taken is None:
+            raise hms.MetaException(
+                message="Transaction tables not properly initialized, no record found in "
+                "next_lock_id"
+            )
+        ext_id = int(taken) - 1
+        heartbeat = 0 if txn_id != 0 else self.now_ms(conn)
+        conn.execute(
+            insert(_HL).values(
+                [
+                    {
+                        "HL_LOCK_EXT_ID": ext_id,
+                        "HL_LOCK_INT_ID": r.int_id,
+                        "HL_TXNID": txn_id,
+                        "HL_DB": r.db,
+                        "HL_TABLE": r.table,
+                        "HL_PARTITION": r.partition,
+                        "HL_LOCK_STATE": LOCK_WAITING,
+                        "HL_LOCK_TYPE": r.type,
+                        "HL_LAST_HEARTBEAT": heartbeat,
+                        "HL_USER": rqst.user or "",
+                        "HL_HOST": rqst.hostname or "",
+                        "HL_AGENT_INFO": rqst.agentInfo,
+                    }
+                    for r in rows
+                ]
+            )
+        )
+        return ext_id, [replace(r, ext_id=ext_id) for r in rows]
+
+    @staticmethod
+    def _type_code(lock_type: int | None) -> str:
+        code = LOCK_TYPE_CODES.get(lock_type)
+        if code is None:
+            raise hms.MetaException(message=f"Unknown lock type: {lock_type}")
+        return code
+
+    def _insert_txn_components(
+        self, conn: Connection, rqst: Any, components: list[Any], txn_id: int
+    ) -> None:
+        """Hive's insertTxnComponents: what a txn will write, for commit and the compactor."""
+        dp_update = {
+            (_lower(lc.dbname), _lower(lc.tablename))
+            for lc in components
+            if lc.isDynamicPartitionWrite
+            and lc.operationType in (hms.DataOperationType.UPDATE, hms.DataOperationType.DELETE)
+        }
+        write_ids: dict[tuple[str | None, str | None], int | None] = {}
+        rows = []
+        for lc in components:
+            if not lc.isTransactional:
+                continue  # non-ACID resources are locked, not tracked
+            op = lc.operationType
+            if op in (hms.DataOperationType.SELECT, hms.DataOperationType.NO_TXN):
+                continue
+            if op not in OPERATION_CODES:
+                name = hms.DataOperationType._VALUES_TO_NAMES.get(op, op)
+                raise hms.MetaException(
+                    message=f"Unexpected DataOperationType: {name} agentInfo={rqst.agentInfo} "
+                    f"{txn_id_str(txn_id)}"
+                )
+            key = (_lower(lc.dbname), _lower(lc.tablename))
+            part = normalize_partition_name(lc.partitionname)
+            code = OPERATION_CODES[op]
+            if lc.isDynamicPartitionWrite:
+                if key in write_ids:
+                    continue
+                part = None
+                code = OP_UPDATE if key in dp_update else OP_INSERT
+            if key not in write_ids:
+                write_ids[key] = (
+                    self.table_write_id_of(conn, key[0], key[1], txn_id) if key[1] else None
+                )
+            rows.append(
+                {
+                    "TC_TXNID": txn_id,
+                    "TC_DATABASE": key[0] or "",
+                    "TC_TABLE": key[1],
+                    "TC_PARTITION": part,
+                    "TC_OPERATION_TYPE": code,
+                    "TC_WRITEID": write_ids[key],
+                }
+            )
+        if rows:
+            conn.execute(insert(s.TXN_COMPONENTS), rows)
+
+    @staticmethod
+    def table_write_id_of(conn: Connection, db: str | None, table: str, txn_id: int) -> int | None:
+        t2w = s.TXN_TO_WRITE_ID
+        found = conn.execute(
+            select(t2w.c.T2W_WRITEID).where(
+                t2w.c.T2W_DATABASE == db, t2w.c.T2W_TABLE == table, t2w.c.T2W_TXNID == txn_id
+            )
+        ).scalar()
+        return None if found is None else int(found)
+
+    # -- granting -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _lock_rows(conn: Connection, ext_id: int) -> list[LockRow]:
+        rows = conn.execute(
+            select(_HL).where(_HL.c.HL_LOCK_EXT_ID == ext_id).order_by(_HL.c.HL_LOCK_INT_ID)
+        )
+        return [LockRow.of(r) for r in rows]
+
+    def _check(
+        self,
+        conn: Connection,
+        ext_id: int,
+        txn_id: int,
+        zero_wait_read: bool = False,
+        exclusive_ctas: bool = False,
+        known: list[LockRow] | None = None,
+    ) -> Any:
+        """Hive's checkLock: grant all rows of ``ext_id`` or record what blocks them.
+
+        ``known``: the rows, when the caller has just enqueued them.
+        """
+        mine = known if known is not None else self._lock_rows(conn, ext_id)
+        if not mine:
+            raise hms.MetaException(
+                message=f"This should never happen!  We already checked the "
+                f"lock({lock_id_str(ext_id)}) existed but now we can't find it!"
+            )
+        if all(r.state == LOCK_ACQUIRED for r in mine):
+            return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
+        req, ex = _HL.alias("req"), _HL.alias("ex")
+        blocker = conn.execute(
+            select(
+                ex, req.c.HL_LOCK_INT_ID.label("req_int_id"), req.c.HL_LOCK_TYPE.label("req_type")
+            )
+            .select_from(req.join(ex, conflict_condition(req, ex)))
+            .where(req.c.HL_LOCK_EXT_ID == ext_id, ex.c.HL_LOCK_EXT_ID < ext_id)
+            .order_by(ex.c.HL_LOCK_EXT_ID, ex.c.HL_LOCK_INT_ID, req.c.HL_LOCK_INT_ID)
+            .limit(1)
+        ).first()
+        if blocker is not None:
+            blocked_by = LockRow.of(blocker)
+            if (
+                (zero_wait_read and blocker.req_type == SHARED_READ) or exclusive_ctas
+            ) and txn_id != 0:
+                conn.execute(delete(_HL).where(_HL.c.HL_LOCK_EXT_ID == ext_id))
+                template = EXCL_CTAS_ERR_MSG if exclusive_ctas else ZERO_WAIT_READ_ERR_MSG
+                return hms.LockResponse(
+                    lockid=ext_id,
+                    state=hms.LockState.NOT_ACQUIRED,
+                    errorMessage=template.format(blocked_by),
+                )
+            conn.execute(
+                update(_HL)
+                .where(_HL.c.HL_LOCK_EXT_ID == ext_id, _HL.c.HL_LOCK_INT_ID == blocker.req_int_id)
+                .values(
+                    HL_BLOCKEDBY_EXT_ID=blocked_by.ext_id, HL_BLOCKEDBY_INT_ID=blocked_by.int_id
+                )
+            )
+            return hms.LockResponse(lockid=ext_id, state=hms.LockState.WAITING)
+        now = self.now_ms(conn)
+        rc = conn.execute(
+            update(_HL)
+            .where(_HL.c.HL_LOCK_EXT_ID == ext_id)
+            .values(
+                HL_LOCK_STATE=LOCK_ACQUIRED,
+                HL_LAST_HEARTBEAT=0 if mine[0].txn_id != 0 else now,
+                HL_ACQUIRED_AT=now,
+                HL_BLOCKEDBY_EXT_ID=None,
+                HL_BLOCKEDBY_INT_ID=None,
+            )
+        ).rowcount
+        if rc < len(mine):
+            raise hms.NoSuchLockException(
+                message=f"No such lock(s): ({lock_id_str(ext_id)}: "
+                f"{', '.join(str(r.int_id) for r in mine)}) {txn_id_str(mine[0].txn_id)}"
+            )
+        return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
+
+    def check_lock(self, ext_id: int) -> Any:
+        """Heartbeat the lock (or its txn) and try again to grant it."""
+
+        def run(conn: Connection) -> Any:
+            mine = self._lock_rows(conn, ext_id)
+            if not mine:
+                raise hms.NoSuchLockException(message=f"No such lock {lock_id_str(ext_id)}")
+            txn_id = mine[0].txn_id
+            if txn_id > 0:
+                self.heartbeat_txn_in(conn, txn_id)
+            else:
+                self.heartbeat_lock_in(conn, ext_id)
+            return self._check(conn, ext_id, txn_id)
+
+        return self.db.transaction(run)
+
+    # -- releasing ----------------------------------------------------------------------------
+
+    def unlock(self, ext_id: int) -> None:
+        """Release a txn-less lock, or give up waiting for a txn's lock (Hive's unlock).
+
+        Unlocking a lock that no longer exists is a no-op (Hive 4 made unlock idempotent); an
+        acquired lock of a txn ends with its txn: TxnOpenException.
+        """
+
+        def run(conn: Connection) -> None:
+            rc = conn.execute(
+                delete(_HL).where(
+                    _HL.c.HL_LOCK_EXT_ID == ext_id,
+                    or_(_HL.c.HL_TXNID == 0, _HL.c.HL_LOCK_STATE == LOCK_WAITING),
+                )
+            ).rowcount
+            if rc >= 1:
+                return
+            rows = self._lock_rows(conn, ext_id)
+            if not rows:
+                return
+            if rows[0].txn_id != 0:
+                raise hms.TxnOpenException(
+                    message=f"Unlocking locks associated with transaction not permitted.  {rows[0]}"
+                )
+            raise hms.MetaException(message=f"Found lock in unexpected state {rows[0]}")
+
+        self.db.transaction(run)
+
+    # -- heartbeats and listing ---------------------------------------------------------------
+
+    def heartbeat_lock_in(self, conn: Connection, ext_id: int) -> None:
+        """Hive's heartbeatLock (lock id 0 means none)."""
+        if ext_id == 0:
+            return
+        rc = conn.execute(
+            update(_HL)
+            .where(_HL.c.HL_LOCK_EXT_ID == ext_id)
+            .values(HL_LAST_HEARTBEAT=self.now_ms(conn))
+        ).rowcount
+        if rc < 1:
+            raise hms.NoSuchLockException(message=f"No such lock: {lock_id_str(ext_id)}")
+
+    def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
+        """HeartbeatRequest: the lock first, then the txn (each may be absent)."""
+
+        def run_lock(conn: Connection) -> None:
+            self.heartbeat_lock_in(conn, int(lock_id or 0))
+
+        def run_txn(conn: Connection) -> None:
+            self.heartbeat_txn_in(conn, int(txn_id or 0))
+
+        if lock_id:
+            self.db.transaction(run_lock)
+        if txn_id:
+            self.db.transaction(run_txn)
+
+    def show_locks(
+        self,
+        db: str | None = None,
+        table: str | None = None,
+        partition: str | None = None,
+        txn_id: int | None = None,
+    ) -> list[Any]:
+        """ShowLocksResponseElements: acquired first, less restrictive first, then by id."""
+        cond = []
+        if db:
+            cond.append(_HL.c.HL_DB == db)
+        if table:
+            cond.append(_HL.c.HL_TABLE == table)
+        if partition:
+            cond.append(_HL.c.HL_PARTITION == partition)
+        if txn_id is not None:
+            cond.append(_HL.c.HL_TXNID == txn_id)
+        with self.db.read() as conn:
+            rows = conn.execute(select(_HL).where(*cond)).all()
+
+        def key(r: Any) -> tuple[int, int, int, int]:
+            return (
+                0 if r.HL_LOCK_STATE == LOCK_ACQUIRED else 1,
+                _RESTRICTIVENESS.get(r.HL_LOCK_TYPE, 5),
+                int(r.HL_LOCK_EXT_ID),
+                int(r.HL_LOCK_INT_ID),
+            )
+
+        out = []
+        for r in sorted(rows, key=key):
+            state = {LOCK_ACQUIRED: hms.LockState.ACQUIRED, LOCK_WAITING: hms.LockState.WAITING}
+            if r.HL_LOCK_STATE not in state:
+                raise hms.MetaException(message=f"Unknown lock state {r.HL_LOCK_STATE}")
+            if r.HL_LOCK_TYPE not in LOCK_TYPES:
+                raise hms.MetaException(message=f"Unknown lock type: {r.HL_LOCK_TYPE}")
+            out.append(
+                hms.ShowLocksResponseElement(
+                    lockid=int(r.HL_LOCK_EXT_ID),
+                    dbname=r.HL_DB,
+                    tablename=r.HL_TABLE,
+                    partname=r.HL_PARTITION,
+                    state=state[r.HL_LOCK_STATE],
+                    type=LOCK_TYPES[r.HL_LOCK_TYPE],
+                    txnid=int(r.HL_TXNID),
+                    lastheartbeat=int(r.HL_LAST_HEARTBEAT),
+                    acquiredat=None if r.HL_ACQUIRED_AT is None else int(r.HL_ACQUIRED_AT),
+                    user=r.HL_USER,
+                    hostname=r.HL_HOST,
+                    heartbeatCount=r.HL_HEARTBEAT_COUNT or 0,
+                    agentInfo=r.HL_AGENT_INFO,
+                    blockedByExtId=r.HL_BLOCKEDBY_EXT_ID,
+                    blockedByIntId=r.HL_BLOCKEDBY_INT_ID,
+                    lockIdInternal=int(r.HL_LOCK_INT_ID),
+                )
+            )
+        return out
+
+    def locks_of(self, ext_ids: Sequence[int]) -> list[LockRow]:
+        """The rows of these locks (tests and diagnostics)."""
+        with self.db.read() as conn:
+            rows = conn.execute(select(_HL).where(_HL.c.HL_LOCK_EXT_ID.in_(list(ext_ids))))
+            return [LockRow.of(r) for r in rows]

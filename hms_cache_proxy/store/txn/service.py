@@ -1,0 +1,26 @@
+"""The transaction service: Hive's TxnHandler over the metastore database.
+
+All SQL on TXNS, TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS, TXN_TO_WRITE_ID, NEXT_WRITE_ID,
+HIVE_LOCKS, NEXT_LOCK_ID, TXN_LOCK_TBL, MIN_HISTORY_LEVEL and WRITE_SET lives in this package:
+
+- ``txns``       open, commit, abort, list, heartbeat, dynamic partitions
+- ``writeids``   write-id allocation and snapshots (and what the table write calls check)
+- ``locks``      lock, check_lock, unlock, show_locks
+- ``housekeeping`` timeouts and cleaning, run by a background thread
+
+The service is shared by every connection's thread; it keeps no state between calls, so
+several instances (and stock Java metastores) can serve one database.
+"""
+
+from __future__ import annotations
+
+from hms_cache_proxy.store.txn.common import TxnConfig
+from hms_cache_proxy.store.txn.locks import LocksMixin
+from hms_cache_proxy.store.txn.writeids import WriteIdsMixin
+
+
+class TxnService(WriteIdsMixin, LocksMixin):
+    """Transactions, write ids and locks, with their notification events."""
+
+
+__all__ = ["TxnConfig", "TxnService"]

@@ -1,0 +1,744 @@
+"""Transactions: open, commit, abort, list, heartbeat, dynamic-partition components.
+
+Hive 4's TxnHandler semantics over the shared TXNS tables:
+
+- Txn ids come from TXNS.TXN_ID (PostgreSQL's ``"TXNS_TXN_ID_seq"``, SQLite AUTOINCREMENT).
+  Concurrent openers are not serialised, so an id can be taken but its row not yet visible.
+  Readers therefore treat every id missing between two rows as *open* when the row after the
+  gap is younger than ``open_txn_timeout_ms``, and an opener whose own transaction took longer
+  than that deletes its rows and tries again (Hive's getOpenTxnsList / openTxns).
+- openTxns takes TXN_LOCK_TBL in SHARE mode, a commit that updated or deleted takes it in
+  EXCLUSIVE mode to fix its commit id: no txn opens while such a commit is being numbered.
+- Every change of one txn starts with ``SELECT ... FOR UPDATE`` of its TXNS row.
+- Committed rows stay in TXNS (state ``c``) until housekeeping removes the old ones.
+- OPEN_TXN, COMMIT_TXN and ABORT_TXN events go to NOTIFICATION_LOG in the same database
+  transaction (none for READ_ONLY txns, as Hive's DbNotificationListener). Our COMMIT_TXN also
+  lists the txn's write ids, databases and tables (from TXN_TO_WRITE_ID), so a cache can tell
+  which tables the commit makes visible.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    and_,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    text,
+    update,
+)
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.events import messages as msg
+from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.txn.common import (
+    ABORTED,
+    COMMITTED,
+    COMPACTION_TYPES,
+    OP_COMPACT,
+    OP_DELETE,
+    OP_UPDATE,
+    OPEN,
+    OPERATION_CODES,
+    TXN_KEY_START,
+    TXN_STATES,
+    TxnServiceBase,
+    abort_reason,
+    raise_unexpected_state,
+    txn_id_str,
+    txn_type_of,
+)
+from hms_cache_proxy.store.txn.snapshots import bitset_to_bytes
+
+_T = s.TXNS
+_OPEN_RETRIES = 10
+
+
+@dataclass(frozen=True)
+class TxnRow:
+    """One entry of the open-txn list: a TXNS row that is open or aborted, or a gap (open)."""
+
+    txn_id: int
+    state: str
+    txn_type: int
+    user: str = ""
+    host: str = ""
+    started: int = 0
+    last_heartbeat: int = 0
+
+
+@dataclass(frozen=True)
+class OpenTxnList:
+    """Hive's OpenTxnList: the high-water mark and every txn at or below it not committed."""
+
+    hwm: int
+    txns: tuple[TxnRow, ...]
+
+    def response(self, exclude_types: Iterable[int] = (hms.TxnType.READ_ONLY,)) -> Any:
+        """GetOpenTxnsResponse (OpenTxnList.toOpenTxnsResponse).
+
+        ``min_open_txn`` counts excluded txns too, abortedBits are by position in the list.
+        """
+        excluded = set(exclude_types)
+        listed: list[int] = []
+        bits = 0
+        min_open: int | None = None
+        for t in self.txns:
+            if t.state == OPEN:
+                min_open = t.txn_id if min_open is None else min(min_open, t.txn_id)
+            if t.txn_type in excluded:
+                continue
+            listed.append(t.txn_id)
+            if t.state == ABORTED:
+                bits |= 1 << (len(listed) - 1)
+        return hms.GetOpenTxnsResponse(
+            txn_high_water_mark=self.hwm,
+            open_txns=listed,
+            min_open_txn=min_open,
+            abortedBits=bitset_to_bytes(bits),
+        )
+
+    def info_response(self) -> Any:
+        """GetOpenTxnsInfoResponse: every listed txn with its user, host and times."""
+        return hms.GetOpenTxnsInfoResponse(
+            txn_high_water_mark=self.hwm,
+            open_txns=[
+                hms.TxnInfo(
+                    id=t.txn_id,
+                    state=TXN_STATES[t.state],
+                    user=t.user,
+                    hostname=t.host,
+                    startedTime=t.started,
+                    lastHeartbeatTime=t.last_heartbeat,
+                )
+                for t in self.txns
+            ],
+        )
+
+
+class TxnsMixin(TxnServiceBase):
+    """open_txns, commit_txn, abort_txn(s), get_open_txns*, heartbeats, add_dynamic_partitions."""
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def open_txn_list(self, conn: Connection, info: bool = False) -> OpenTxnList:
+        """Hive's getOpenTxnsList, reading only the rows it needs.
+
+        A gap counts as open only below a row younger than open_txn_timeout_ms, and then the
+        gap reaches down to the row before it. Rows from the predecessor of the oldest young row
+        upward are read whole; below it only the open and aborted rows (which are listed).
+        """
+        now = self.now_ms(conn)
+        cut = now - self.config.open_txn_timeout_ms
+        first_young = select(func.min(_T.c.TXN_ID)).where(_T.c.TXN_STARTED > cut)
+        before_young = select(func.max(_T.c.TXN_ID)).where(
+            _T.c.TXN_ID < first_young.scalar_subquery()
+        )
+        top = select(func.max(_T.c.TXN_ID))
+        start = func.coalesce(
+            before_young.scalar_subquery(), first_young.scalar_subquery(), top.scalar_subquery()
+        )
+        cols = [_T.c.TXN_ID, _T.c.TXN_STATE, _T.c.TXN_TYPE, (now - _T.c.TXN_STARTED).label("age")]
+        if info:
+            cols += [_T.c.TXN_USER, _T.c.TXN_HOST, _T.c.TXN_STARTED, _T.c.TXN_LAST_HEARTBEAT]
+        query = (
+            select(*cols)
+            .where(or_(_T.c.TXN_STATE != COMMITTED, _T.c.TXN_ID >= start))
+            .order_by(_T.c.TXN_ID)
+        )
+        timeout = self.config.open_txn_timeout_ms
+        txns: list[TxnRow] = []
+        hwm = 0
+        previous = 0
+        for r in conn.execute(query):
+            txn_id = int(r.TXN_ID)
+            hwm = txn_id
+            if r.age is not None and r.age < timeout:
+                if txn_id - previous - 1 > self.config.max_gap_fill:
+                    raise hms.MetaException(
+                        message=f"{txn_id - previous - 1} txn ids missing from TXNS below "
+                        f"{txn_id_str(txn_id)} inside the open-txn window: refusing to list them "
+                        "all as open (is TXNS missing its older rows?)"
+                    )
+                txns.extend(
+                    TxnRow(gap, OPEN, hms.TxnType.DEFAULT) for gap in range(previous + 1, txn_id)
+                )
+            previous = txn_id
+            if r.TXN_STATE == COMMITTED:
+                continue
+            if info:
+                txns.append(
+                    TxnRow(
+                        txn_id,
+                        r.TXN_STATE,
+                        txn_type_of(r.TXN_TYPE),
+                        r.TXN_USER or "",
+                        r.TXN_HOST or "",
+                        int(r.TXN_STARTED or 0),
+                        int(r.TXN_LAST_HEARTBEAT or 0),
+                    )
+                )
+            else:
+                txns.append(TxnRow(txn_id, r.TXN_STATE, txn_type_of(r.TXN_TYPE)))
+        return OpenTxnList(hwm, tuple(txns))
+
+    def get_open_txns(self, exclude_types: Iterable[int] = (hms.TxnType.READ_ONLY,)) -> Any:
+        with self.db.read() as conn:
+            return self.open_txn_list(conn).response(exclude_types)
+
+    def get_open_txns_info(self) -> Any:
+        with self.db.read() as conn:
+            return self.open_txn_list(conn, info=True).info_response()
+
+    # -- opening ------------------------------------------------------------------------------
+
+    def open_txns(
+        self,
+        num_txns: int,
+        user: str,
+        host: str,
+        agent_info: str | None = None,
+        txn_type: int = hms.TxnType.DEFAULT,
+    ) -> list[int]:
+        """Open ``num_txns`` txns (at most max_open_batch) and return their ids, ascending."""
+        if num_txns is None or num_txns <= 0:
+            raise hms.MetaException(message=f"Invalid input for number of txns: {num_txns}")
+        n = min(num_txns, self.config.max_open_batch)
+        timeout_s = self.config.open_txn_timeout_ms / 1000
+        for _ in range(_OPEN_RETRIES):
+            started: list[float] = []
+
+            def run(conn: Connection, started: list[float] = started) -> list[int]:
+                return self._open(conn, n, user, host, agent_info, txn_type, started)
+
+            ids = self.db.transaction(run)
+            slow = started and time.monotonic() - started[-1] >= timeout_s
+            if not slow or txn_type == hms.TxnType.READ_ONLY or self.db.dialect != "postgresql":
+                return ids
+            # Too slow: readers may already have decided these ids were not open. Withdraw them.
+            self.db.transaction(lambda conn, ids=ids: self._delete_txns(conn, ids))
+        raise hms.MetaException(
+            message=f"Could not open transactions within metastore.txn.opentxn.timeout "
+            f"({self.config.open_txn_timeout_ms} ms) after {_OPEN_RETRIES} attempts"
+        )
+
+    def _open(
+        self,
+        conn: Connection,
+        n: int,
+        user: str,
+        host: str,
+        agent_info: str | None,
+        txn_type: int,
+        started: list[float],
+    ) -> list[int]:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text('LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE'))
+        now = self.now_ms(conn)
+        row = {
+            "TXN_STATE": OPEN,
+            "TXN_STARTED": now,
+            "TXN_LAST_HEARTBEAT": now,
+            "TXN_USER": user or "",
+            "TXN_HOST": host or "",
+            "TXN_AGENT_INFO": agent_info,
+            "TXN_TYPE": txn_type,
+        }
+        started.append(time.monotonic())
+        stmt = insert(_T).values([row] * n).returning(_T.c.TXN_ID)
+        ids = sorted(int(i) for i in conn.execute(stmt).scalars())
+        # Each new txn's MIN_HISTORY_LEVEL row holds the open-txn watermark. Computed after the
+        # insert it also sees the new txns, which changes nothing: they are above the watermark.
+        mark = self._watermark_expr(conn, _T.c.TXN_ID)
+        conn.execute(
+            insert(s.MIN_HISTORY_LEVEL).from_select(
+                ["MHL_TXNID", "MHL_MIN_OPEN_TXNID"],
+                select(_T.c.TXN_ID, mark).where(_T.c.TXN_ID.in_(ids)),
+            )
+        )
+        if txn_type != hms.TxnType.READ_ONLY:
+            body = self.messages.open_txn(ids[0], ids[-1])
+            self.emit(conn, [NewEvent(msg.OPEN_TXN, body, cat_name=None)])
+        return ids
+
+    def _watermark_expr(self, conn: Connection, fallback: Any) -> Any:
+        """SQL for min(lowest open txn, highest txn begun before the open window + 1)."""
+        cut = self.now_ms(conn) - self.config.open_txn_timeout_ms
+        min_open = select(func.min(_T.c.TXN_ID)).where(_T.c.TXN_STATE == OPEN).scalar_subquery()
+        low = select(func.max(_T.c.TXN_ID)).where(_T.c.TXN_STARTED < cut).scalar_subquery()
+        bound = func.coalesce(low + 1, fallback)
+        least = func.least if conn.dialect.name == "postgresql" else func.min
+        return least(func.coalesce(min_open, bound), bound)
+
+    def min_open_txn_watermark(self, conn: Connection) -> int:
+        """Hive's getMinOpenTxnIdWaterMark: no txn below it is or can become open."""
+        cut = self.now_ms(conn) - self.config.open_txn_timeout_ms
+        min_open = select(func.min(_T.c.TXN_ID)).where(_T.c.TXN_STATE == OPEN).scalar_subquery()
+        low = select(func.max(_T.c.TXN_ID)).where(_T.c.TXN_STARTED < cut).scalar_subquery()
+        found, low_mark = conn.execute(select(min_open, low)).one()
+        if low_mark is None:
+            raise hms.MetaException(
+                message="Transaction tables not properly initialized, null record found in "
+                "MAX(TXN_ID)"
+            )
+        candidates = [int(low_mark) + 1] + ([int(found)] if found is not None else [])
+        return min(candidates)
+
+    @staticmethod
+    def _delete_txns(conn: Connection, ids: Sequence[int]) -> None:
+        mh = s.MIN_HISTORY_LEVEL
+        conn.execute(delete(mh).where(mh.c.MHL_TXNID.in_(ids)))
+        conn.execute(delete(_T).where(_T.c.TXN_ID.in_(ids)))
+
+    # -- committing ---------------------------------------------------------------------------
+
+    def commit_txn(
+        self,
+        txn_id: int,
+        key_value: Any | None = None,
+        excl_write_enabled: bool = True,
+    ) -> None:
+        """Commit ``txn_id`` (a second commit of a committed txn is a no-op, as in Hive)."""
+        deferred = self.db.transaction(
+            lambda conn: self._commit(conn, txn_id, key_value, excl_write_enabled)
+        )
+        if deferred is not None:
+            raise deferred
+
+    def _commit(
+        self, conn: Connection, txn_id: int, key_value: Any | None, excl_write_enabled: bool
+    ) -> Exception | None:
+        txn_type = self.lock_open_txn(conn, txn_id)
+        if txn_type is None:
+            state = self.find_txn_state(conn, txn_id)
+            if state == COMMITTED:
+                return None  # Nth commitTxn: idempotent
+            raise_unexpected_state(state, txn_id)
+        tc = s.TXN_COMPONENTS
+        update_delete = "N"
+        commit_id: int | None = None
+        temp_id = -random.randint(1, 2**62)
+        ops = set(
+            conn.execute(
+                select(tc.c.TC_OPERATION_TYPE).where(tc.c.TC_TXNID == txn_id).distinct()
+            ).scalars()
+        )
+        if txn_type in (hms.TxnType.SOFT_DELETE, hms.TxnType.COMPACTION):
+            commit_id = self._lock_txns_exclusive(conn)
+        elif txn_type != hms.TxnType.READ_ONLY:
+            writes = and_(
+                tc.c.TC_TXNID == txn_id, tc.c.TC_OPERATION_TYPE.in_([OP_UPDATE, OP_DELETE])
+            )
+            if ops & {OP_UPDATE, OP_DELETE}:
+                update_delete = "Y"
+                savepoint = conn.begin_nested()
+                self._insert_write_set(conn, txn_id, temp_id, writes)
+                commit_id = self._lock_txns_exclusive(conn)
+                conflict = None if excl_write_enabled else self._write_conflict(conn, txn_id)
+                if conflict is not None:
+                    savepoint.rollback()
+                    self.abort_in(conn, [txn_id], reason="write conflicts")
+                    self._emit_aborts(conn, {txn_id: txn_type})
+                    return hms.TxnAbortedException(
+                        message=f"Aborting [{txn_id_str(txn_id)},{commit_id}] due to a write "
+                        f"conflict on {conflict}"
+                    )
+                savepoint.commit()
+        if ops and txn_type != hms.TxnType.READ_ONLY and txn_type not in COMPACTION_TYPES:
+            self._move_components_to_completed(conn, txn_id, update_delete)
+        events = self._commit_events(conn, txn_id) if txn_type != hms.TxnType.READ_ONLY else []
+        self._finish_commit(conn, txn_id, txn_type, commit_id, temp_id, bool(ops))
+        if key_value is not None:
+            self._update_key_value(conn, txn_id, key_value)
+        self.emit(conn, events)
+        return None
+
+    @staticmethod
+    def _lock_txns_exclusive(conn: Connection) -> int:
+        """TXN_LOCK_TBL in EXCLUSIVE mode (mutex with openTxns); the commit id is the hwm."""
+        if conn.dialect.name == "postgresql":
+            conn.execute(text('LOCK TABLE "TXN_LOCK_TBL" IN EXCLUSIVE MODE'))
+        return int(conn.execute(select(func.max(_T.c.TXN_ID))).scalar_one())
+
+    @staticmethod
+    def _insert_write_set(conn: Connection, txn_id: int, temp_id: int, writes: Any) -> None:
+        tc, ws = s.TXN_COMPONENTS, s.WRITE_SET
+        rows = (
+            select(
+                tc.c.TC_DATABASE,
+                tc.c.TC_TABLE,
+                tc.c.TC_PARTITION,
+                tc.c.TC_TXNID,
+                literal(temp_id),
+                tc.c.TC_OPERATION_TYPE,
+            )
+            .where(writes)
+            .distinct()
+        )
+        conn.execute(
+            insert(ws).from_select(
+                [
+                    "WS_DATABASE",
+                    "WS_TABLE",
+                    "WS_PARTITION",
+                    "WS_TXNID",
+                    "WS_COMMIT_ID",
+                    "WS_OPERATION_TYPE",
+                ],
+                rows,
+            )
+        )
+
+    @staticmethod
+    def _write_conflict(conn: Connection, txn_id: int) -> str | None:
+        """Hive's checkForWriteConflict (when exclWriteEnabled is false): first committer wins."""
+        committed, cur = s.WRITE_SET.alias("committed"), s.WRITE_SET.alias("cur")
+        ud = [OP_UPDATE, OP_DELETE]
+        row = conn.execute(
+            select(
+                committed.c.WS_TXNID,
+                committed.c.WS_COMMIT_ID,
+                committed.c.WS_DATABASE,
+                committed.c.WS_TABLE,
+                committed.c.WS_PARTITION,
+                cur.c.WS_OPERATION_TYPE,
+                committed.c.WS_OPERATION_TYPE,
+            )
+            .select_from(
+                committed.join(
+                    cur,
+                    and_(
+                        committed.c.WS_DATABASE == cur.c.WS_DATABASE,
+                        committed.c.WS_TABLE == cur.c.WS_TABLE,
+                        or_(
+                            committed.c.WS_PARTITION == cur.c.WS_PARTITION,
+                            and_(committed.c.WS_PARTITION.is_(None), cur.c.WS_PARTITION.is_(None)),
+                        ),
+                    ),
+                )
+            )
+            .where(
+                cur.c.WS_TXNID <= committed.c.WS_COMMIT_ID,
+                cur.c.WS_TXNID == txn_id,
+                committed.c.WS_TXNID != txn_id,
+                committed.c.WS_OPERATION_TYPE.in_(ud),
+                cur.c.WS_OPERATION_TYPE.in_(ud),
+            )
+            .limit(1)
+        ).first()
+        if row is None:
+            return None
+        resource = f"{row[2]}/{row[3]}" + (f"/{row[4]}" if row[4] is not None else "")
+        return f"{resource} committed by [{txn_id_str(row[0])},{row[1]}] {row[5]}/{row[6]}"
+
+    @staticmethod
+    def _move_components_to_completed(conn: Connection, txn_id: int, update_delete: str) -> None:
+        tc, ctc = s.TXN_COMPONENTS, s.COMPLETED_TXN_COMPONENTS
+        rows = select(
+            tc.c.TC_TXNID,
+            tc.c.TC_DATABASE,
+            tc.c.TC_TABLE,
+            tc.c.TC_PARTITION,
+            tc.c.TC_WRITEID,
+            literal(update_delete),
+        ).where(tc.c.TC_TXNID == txn_id, tc.c.TC_OPERATION_TYPE != OP_COMPACT)
+        conn.execute(
+            insert(ctc).from_select(
+                [
+                    "CTC_TXNID",
+                    "CTC_DATABASE",
+                    "CTC_TABLE",
+                    "CTC_PARTITION",
+                    "CTC_WRITEID",
+                    "CTC_UPDATE_DELETE",
+                ],
+                rows,
+            )
+        )
+
+    def _commit_events(self, conn: Connection, txn_id: int) -> list[NewEvent]:
+        t2w = s.TXN_TO_WRITE_ID
+        rows = conn.execute(
+            select(t2w.c.T2W_WRITEID, t2w.c.T2W_DATABASE, t2w.c.T2W_TABLE)
+            .where(t2w.c.T2W_TXNID == txn_id)
+            .order_by(t2w.c.T2W_DATABASE, t2w.c.T2W_TABLE)
+        ).all()
+        infos = [
+            hms.WriteEventInfo(writeId=int(r[0]), database=r[1], table=r[2], files=None)
+            for r in rows
+        ]
+        body = self.messages.commit_txn(txn_id, infos or None)
+        return [NewEvent(msg.COMMIT_TXN, body, cat_name=None)]
+
+    def _finish_commit(
+        self,
+        conn: Connection,
+        txn_id: int,
+        txn_type: int,
+        commit_id: int | None,
+        temp_id: int,
+        has_components: bool,
+    ) -> None:
+        """Hive's updateWSCommitIdAndCleanUpMetadata plus the min-history rows."""
+        ws, tc, hl = s.WRITE_SET, s.TXN_COMPONENTS, s.HIVE_LOCKS
+        if commit_id is not None:
+            conn.execute(
+                update(ws)
+                .where(ws.c.WS_COMMIT_ID == temp_id, ws.c.WS_TXNID == txn_id)
+                .values(WS_COMMIT_ID=commit_id)
+            )
+        if has_components and txn_type != hms.TxnType.READ_ONLY:
+            conn.execute(delete(tc).where(tc.c.TC_TXNID == txn_id))
+        conn.execute(delete(hl).where(hl.c.HL_TXNID == txn_id))
+        conn.execute(update(_T).where(_T.c.TXN_ID == txn_id).values(TXN_STATE=COMMITTED))
+        if txn_type == hms.TxnType.MATER_VIEW_REBUILD:
+            mrl = s.MATERIALIZATION_REBUILD_LOCKS
+            conn.execute(delete(mrl).where(mrl.c.MRL_TXN_ID == txn_id))
+        if txn_type in (hms.TxnType.SOFT_DELETE, hms.TxnType.COMPACTION):
+            cq = s.COMPACTION_QUEUE
+            conn.execute(
+                update(cq)
+                .where(cq.c.CQ_TXN_ID == txn_id)
+                .values(CQ_NEXT_TXN_ID=commit_id, CQ_COMMIT_TIME=self.now_ms(conn))
+            )
+        self._forget_min_history(conn, [txn_id])
+
+    @staticmethod
+    def _forget_min_history(conn: Connection, txn_ids: Sequence[int]) -> None:
+        mhl, mhw = s.MIN_HISTORY_LEVEL, s.MIN_HISTORY_WRITE_ID
+        conn.execute(delete(mhl).where(mhl.c.MHL_TXNID.in_(txn_ids)))
+        conn.execute(delete(mhw).where(mhw.c.MH_TXNID.in_(txn_ids)))
+
+    @staticmethod
+    def _update_key_value(conn: Connection, txn_id: int, kv: Any) -> None:
+        """CommitTxnKeyValue: set one TABLE_PARAMS value with the commit (Hive's wording)."""
+        what = (
+            f"Error updating key/value in the sql backend with txnId={txn_id}, "
+            f"tableId={kv.tableId}, key={kv.key}, value={kv.value}."
+        )
+        if not (kv.key or "").startswith(TXN_KEY_START):
+            raise hms.MetaException(message=f"{what} key should start with {TXN_KEY_START}.")
+        tp = s.TABLE_PARAMS
+        rc = conn.execute(
+            update(tp)
+            .where(tp.c.TBL_ID == kv.tableId, tp.c.PARAM_KEY == kv.key)
+            .values(PARAM_VALUE=kv.value)
+        ).rowcount
+        if rc != 1:
+            raise hms.MetaException(
+                message=f"{what} Only one row should have been affected but {rc} rows where "
+                "affected."
+            )
+
+    # -- aborting -----------------------------------------------------------------------------
+
+    def abort_txn(self, txn_id: int, error_code: int | None = None) -> None:
+        """Abort one txn; aborting an aborted txn is a no-op, a committed one an error (Hive)."""
+
+        def run(conn: Connection) -> None:
+            txn_type = self.lock_open_txn(conn, txn_id)
+            if txn_type is None:
+                state = self.find_txn_state(conn, txn_id)
+                if state == ABORTED:
+                    return
+                raise_unexpected_state(state, txn_id)
+            self.abort_in(conn, [txn_id], reason=abort_reason(error_code))
+            self._emit_aborts(conn, {txn_id: txn_type})
+
+        self.db.transaction(run)
+
+    def abort_txns(self, txn_ids: Sequence[int], error_code: int | None = None) -> int:
+        """Abort every open txn named; others are skipped silently (Hive); returns the count."""
+        ids = sorted(set(txn_ids))
+        if not ids:
+            return 0
+
+        def run(conn: Connection) -> int:
+            locked = conn.execute(
+                select(_T.c.TXN_ID, _T.c.TXN_TYPE)
+                .where(_T.c.TXN_ID.in_(ids), _T.c.TXN_STATE == OPEN)
+                .order_by(_T.c.TXN_ID)
+                .with_for_update()
+            ).all()
+            types = {int(r[0]): txn_type_of(r[1]) for r in locked}
+            count = self.abort_in(conn, list(types), reason=abort_reason(error_code))
+            self._emit_aborts(conn, types)
+            return count
+
+        return self.db.transaction(run)
+
+    def abort_in(self, conn: Connection, txn_ids: Sequence[int], *, reason: str) -> int:
+        """Hive's abortTxns: mark open txns aborted and drop their locks; returns how many.
+
+        TXN_COMPONENTS and TXN_TO_WRITE_ID stay: readers need the aborted write ids until the
+        compactor has cleaned their data.
+        """
+        if not txn_ids:
+            return 0
+        hl, rtm = s.HIVE_LOCKS, s.REPL_TXN_MAP
+        self._forget_min_history(conn, txn_ids)
+        count = conn.execute(
+            update(_T)
+            .where(_T.c.TXN_ID.in_(txn_ids), _T.c.TXN_STATE == OPEN)
+            .values(TXN_STATE=ABORTED, TXN_META_INFO=reason)
+        ).rowcount
+        conn.execute(delete(hl).where(hl.c.HL_TXNID.in_(txn_ids)))
+        conn.execute(delete(rtm).where(rtm.c.RTM_TARGET_TXN_ID.in_(txn_ids)))
+        return int(count)
+
+    def _emit_aborts(self, conn: Connection, txn_types: dict[int, int]) -> None:
+        """ABORT_TXN per aborted txn, with the databases it allocated write ids in."""
+        ids = [t for t, kind in sorted(txn_types.items()) if kind != hms.TxnType.READ_ONLY]
+        if not ids:
+            return
+        t2w = s.TXN_TO_WRITE_ID
+        dbs: dict[int, list[str]] = {t: [] for t in ids}
+        for txn, db in conn.execute(
+            select(t2w.c.T2W_TXNID, t2w.c.T2W_DATABASE)
+            .where(t2w.c.T2W_TXNID.in_(ids))
+            .distinct()
+            .order_by(t2w.c.T2W_TXNID, t2w.c.T2W_DATABASE)
+        ):
+            dbs[int(txn)].append(db)
+        self.emit(
+            conn,
+            [
+                NewEvent(msg.ABORT_TXN, self.messages.abort_txn(t, dbs[t]), cat_name=None)
+                for t in ids
+            ],
+        )
+
+    # -- heartbeats ---------------------------------------------------------------------------
+
+    def heartbeat_txn_in(self, conn: Connection, txn_id: int) -> None:
+        """Hive's heartbeatTxn: refresh an open txn, else raise naming its state."""
+        if txn_id == 0:
+            return
+        rc = conn.execute(
+            update(_T)
+            .where(_T.c.TXN_ID == txn_id, _T.c.TXN_STATE == OPEN)
+            .values(TXN_LAST_HEARTBEAT=self.now_ms(conn))
+        ).rowcount
+        if rc < 1:
+            raise_unexpected_state(self.find_txn_state(conn, txn_id), txn_id)
+
+    def heartbeat_txn_range(self, low: int, high: int) -> tuple[set[int], set[int]]:
+        """Heartbeat txns low..high; returns (aborted, nosuch) among them."""
+        if high - low + 1 > self.config.max_heartbeat_range:
+            raise hms.MetaException(
+                message=f"heartbeat_txn_range of {high - low + 1} txns: at most "
+                f"{self.config.max_heartbeat_range} at once"
+            )
+        if high < low:
+            return set(), set()
+
+        def run(conn: Connection) -> tuple[set[int], set[int]]:
+            rc = conn.execute(
+                update(_T)
+                .where(_T.c.TXN_ID.between(low, high), _T.c.TXN_STATE == OPEN)
+                .values(TXN_LAST_HEARTBEAT=self.now_ms(conn))
+            ).rowcount
+            if rc == high - low + 1:
+                return set(), set()
+            states = dict(
+                conn.execute(
+                    select(_T.c.TXN_ID, _T.c.TXN_STATE).where(_T.c.TXN_ID.between(low, high))
+                ).all()
+            )
+            aborted = {t for t in range(low, high + 1) if states.get(t) == ABORTED}
+            nosuch = {t for t in range(low, high + 1) if states.get(t) not in (OPEN, ABORTED)}
+            return aborted, nosuch
+
+        return self.db.transaction(run)
+
+    # -- dynamic partitions -------------------------------------------------------------------
+
+    def add_dynamic_partitions(
+        self,
+        txn_id: int,
+        write_id: int,
+        db: str,
+        table: str,
+        partition_names: Sequence[str],
+        operation_type: int | None,
+    ) -> None:
+        """Record the partitions a dynamic-partition write touched (Hive's addDynamicPartitions).
+
+        They replace the table-level component the lock recorded, so the commit and the
+        compactor see the partitions actually written.
+        """
+        op = OPERATION_CODES.get(operation_type, OP_UPDATE)  # unset: the most restrictive
+        tc = s.TXN_COMPONENTS
+
+        def run(conn: Connection) -> None:
+            self.require_open_txn(conn, txn_id)
+            if partition_names:
+                conn.execute(
+                    insert(tc),
+                    [
+                        {
+                            "TC_TXNID": txn_id,
+                            "TC_DATABASE": db,
+                            "TC_TABLE": table,
+                            "TC_PARTITION": name,
+                            "TC_OPERATION_TYPE": op,
+                            "TC_WRITEID": write_id,
+                        }
+                        for name in partition_names
+                    ],
+                )
+            conn.execute(
+                delete(tc).where(
+                    tc.c.TC_TXNID == txn_id,
+                    tc.c.TC_DATABASE == db,
+                    tc.c.TC_TABLE == table,
+                    tc.c.TC_PARTITION.is_(None),
+                )
+            )
+
+        self.db.transaction(run)
+
+    # -- conflicts ----------------------------------------------------------------------------
+
+    def latest_txn_in_conflict(self, txn_id: int) -> int:
+        """Hive's getLatestTxnIdInConflict: the newest committed txn updating what this one did."""
+        ws, tc = s.WRITE_SET, s.TXN_COMPONENTS
+        cur = (
+            select(
+                tc.c.TC_DATABASE.label("db"),
+                tc.c.TC_TABLE.label("tbl"),
+                tc.c.TC_PARTITION.label("part"),
+                tc.c.TC_TXNID.label("txn"),
+            )
+            .where(tc.c.TC_TXNID == txn_id, tc.c.TC_OPERATION_TYPE.in_([OP_UPDATE, OP_DELETE]))
+            .distinct()
+            .subquery()
+        )
+        query = (
+            select(func.max(ws.c.WS_TXNID))
+            .select_from(
+                ws.join(
+                    cur,
+                    and_(
+                        ws.c.WS_DATABASE == cur.c.db,
+                        ws.c.WS_TABLE == cur.c.tbl,
+                        or_(ws.c.WS_PARTITION == cur.c.part, cur.c.part.is_(None)),
+                    ),
+                )
+            )
+            .where(cur.c.txn <= ws.c.WS_COMMIT_ID)
+        )
+        with self.db.read() as conn:
+            found = conn.execute(query).scalar()
+        return -1 if found is None else int(found)

@@ -1,0 +1,313 @@
+"""Table write ids: allocation (NEXT_WRITE_ID, TXN_TO_WRITE_ID) and snapshots of them.
+
+A write id numbers one txn's writes to one table, 1, 2, 3, ... per table. Allocation locks the
+table's NEXT_WRITE_ID row (creating it on first use; a concurrent creator loses on the unique
+index and re-reads), maps each txn to its id in TXN_TO_WRITE_ID and emits
+ALLOC_WRITE_ID_EVENT; asking again for a txn that already has an id returns the same id.
+
+``table_write_ids`` is Hive's getValidWriteIdsForTable, quirks included, so the strings built
+from its answer are the ones Hive's metastore would give: the high-water mark is the highest
+id allocated to a txn at or below the snapshot's txn hwm (else NEXT_WRITE_ID-1), ids of open or
+aborted txns (or of txns past the hwm) are exceptions, and when no committed id is left in
+TXN_TO_WRITE_ID (cleaned after compaction) only the lowest exception is kept and becomes the hwm.
+
+The write calls of tables and partitions use ``require_open_write_id`` and
+``txn_table_write_ids`` inside their own database transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.events import messages as msg
+from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.txn.common import (
+    OPEN,
+    raise_unexpected_state,
+    txn_type_of,
+)
+from hms_cache_proxy.store.txn.snapshots import (
+    LONG_MAX,
+    ValidReaderWriteIdList,
+    ValidReadTxnList,
+    bitset_to_bytes,
+)
+from hms_cache_proxy.store.txn.txns import TxnsMixin
+
+_T2W, _NWI = s.TXN_TO_WRITE_ID, s.NEXT_WRITE_ID
+
+
+def split_table_name(full_name: str) -> tuple[str, str]:
+    """``db.table`` as (db, table) in lower case (TxnUtils.getDbTableName)."""
+    db, sep, table = (full_name or "").partition(".")
+    if not sep or not db or not table:
+        raise hms.MetaException(message=f"Invalid table name {full_name!r}: expected <db>.<table>")
+    return db.strip().lower(), table.strip().lower()
+
+
+class WriteIdsMixin(TxnsMixin):
+    """allocate_table_write_ids, get_valid_write_ids and what the write calls check."""
+
+    # -- allocation ---------------------------------------------------------------------------
+
+    def allocate_table_write_ids(
+        self, db: str, table: str, txn_ids: Sequence[int]
+    ) -> list[tuple[int, int]]:
+        """(txn id, write id) for each txn, ascending by txn; ids already allocated are reused."""
+        ids = sorted(set(txn_ids))
+        if not ids:
+            raise hms.MetaException(message="allocate_table_write_ids needs at least one txnId")
+        return self.db.transaction(lambda conn: self._allocate(conn, db, table, ids))
+
+    def _allocate(
+        self, conn: Connection, db: str, table: str, ids: list[int]
+    ) -> list[tuple[int, int]]:
+        t = s.TXNS
+        rows = conn.execute(
+            select(t.c.TXN_ID, t.c.TXN_STATE, t.c.TXN_TYPE)
+            .where(t.c.TXN_ID.in_(ids))
+            .order_by(t.c.TXN_ID)
+            .with_for_update()
+        ).all()
+        found = {int(r[0]): (r[1], txn_type_of(r[2])) for r in rows}
+        for txn in ids:
+            state, txn_type = found.get(txn, (None, None))
+            if state is None:
+                raise_unexpected_state(self.find_txn_state(conn, txn), txn)
+            if state != OPEN:
+                raise_unexpected_state(state, txn)
+            if txn_type == hms.TxnType.READ_ONLY:
+                raise hms.MetaException(
+                    message=f"Write ID allocation failed on {db}.{table} as not all input txns "
+                    "in open state or read-only"
+                )
+        have = dict(
+            conn.execute(
+                select(_T2W.c.T2W_TXNID, _T2W.c.T2W_WRITEID).where(
+                    _T2W.c.T2W_DATABASE == db,
+                    _T2W.c.T2W_TABLE == table,
+                    _T2W.c.T2W_TXNID.in_(ids),
+                )
+            ).all()
+        )
+        missing = [txn for txn in ids if txn not in have]
+        if missing:
+            first = self._reserve_write_ids(conn, db, table, len(missing))
+            new = {txn: first + i for i, txn in enumerate(missing)}
+            conn.execute(
+                insert(_T2W),
+                [
+                    {"T2W_TXNID": txn, "T2W_DATABASE": db, "T2W_TABLE": table, "T2W_WRITEID": w}
+                    for txn, w in new.items()
+                ],
+            )
+            have.update(new)
+        pairs = sorted((int(txn), int(w)) for txn, w in have.items())
+        if missing:
+            body = self.messages.alloc_write_id(pairs, db, table)
+            event = NewEvent(msg.ALLOC_WRITE_ID_EVENT, body, None, db, table)
+            self.emit(conn, [event])
+        return pairs
+
+    @staticmethod
+    def _reserve_write_ids(conn: Connection, db: str, table: str, n: int) -> int:
+        """The first of ``n`` fresh write ids, moving NEXT_WRITE_ID on under its row lock."""
+        bump = (
+            update(_NWI)
+            .where(_NWI.c.NWI_DATABASE == db, _NWI.c.NWI_TABLE == table)
+            .values(NWI_NEXT=_NWI.c.NWI_NEXT + n)
+            .returning(_NWI.c.NWI_NEXT)
+        )
+        after = conn.execute(bump).scalar()
+        if after is None:
+            try:
+                with conn.begin_nested():
+                    conn.execute(
+                        insert(_NWI).values(NWI_DATABASE=db, NWI_TABLE=table, NWI_NEXT=1 + n)
+                    )
+                return 1
+            except IntegrityError:
+                after = conn.execute(bump).scalar_one()  # a concurrent first allocation won
+        return int(after) - n
+
+    def max_allocated_write_id(self, db: str, table: str) -> int:
+        """NEXT_WRITE_ID - 1, or 0 when the table never had a write id."""
+        with self.db.read() as conn:
+            nxt = conn.execute(
+                select(_NWI.c.NWI_NEXT).where(_NWI.c.NWI_DATABASE == db, _NWI.c.NWI_TABLE == table)
+            ).scalar()
+        return 0 if nxt is None else int(nxt) - 1
+
+    def seed_write_id(self, db: str, table: str, seed: int) -> None:
+        """Start a table's write ids after ``seed`` (conversion of a table to ACID)."""
+
+        def run(conn: Connection) -> None:
+            try:
+                with conn.begin_nested():
+                    conn.execute(
+                        insert(_NWI).values(NWI_DATABASE=db, NWI_TABLE=table, NWI_NEXT=seed + 1)
+                    )
+            except IntegrityError as exc:
+                raise hms.MetaException(
+                    message=f"Unable to update transaction database: {db}.{table} already has "
+                    "write ids"
+                ) from exc
+
+        self.db.transaction(run)
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def get_valid_write_ids(
+        self,
+        full_table_names: Sequence[str],
+        valid_txn_list: str | None = None,
+        write_id: int | None = None,
+    ) -> list[Any]:
+        """TableValidWriteIds of each table, for the snapshot ``valid_txn_list`` if given, else
+        the snapshot of the txn that allocated ``write_id`` (on the first table), else now."""
+        names = list(full_table_names or [])
+        with self.db.read() as conn:
+            if valid_txn_list:
+                try:
+                    snapshot = ValidReadTxnList.parse(valid_txn_list)
+                except ValueError as exc:
+                    raise hms.MetaException(message=f"Invalid validTxnList: {exc}") from exc
+            elif write_id is not None and names:
+                db, table = split_table_name(names[0])
+                txn = self._txn_of_write_id(conn, db, table, write_id)
+                if txn is None:
+                    raise hms.MetaException(
+                        message=f"invalid write id {write_id} for table {names[0]}"
+                    )
+                snapshot = self.txn_snapshot(conn, txn)
+            else:
+                snapshot = self.txn_snapshot(conn, 0)
+            return [self.table_write_ids(conn, name, snapshot) for name in names]
+
+    def txn_snapshot(self, conn: Connection, txn_id: int) -> ValidReadTxnList:
+        """The ValidTxnList txn ``txn_id`` reads with (0: no txn), as TxnCommonUtils builds it."""
+        response = self.open_txn_list(conn).response()
+        return ValidReadTxnList.from_open_txns_response(response, txn_id)
+
+    def table_write_ids(self, conn: Connection, full_name: str, snapshot: ValidReadTxnList) -> Any:
+        """Hive's getValidWriteIdsForTable: the table's write ids as ``snapshot`` sees them."""
+        db, table = split_table_name(full_name)
+        same = (_T2W.c.T2W_DATABASE == db, _T2W.c.T2W_TABLE == table)
+        below = (
+            select(func.max(_T2W.c.T2W_WRITEID))
+            .where(_T2W.c.T2W_TXNID <= snapshot.high_watermark, *same)
+            .scalar_subquery()
+        )
+        allocated = (
+            select(_NWI.c.NWI_NEXT - 1)
+            .where(_NWI.c.NWI_DATABASE == db, _NWI.c.NWI_TABLE == table)
+            .scalar_subquery()
+        )
+        hwm_row, next_row = conn.execute(select(below, allocated)).one()
+        hwm = int(hwm_row or 0)
+        if hwm <= 0:
+            hwm = int(next_row or 0)
+        invalid: list[int] = []
+        bits = 0
+        min_open = LONG_MAX
+        found_valid = False
+        rows = conn.execute(
+            select(_T2W.c.T2W_TXNID, _T2W.c.T2W_WRITEID)
+            .where(_T2W.c.T2W_WRITEID <= hwm, *same)
+            .order_by(_T2W.c.T2W_WRITEID)
+        )
+        for txn, wid in rows:
+            if snapshot.is_txn_valid(txn):
+                found_valid = True
+                continue
+            invalid.append(int(wid))
+            if snapshot.is_txn_aborted(txn):
+                bits |= 1 << (len(invalid) - 1)
+            else:
+                min_open = min(min_open, int(wid))
+        if not found_valid:
+            # Compacted (cleaned) writes only: the lowest invalid id becomes the hwm.
+            lowest = invalid[0] if invalid else None
+            invalid, bits = [], 0
+            if lowest is not None:
+                invalid, hwm = [lowest], lowest
+                if lowest != min_open:
+                    bits = 1
+        return hms.TableValidWriteIds(
+            fullTableName=full_name,
+            writeIdHighWaterMark=hwm,
+            invalidWriteIds=invalid,
+            minOpenWriteId=min_open if min_open < LONG_MAX else None,
+            abortedBits=bitset_to_bytes(bits),
+        )
+
+    # -- for the write calls ------------------------------------------------------------------
+
+    @staticmethod
+    def _txn_of_write_id(conn: Connection, db: str, table: str, write_id: int) -> int | None:
+        found = conn.execute(
+            select(_T2W.c.T2W_TXNID).where(
+                _T2W.c.T2W_DATABASE == db,
+                _T2W.c.T2W_TABLE == table,
+                _T2W.c.T2W_WRITEID == write_id,
+            )
+        ).scalar()
+        return None if found is None else int(found)
+
+    def write_id_owner(
+        self, conn: Connection, db: str, table: str, write_id: int
+    ) -> tuple[int, str] | None:
+        """(txn id, TXN_STATE) of the txn ``write_id`` of ``db.table`` belongs to, None if none."""
+        txn = self._txn_of_write_id(conn, db, table, write_id)
+        if txn is None:
+            return None
+        state = self.find_txn_state(conn, txn)
+        return txn, state
+
+    def require_open_write_id(self, conn: Connection, db: str, table: str, write_id: int) -> int:
+        """Check, in the caller's write transaction, that ``write_id`` belongs to an open txn of
+        ``db.table``; returns the txn id and holds a share lock on its TXNS row until the
+        caller commits, so the txn cannot commit or abort halfway through the write (its
+        COMMIT_TXN event then always follows the write's events).
+
+        Raises MetaException naming the write id, or the txn and its state.
+        """
+        txn = self._txn_of_write_id(conn, db, table, write_id)
+        if txn is None:
+            raise hms.MetaException(message=f"invalid write id {write_id} for table {db}.{table}")
+        if self.lock_open_txn(conn, txn, shared=True) is None:
+            state = self.find_txn_state(conn, txn)
+            try:
+                raise_unexpected_state(state, txn)
+            except (hms.NoSuchTxnException, hms.TxnAbortedException) as exc:
+                raise hms.MetaException(
+                    message=f"write id {write_id} of {db}.{table}: {exc.message}"
+                ) from exc
+        return txn
+
+    def table_write_id(self, conn: Connection, db: str, table: str, txn_id: int) -> int | None:
+        """The write id ``txn_id`` holds on ``db.table``, None if it has none."""
+        found = conn.execute(
+            select(_T2W.c.T2W_WRITEID).where(
+                _T2W.c.T2W_DATABASE == db,
+                _T2W.c.T2W_TABLE == table,
+                _T2W.c.T2W_TXNID == txn_id,
+            )
+        ).scalar()
+        return None if found is None else int(found)
+
+    def txn_table_write_ids(self, conn: Connection, db: str, table: str, txn_id: int) -> Any:
+        """TableValidWriteIds of ``db.table`` as txn ``txn_id`` sees it (its own writes valid):
+        what a write's events carry as their validWriteIdList."""
+        return self.table_write_ids(conn, f"{db}.{table}", self.txn_snapshot(conn, txn_id))
+
+    def txn_write_id_list(self, conn: Connection, db: str, table: str, txn_id: int) -> str:
+        """``txn_table_write_ids`` as Hive's string (``db.table:hwm:minOpen:open:aborted``)."""
+        tvwi = self.txn_table_write_ids(conn, db, table, txn_id)
+        return ValidReaderWriteIdList.from_table_valid_write_ids(tvwi).to_string()
