@@ -64,8 +64,8 @@ class SqlStoreBase:
             stmt = stmt.with_for_update()
         row = conn.execute(stmt).first()
         if row is None:
-            raise hms.NoSuchObjectException(message=f"Database {name} does not exist" if cat ==
-                                            DEFAULT_CATALOG else f"Database {cat}.{name} does not exist")
+            # Hive 4's ObjectStore.getDatabase wording.
+            raise hms.NoSuchObjectException(message=f"database {cat}.{name}")
         return row
 
     def _table_row(self, conn: Connection, cat: str, db: str, name: str, *, lock: bool = False) -> Any:
@@ -86,6 +86,11 @@ class SqlStoreBase:
     def _emit(self, conn: Connection, events: Sequence[NewEvent]) -> list[int]:
         """Append this call's notification events: the last step of every write transaction."""
         return self.events.append(conn, events)
+
+
+def java_list(items: Sequence[Any] | None) -> str:
+    """Java's List.toString(), as Hive's messages print value lists: ``[a, b]``."""
+    return "null" if items is None else "[" + ", ".join(str(x) for x in items) + "]"
 
 
 def table_ref(cat: str, db: str, name: str) -> str:

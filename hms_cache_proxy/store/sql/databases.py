@@ -196,24 +196,26 @@ class DatabasesMixin(SqlStoreBase):
         def run(conn: Connection) -> None:
             row = self._db_row(conn, cat, name, lock=True)
             before = _database(row, _db_params(conn, [row.DB_ID]).get(row.DB_ID, {}))
+            # ObjectStore.alterDatabase (Hive 4.0): parameters and owner name replaced (None
+            # clears them), owner type when set, description and locations when not blank.
             after = hms.Database(
                 name=before.name,
                 description=database.description
-                if database.description is not None
+                if database.description and database.description.strip()
                 else before.description,
-                locationUri=database.locationUri or before.locationUri,
-                parameters=dict(database.parameters)
-                if database.parameters is not None
-                else before.parameters,
-                ownerName=database.ownerName
-                if database.ownerName is not None
-                else before.ownerName,
+                locationUri=database.locationUri
+                if database.locationUri and database.locationUri.strip()
+                else before.locationUri,
+                parameters=dict(database.parameters or {}),
+                ownerName=database.ownerName,
                 ownerType=database.ownerType
                 if database.ownerType is not None
                 else before.ownerType,
                 catalogName=cat,
                 createTime=before.createTime,
-                managedLocationUri=database.managedLocationUri or before.managedLocationUri,
+                managedLocationUri=database.managedLocationUri
+                if database.managedLocationUri and database.managedLocationUri.strip()
+                else before.managedLocationUri,
                 type=before.type,
                 connector_name=before.connector_name,
                 remote_dbname=before.remote_dbname,

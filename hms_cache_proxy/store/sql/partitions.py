@@ -22,7 +22,7 @@ from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql import ids as idseq
 from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.batch import IdSource, chunks, fetch_in, group
-from hms_cache_proxy.store.sql.common import SqlStoreBase, now, table_ref
+from hms_cache_proxy.store.sql.common import SqlStoreBase, java_list, now, table_ref
 from hms_cache_proxy.store.sql.storage import (
     SD_COLUMNS,
     build_storage_descriptors,
@@ -50,6 +50,9 @@ PARTITION_COLUMNS = (
 )
 
 DDL_TIME = "transient_lastDdlTime"
+
+MISSING_PARTITIONS = "Some partitions to drop are missing"
+"""drop_partitions' NoSuchObjectException when a named partition is absent (HMSHandler)."""
 
 
 class TableKeys:
@@ -226,9 +229,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             name = self._name_for(tk, values)
             parts = self._by_names(conn, tk, [name])
         if not parts:
-            raise hms.NoSuchObjectException(
-                message=f"partition values={list(values)} not found in {table_ref(cat, db, tbl)}"
-            )
+            raise hms.NoSuchObjectException(message=f"partition values={java_list(values)}")
         return parts[0]
 
     def get_partition_by_name(self, cat: str, db: str, tbl: str, name: str) -> hms.Partition:
@@ -320,7 +321,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         if len(partial) > len(tk.keys):
             raise hms.MetaException(
                 message=f"Incorrect number of partition values. numPartKeys={len(tk.keys)}, "
-                f"part_val={partial}"
+                f"part_val={java_list(partial)}"
             )
         conditions = [
             pfilter.KeyCondition(i, (v,)) for i, v in enumerate(partial) if v not in ("", None)
@@ -351,12 +352,12 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             return tk.keys, [(c[1], c[2]) for c in self._candidates(conn, tk, [])]
 
     def _name_for(self, tk: TableKeys, values: Sequence[str]) -> str:
-        if len(values or []) != len(tk.keys):
-            raise hms.MetaException(
-                message=f"Incorrect number of partition values. numPartKeys={len(tk.keys)}, "
-                f"part_val={list(values or [])}"
-            )
-        return partnames.make_part_name(tk.key_names, values)
+        """The partition name of ``values`` (Warehouse.makePartName: a count mismatch is
+        MetaException ``Invalid partition key & values; keys [a, b, ], values [x, ]``)."""
+        try:
+            return partnames.make_part_name(tk.key_names, list(values or []))
+        except partnames.PartitionNameError as exc:
+            raise hms.MetaException(message=str(exc)) from None
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -370,13 +371,45 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         if_not_exists: bool = False,
         valid_write_id_list: str | None = None,
         write_id: int | None = None,
+        prepare: Callable[
+            [hms.Table, Callable[[Sequence[str]], set[str]]], list[tuple[str, hms.Partition]]
+        ]
+        | None = None,
     ) -> list[hms.Partition]:
         """Add partitions in one transaction; returns those added (existing ones are skipped
-        with ``if_not_exists``, else AlreadyExistsException)."""
+        with ``if_not_exists``, else AlreadyExistsException).
+
+        ``prepare(table, existing)`` replaces the store's own checks: it runs inside the
+        transaction with the locked table and ``existing(names)`` (which of these partition
+        names exist), and returns the (name, partition) pairs to insert exactly as given
+        (locations, parameters and createTime filled). The ADD_PARTITION event is then
+        written even when nothing was new, as Hive does."""
 
         def run(conn: Connection) -> list[hms.Partition]:
             tk = self._table_keys(conn, cat, db, tbl, lock=True)
             table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
+            if prepare is not None:
+                todo = prepare(table, lambda names: self._existing_names(conn, tk, names))
+                added = (
+                    self._insert_partitions(conn, tk, table, todo, write_id, prepared=True)
+                    if todo
+                    else []
+                )
+                self._emit(
+                    conn,
+                    [
+                        NewEvent(
+                            msg.ADD_PARTITION,
+                            self.messages.add_partition(
+                                table, added, valid_write_ids=valid_write_id_list
+                            ),
+                            cat,
+                            db,
+                            tbl,
+                        )
+                    ],
+                )
+                return added
             named: dict[str, hms.Partition] = {}
             for p in parts:
                 name = self._name_for(tk, p.values)
@@ -419,6 +452,17 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
         return self.db.transaction(run)
 
+    def _existing_names(self, conn: Connection, tk: TableKeys, names: Sequence[str]) -> set[str]:
+        return {
+            r[0]
+            for r in fetch_in(
+                conn,
+                _P.c.PART_NAME,
+                sorted(set(names)),
+                lambda cond: select(_P.c.PART_NAME).where(_P.c.TBL_ID == tk.tbl_id, cond),
+            )
+        }
+
     def _insert_partitions(
         self,
         conn: Connection,
@@ -426,6 +470,8 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         table: hms.Table,
         todo: Sequence[tuple[str, hms.Partition]],
         write_id: int | None,
+        *,
+        prepared: bool = False,
     ) -> list[hms.Partition]:
         ts = now()
         table_cols = table.sd.cols if table.sd is not None else []
@@ -440,17 +486,26 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         new_lists: list[list[hms.FieldSchema]] = []
         added: list[hms.Partition] = []
         for name, p in todo:
-            sd = _copy_sd(p.sd) if p.sd is not None else _copy_sd(table.sd)
-            if sd is not None and not sd.location and table.sd is not None and table.sd.location:
-                sd.location = f"{table.sd.location.rstrip('/')}/{name}"
-            params = dict(p.parameters or {})
-            if not params.get(DDL_TIME) or params.get(DDL_TIME) == "0":
-                params[DDL_TIME] = str(ts)
+            if prepared:  # the handler has applied Hive's rules already
+                sd = _copy_sd(p.sd)
+                params = dict(p.parameters or {})
+            else:
+                sd = _copy_sd(p.sd) if p.sd is not None else _copy_sd(table.sd)
+                if (
+                    sd is not None
+                    and not sd.location
+                    and table.sd is not None
+                    and table.sd.location
+                ):
+                    sd.location = f"{table.sd.location.rstrip('/')}/{name}"
+                params = dict(p.parameters or {})
+                if not params.get(DDL_TIME) or params.get(DDL_TIME) == "0":
+                    params[DDL_TIME] = str(ts)
             part = hms.Partition(
                 values=list(p.values),
                 dbName=tk.db,
                 tableName=tk.name,
-                createTime=ts,
+                createTime=p.createTime if prepared and p.createTime is not None else ts,
                 lastAccessTime=p.lastAccessTime or 0,
                 sd=sd,
                 parameters=params,
@@ -513,22 +568,25 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         write_id: int | None = None,
         valid_write_id_list: str | None = None,
         prepare: Callable[[hms.Partition, hms.Partition], None] | None = None,
+        is_truncate: bool = False,
     ) -> list[tuple[hms.Partition, hms.Partition]]:
         """Replace partitions (found by their values); returns (before, after) pairs.
 
-        ``prepare(before, after)`` may adjust each new partition inside the transaction."""
+        A missing partition is NoSuchObjectException ``partition values=[a, b]`` (Hive's
+        ObjectStore.getPartition). ``prepare(before, after)`` may adjust each new partition
+        inside the transaction. One ALTER_PARTITION event per partition (``is_truncate`` marks
+        them as truncate_table's)."""
 
         def run(conn: Connection) -> list[tuple[hms.Partition, hms.Partition]]:
             tk = self._table_keys(conn, cat, db, tbl, lock=True)
             table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
             names = [self._name_for(tk, p.values) for p in new_parts]
             before = {p_name(tk, p): p for p in self._by_names(conn, tk, names)}
-            missing = [n for n in names if n not in before]
-            if missing:
-                raise hms.InvalidOperationException(
-                    message=f"alter is not possible: partition {missing[0]} of "
-                    f"{table_ref(cat, db, tbl)} does not exist"
-                )
+            for name, p in zip(names, new_parts, strict=True):
+                if name not in before:
+                    raise hms.NoSuchObjectException(
+                        message=f"partition values={java_list(p.values)}"
+                    )
             pairs = []
             for name, p in zip(names, new_parts):
                 old = before[name]
@@ -550,6 +608,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                             table,
                             old,
                             new,
+                            is_truncate=is_truncate,
                             write_id=write_id if write_id is not None else -1,
                             valid_write_ids=valid_write_id_list,
                         ),
@@ -667,13 +726,13 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             found = self._by_names(conn, tk, [old_name])
             if not found:
                 raise hms.InvalidOperationException(
-                    message=f"Unable to rename partition because old partition does not exist: "
-                    f"{old_name}"
+                    message="Unable to rename partition because old partition does not exist"
                 )
-            if new_name != old_name and self._by_names(conn, tk, [new_name]):
-                raise hms.InvalidOperationException(
-                    message=f"Unable to rename partition because new partition already exists: "
-                    f"{new_name}"
+            if self._by_names(conn, tk, [new_name]):
+                # HiveAlterHandler: "Partition already exists:<db>.<tbl>.[v]", names as the
+                # client sent them, which the handler knows.
+                raise hms.AlreadyExistsException(
+                    message=f"Partition already exists:{db}.{tbl}.{java_list(new_part.values)}"
                 )
             old = found[0]
             new = _copy_partition(new_part, dbName=tk.db, tableName=tk.name, catName=tk.cat)
@@ -733,11 +792,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
             found = self._by_names(conn, tk, names)
             if not if_exists and len(found) < len(set(names)):
-                have = {p_name(tk, p) for p in found}
-                missing = sorted(n for n in set(names) if n not in have)
-                raise hms.NoSuchObjectException(
-                    message=f"partition {missing[0]} not found in {table_ref(cat, db, tbl)}"
-                )
+                raise hms.NoSuchObjectException(message=MISSING_PARTITIONS)
             if not found:
                 return table, []
             if check is not None:

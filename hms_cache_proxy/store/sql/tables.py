@@ -294,8 +294,8 @@ class TablesMixin(SqlStoreBase):
                             valid_write_ids=valid_write_id_list,
                         ),
                         cat,
-                        db,
-                        name,
+                        stored.dbName,  # Hive's ALTER_TABLE event names the new table
+                        stored.tableName,
                     )
                 ],
             )
@@ -509,7 +509,7 @@ def _table(
         parameters=dict(params),
         viewOriginalText=row.VIEW_ORIGINAL_TEXT,
         viewExpandedText=row.VIEW_EXPANDED_TEXT,
-        tableType=row.TBL_TYPE,
+        tableType=row.TBL_TYPE or _fallback_type(row, params),
         temporary=False,
         rewriteEnabled=bool(row.IS_REWRITE_ENABLED),
         catName=row.CTLG_NAME,
@@ -517,6 +517,16 @@ def _table(
         writeId=row.WRITE_ID if row.WRITE_ID is not None else 0,
         id=row.TBL_ID,
     )
+
+
+def _fallback_type(row: Any, params: dict[str, str]) -> str:
+    """ObjectStore.convertToTable for a row without TBL_TYPE (stored by old metastores, or for
+    a client that sent none): a view if it has view text, external if EXTERNAL=true."""
+    if row.VIEW_ORIGINAL_TEXT is not None:
+        return "VIRTUAL_VIEW"
+    if str(params.get("EXTERNAL", "")).lower() == "true":
+        return "EXTERNAL_TABLE"
+    return "MANAGED_TABLE"
 
 
 def _tbl_values(t: hms.Table) -> dict[str, Any]:

@@ -1,0 +1,29 @@
+"""The Thrift handler: one method per ThriftHiveMetastore call."""
+
+from __future__ import annotations
+
+from hms_cache_proxy.handler.databases import DatabaseHandlers
+from hms_cache_proxy.handler.functions import FunctionHandlers
+from hms_cache_proxy.handler.notifications import NotificationHandlers
+from hms_cache_proxy.handler.partitions import PartitionHandlers
+from hms_cache_proxy.handler.session import SessionHandlers
+from hms_cache_proxy.handler.stats import StatsHandlers
+from hms_cache_proxy.handler.tables import TableHandlers
+from hms_cache_proxy.handler.txn import TxnHandlers
+
+
+class Handler(
+    SessionHandlers,
+    TableHandlers,
+    DatabaseHandlers,
+    PartitionHandlers,
+    StatsHandlers,
+    FunctionHandlers,
+    NotificationHandlers,
+    TxnHandlers,
+):
+    """Every call the service answers; methods the IDL declares but no mixin defines are
+    answered by the processor with a clear "not implemented" error."""
+
+
+__all__ = ["Handler"]
