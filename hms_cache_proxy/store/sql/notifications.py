@@ -12,7 +12,6 @@ from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
-from hms_cache_proxy.store.sql.tables import table_select
 
 UUID_KEY = "guid"
 
@@ -62,7 +61,7 @@ class NotificationsMixin(PartitionsMixin):
 
         def run(conn: Connection) -> list[int]:
             tk = self._table_keys(conn, cat, db, tbl)
-            table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
+            table = self._load_table_by_id(conn, tk.tbl_id)
             events = []
             for values, data in inserts:
                 part = None

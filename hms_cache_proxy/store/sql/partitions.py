@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, delete, exists, func, select, update
+from sqlalchemy import BigInteger, Connection, any_, bindparam, delete, exists, func, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import filter as pfilter
@@ -21,7 +22,8 @@ from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql import ids as idseq
 from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.batch import IdSource, chunks, fetch_in, group
+from hms_cache_proxy.store.sql.batch import chunks, fetch_in
+from hms_cache_proxy.store.sql.details import load_details
 from hms_cache_proxy.store.sql.common import SqlStoreBase, java_list, now, table_ref
 from hms_cache_proxy.store.sql.storage import (
     SD_COLUMNS,
@@ -30,13 +32,11 @@ from hms_cache_proxy.store.sql.storage import (
     insert_column_descriptors,
     insert_rows,
     insert_storage_descriptors,
-    load_columns,
-    load_params,
     param_rows,
     same_columns,
     sd_join,
 )
-from hms_cache_proxy.store.sql.tables import TablesMixin, table_select
+from hms_cache_proxy.store.sql.tables import TablesMixin
 
 _P, _KV = s.PARTITIONS, s.PARTITION_KEY_VALS
 
@@ -50,6 +50,47 @@ PARTITION_COLUMNS = (
 )
 
 DDL_TIME = "transient_lastDdlTime"
+
+_statements: dict[tuple[str, str], Any] = {}
+
+
+def _name_order(dialect: str) -> Any:
+    """Partition-name order in code points on every database (as the cache orders them)."""
+    return _P.c.PART_NAME.collate("C") if dialect == "postgresql" else _P.c.PART_NAME
+
+
+def _partitions_of_table(dialect: str, *, limited: bool) -> Any:
+    key = (dialect, "limited" if limited else "all")
+    stmt = _statements.get(key)
+    if stmt is None:
+        stmt = (
+            select(*PARTITION_COLUMNS)
+            .select_from(sd_join(_P, _P.c.SD_ID))
+            .where(_P.c.TBL_ID == bindparam("tbl_id"))
+            .order_by(_name_order(dialect))
+        )
+        if limited:
+            stmt = stmt.limit(bindparam("limit"))
+        _statements[key] = stmt
+    return stmt
+
+
+def _partitions_by_id(dialect: str) -> Any:
+    key = (dialect, "by_id")
+    stmt = _statements.get(key)
+    if stmt is None:
+        ids = (
+            _P.c.PART_ID == any_(bindparam("ids", type_=ARRAY(BigInteger)))
+            if dialect == "postgresql"
+            else _P.c.PART_ID.in_(bindparam("ids", expanding=True))
+        )
+        stmt = (
+            select(*PARTITION_COLUMNS)
+            .select_from(sd_join(_P, _P.c.SD_ID))
+            .where(_P.c.TBL_ID == bindparam("tbl_id"), ids)
+        )
+        _statements[key] = stmt
+    return stmt
 
 MISSING_PARTITIONS = "Some partitions to drop are missing"
 """drop_partitions' NoSuchObjectException when a named partition is absent (HMSHandler)."""
@@ -104,107 +145,103 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         return TableKeys(rows[0], keys, cat, db, name)
 
     def _name_order(self, col: Any) -> Any:
-        """Order by partition name in code-point order on every database (as the cache does)."""
-        return col.collate("C") if self.db.dialect == "postgresql" else col
+        return _name_order(self.db.dialect) if col is _P.c.PART_NAME else col
 
     def _load_partitions(
         self,
         conn: Connection,
         tk: TableKeys,
-        part_ids: IdSource,
+        part_ids: Sequence[int] | None,
         *,
         limit: int | None = None,
     ) -> list[hms.Partition]:
-        """Partitions by id (or subquery of ids), in partition-name order."""
-        stmt = (
-            select(*PARTITION_COLUMNS)
-            .select_from(sd_join(_P, _P.c.SD_ID))
-            .where(_P.c.TBL_ID == tk.tbl_id)
-            .order_by(self._name_order(_P.c.PART_NAME))
-        )
-        if limit is not None and limit >= 0:
-            stmt = stmt.limit(limit)
-        if isinstance(part_ids, Sequence):
-            rows = fetch_in(conn, _P.c.PART_ID, part_ids, lambda cond: stmt.where(cond))
-            rows.sort(key=lambda r: r.PART_NAME)
-            source: IdSource = [r.PART_ID for r in rows]
+        """Partitions of the table in partition-name order: all of them (``part_ids`` None,
+        up to ``limit``) or those with the given ids. Two queries whatever their number."""
+        if part_ids is None:
+            stmt = _partitions_of_table(self.db.dialect, limited=limit is not None and limit >= 0)
+            params: dict[str, Any] = {"tbl_id": tk.tbl_id}
+            if limit is not None and limit >= 0:
+                params["limit"] = limit
+            rows = conn.execute(stmt, params).all()
         else:
-            rows = conn.execute(stmt.where(_P.c.PART_ID.in_(part_ids.scalar_subquery()))).all()
-            source = [r.PART_ID for r in rows] if limit is not None and limit >= 0 else part_ids
+            stmt = _partitions_by_id(self.db.dialect)
+            rows = []
+            for part in chunks(sorted(set(part_ids)), 30_000):
+                rows.extend(conn.execute(stmt, {"tbl_id": tk.tbl_id, "ids": list(part)}).all())
+            rows.sort(key=lambda r: r.PART_NAME)
         if not rows:
             return []
-        if isinstance(source, Sequence):
-            sd_src: IdSource = [r.SD_ID for r in rows if r.SD_ID is not None]
-            serde_src: IdSource = [r.SERDE_ID for r in rows if r.SERDE_ID is not None]
-        else:
-            sd_src = select(_P.c.SD_ID).where(_P.c.PART_ID.in_(source.scalar_subquery()))
-            serde_src = select(s.SDS.c.SERDE_ID).where(s.SDS.c.SD_ID.in_(sd_src.scalar_subquery()))
-        values = self._key_values(conn, source)
-        params = load_params(
+        details = load_details(
             conn,
-            [
-                ("p", s.PARTITION_PARAMS, source),
-                ("sd", s.SD_PARAMS, sd_src),
-                ("se", s.SERDE_PARAMS, serde_src),
-            ],
+            partitions=[r.PART_ID for r in rows],
+            sds=[r.SD_ID for r in rows if r.SD_ID is not None],
+            serdes=[r.SERDE_ID for r in rows if r.SERDE_ID is not None],
+            cds=[r.CD_ID for r in rows if r.CD_ID is not None],
         )
-        columns = load_columns(conn, sorted({r.CD_ID for r in rows if r.CD_ID is not None}))
-        sds = build_storage_descriptors(
-            conn, rows, sd_ids=sd_src, serde_ids=serde_src, columns=columns, params=params
-        )
+        sds = build_storage_descriptors(conn, rows, details)
+        no_params: dict[str, str] = {}
         return [
             hms.Partition(
-                values=values.get(r.PART_ID, []),
+                values=details.key_values.get(r.PART_ID, []),
                 dbName=tk.db,
                 tableName=tk.name,
                 createTime=r.CREATE_TIME,
                 lastAccessTime=r.LAST_ACCESS_TIME,
                 sd=sds.get(r.SD_ID),
-                parameters=dict(params.get(("p", r.PART_ID), {})),
+                parameters=dict(details.part_params.get(r.PART_ID, no_params)),
                 catName=tk.cat,
                 writeId=r.WRITE_ID if r.WRITE_ID is not None else 0,
             )
             for r in rows
         ]
 
-    def _key_values(self, conn: Connection, part_ids: IdSource) -> dict[int, list[str]]:
-        rows = fetch_in(
-            conn,
-            _KV.c.PART_ID,
-            part_ids,
-            lambda cond: select(_KV.c.PART_ID, _KV.c.PART_KEY_VAL, _KV.c.INTEGER_IDX).where(cond),
-        )
-        rows.sort(key=lambda r: (r.PART_ID, r.INTEGER_IDX))
-        return {
-            pid: [r.PART_KEY_VAL if r.PART_KEY_VAL is not None else "" for r in rs]
-            for pid, rs in group(rows, lambda r: r.PART_ID).items()
-        }
-
-    def _all_ids(self, tk: TableKeys) -> Any:
-        return select(_P.c.PART_ID).where(_P.c.TBL_ID == tk.tbl_id)
+    def _key_values(self, conn: Connection, part_ids: Sequence[int]) -> dict[int, list[str]]:
+        return load_details(conn, partitions=part_ids).key_values
 
     def _candidates(
         self, conn: Connection, tk: TableKeys, conditions: Sequence[pfilter.KeyCondition]
     ) -> list[tuple[int, str, list[str]]]:
         """(id, name, values) of the partitions satisfying every exact-value condition."""
         stmt = select(_P.c.PART_ID, _P.c.PART_NAME).where(_P.c.TBL_ID == tk.tbl_id)
-        for cond in conditions:
-            kv = _KV.alias()
-            stmt = stmt.where(
-                exists().where(
-                    kv.c.PART_ID == _P.c.PART_ID,
-                    kv.c.INTEGER_IDX == cond.key_index,
-                    kv.c.PART_KEY_VAL.in_(list(cond.values)),
+        names = self._exact_names(tk, conditions)
+        if names is not None:
+            # Every key is pinned: look the names up in the (PART_NAME, TBL_ID) index.
+            rows = fetch_in(conn, _P.c.PART_NAME, names, lambda cond: stmt.where(cond))
+        else:
+            for cond in conditions:
+                kv = _KV.alias()
+                stmt = stmt.where(
+                    exists().where(
+                        kv.c.PART_ID == _P.c.PART_ID,
+                        kv.c.INTEGER_IDX == cond.key_index,
+                        kv.c.PART_KEY_VAL.in_(list(cond.values)),
+                    )
                 )
-            )
-        rows = conn.execute(stmt).all()
+            rows = conn.execute(stmt).all()
         if not rows:
             return []
-        values = self._key_values(conn, [r.PART_ID for r in rows] if len(rows) < 5000 else
-                                  stmt.with_only_columns(_P.c.PART_ID))
+        values = self._key_values(conn, [r.PART_ID for r in rows])
         out = [(r.PART_ID, r.PART_NAME, values.get(r.PART_ID, [])) for r in rows]
         out.sort(key=lambda x: x[1])
         return out
+
+    @staticmethod
+    def _exact_names(
+        tk: TableKeys, conditions: Sequence[pfilter.KeyCondition], most: int = 1000
+    ) -> list[str] | None:
+        """The partition names the conditions allow when they pin every key, else None."""
+        allowed: dict[int, set[str]] = {}
+        for cond in conditions:
+            values = set(cond.values)
+            allowed[cond.key_index] = allowed.get(cond.key_index, values) & values
+        if not tk.keys or set(allowed) != set(range(len(tk.keys))):
+            return None
+        combos: list[list[str]] = [[]]
+        for i in range(len(tk.keys)):
+            combos = [c + [v] for c in combos for v in sorted(allowed[i])]
+            if len(combos) > most:
+                return None
+        return [partnames.make_part_name(tk.key_names, c) for c in combos]
 
     def _matching(
         self,
@@ -248,7 +285,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             if max_parts == 0:
                 return []
             return self._load_partitions(
-                conn, tk, self._all_ids(tk), limit=max_parts if max_parts >= 0 else None
+                conn, tk, None, limit=max_parts if max_parts >= 0 else None
             )
 
     def get_partitions_by_names(
@@ -387,7 +424,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
         def run(conn: Connection) -> list[hms.Partition]:
             tk = self._table_keys(conn, cat, db, tbl, lock=True)
-            table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
+            table = self._load_table_by_id(conn, tk.tbl_id)
             if prepare is not None:
                 todo = prepare(table, lambda names: self._existing_names(conn, tk, names))
                 added = (
@@ -579,7 +616,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
         def run(conn: Connection) -> list[tuple[hms.Partition, hms.Partition]]:
             tk = self._table_keys(conn, cat, db, tbl, lock=True)
-            table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
+            table = self._load_table_by_id(conn, tk.tbl_id)
             names = [self._name_for(tk, p.values) for p in new_parts]
             before = {p_name(tk, p): p for p in self._by_names(conn, tk, names)}
             for name, p in zip(names, new_parts, strict=True):
@@ -720,7 +757,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     ) -> tuple[hms.Partition, hms.Partition]:
         def run(conn: Connection) -> tuple[hms.Partition, hms.Partition]:
             tk = self._table_keys(conn, cat, db, tbl, lock=True)
-            table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
+            table = self._load_table_by_id(conn, tk.tbl_id)
             old_name = self._name_for(tk, old_values)
             new_name = self._name_for(tk, new_part.values)
             found = self._by_names(conn, tk, [old_name])
@@ -789,7 +826,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
         def run(conn: Connection) -> tuple[hms.Table, list[hms.Partition]]:
             tk = self._table_keys(conn, cat, db, tbl, lock=True)
-            table = self._load_tables(conn, table_select(s.TBLS.c.TBL_ID == tk.tbl_id))[0]
+            table = self._load_table_by_id(conn, tk.tbl_id)
             found = self._by_names(conn, tk, names)
             if not if_exists and len(found) < len(set(names)):
                 raise hms.NoSuchObjectException(message=MISSING_PARTITIONS)

@@ -109,7 +109,6 @@ from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.batch import chunks, fetch_in, group
 from hms_cache_proxy.store.sql.common import now, table_ref
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin, TableKeys
-from hms_cache_proxy.store.sql.tables import table_select
 from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
 
 DEFAULT_ENGINE = "hive"
@@ -1074,7 +1073,7 @@ class StatsMixin(PartitionsMixin):
 
         def run(conn: Connection) -> None:
             row = self._stats_table_row(conn, cat, db, tbl, lock=True)
-            table = self._load_tables(conn, table_select(_T.c.TBL_ID == row.TBL_ID))[0]
+            table = self._load_table_by_id(conn, row.TBL_ID)
             params = dict(table.parameters or {})
             _validate_table_cols(table, [o.colName for o in objs])
             target = _Target(row.TBL_ID, None, objs, params, row.WRITE_ID, analyzed)
@@ -1199,7 +1198,7 @@ class StatsMixin(PartitionsMixin):
                 raise hms.InvalidObjectException(
                     message=f"{table_ref(cat, db, tbl)} table not found"
                 ) from None
-            table = self._load_tables(conn, table_select(_T.c.TBL_ID == tk.tbl_id))[0]
+            table = self._load_table_by_id(conn, tk.tbl_id)
             parts = self._partition_rows(conn, tk.tbl_id, list(by_part), lock=True)
             missing = [n for n in by_part if n not in parts]
             if missing:

@@ -9,28 +9,22 @@ queries (one per table family, UNION ALL where the shapes agree), never one per 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import zip_longest
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     Connection,
-    String,
     and_,
-    cast,
     delete,
     exists,
     insert,
-    literal,
-    null,
     select,
-    union_all,
 )
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.sql import ids as idseq
 from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.batch import IdSource, chunks, fetch_in, group, in_conditions
+from hms_cache_proxy.store.sql.batch import IdSource, chunks, fetch_in
+from hms_cache_proxy.store.sql.details import Details
 from hms_cache_proxy.store.sql.ids import IdAllocator
 
 SD_COLUMNS = (
@@ -61,114 +55,6 @@ def sd_join(from_clause: Any, sd_id_col: Any) -> Any:
 
 
 # -- reading -------------------------------------------------------------------------------------
-
-
-def load_params(
-    conn: Connection, sources: Sequence[tuple[str, Any, IdSource]]
-) -> dict[tuple[str, int], dict[str, str]]:
-    """Parameters of several owners at once: ``{(kind, owner id): {key: value}}``.
-
-    ``sources`` holds ``(kind, params table, owner ids)``; the owner column is the table's first
-    column. All of them are read with one UNION ALL query per chunk of ids.
-    """
-    per_source: list[list[Any]] = []
-    for kind, table, ids in sources:
-        owner = table.c[0]
-        if not _is_select(ids) and not ids:
-            per_source.append([])
-            continue
-        per_source.append(
-            [
-                select(
-                    literal(kind, String).label("kind"),
-                    owner.label("owner"),
-                    table.c.PARAM_KEY,
-                    table.c.PARAM_VALUE,
-                ).where(cond)
-                for cond in in_conditions(owner, ids)
-            ]
-        )
-    out: dict[tuple[str, int], dict[str, str]] = {}
-    for round_ in zip_longest(*per_source):
-        parts = [q for q in round_ if q is not None]
-        if not parts:
-            continue
-        stmt = parts[0] if len(parts) == 1 else union_all(*parts)
-        for kind, owner, key, value in conn.execute(stmt):
-            out.setdefault((kind, owner), {})[key] = value if value is not None else ""
-    return out
-
-
-def _is_select(ids: Any) -> bool:
-    return hasattr(ids, "scalar_subquery")
-
-
-def load_columns(conn: Connection, cd_ids: IdSource) -> dict[int, list[hms.FieldSchema]]:
-    c = s.COLUMNS_V2.c
-    rows = fetch_in(
-        conn,
-        c.CD_ID,
-        cd_ids,
-        lambda cond: select(c.CD_ID, c.COLUMN_NAME, c.TYPE_NAME, c.COMMENT)
-        .where(cond)
-        .order_by(c.CD_ID, c.INTEGER_IDX),
-    )
-    out: dict[int, list[hms.FieldSchema]] = {}
-    for cd_id, name, type_name, comment in rows:
-        out.setdefault(cd_id, []).append(
-            hms.FieldSchema(name=name, type=type_name, comment=comment)
-        )
-    return out
-
-
-def _sd_lists(conn: Connection, sd_ids: IdSource) -> dict[int, dict[str, list[Any]]]:
-    """Bucket columns, sort columns and skewed column names of each descriptor."""
-    b, o, k = s.BUCKETING_COLS.c, s.SORT_COLS.c, s.SKEWED_COL_NAMES.c
-
-    def build(cond_b: Any, cond_o: Any, cond_k: Any) -> Any:
-        return union_all(
-            select(
-                literal("b", String).label("kind"),
-                b.SD_ID,
-                b.BUCKET_COL_NAME.label("name"),
-                cast(null(), BigInteger).label("ord"),
-                cast(b.INTEGER_IDX, BigInteger).label("idx"),
-            ).where(cond_b),
-            select(
-                literal("s", String),
-                o.SD_ID,
-                o.COLUMN_NAME,
-                cast(o.ORDER, BigInteger),
-                cast(o.INTEGER_IDX, BigInteger),
-            ).where(cond_o),
-            select(
-                literal("k", String),
-                k.SD_ID,
-                k.SKEWED_COL_NAME,
-                cast(null(), BigInteger),
-                cast(k.INTEGER_IDX, BigInteger),
-            ).where(cond_k),
-        )
-
-    rows: list[Any] = []
-    if _is_select(sd_ids):
-        rows = list(
-            conn.execute(
-                build(
-                    b.SD_ID.in_(sd_ids.scalar_subquery()),
-                    o.SD_ID.in_(sd_ids.scalar_subquery()),
-                    k.SD_ID.in_(sd_ids.scalar_subquery()),
-                )
-            )
-        )
-    else:
-        for part in chunks(sorted(set(sd_ids))):
-            rows.extend(conn.execute(build(b.SD_ID.in_(part), o.SD_ID.in_(part), k.SD_ID.in_(part))))
-    rows.sort(key=lambda r: (r.SD_ID, r.kind, r.idx))
-    out: dict[int, dict[str, list[Any]]] = {}
-    for r in rows:
-        out.setdefault(r.SD_ID, {}).setdefault(r.kind, []).append(r)
-    return out
 
 
 def _skew_values(
@@ -223,65 +109,47 @@ def _skew_values(
 
 
 def build_storage_descriptors(
-    conn: Connection,
-    rows: Sequence[Any],
-    *,
-    sd_ids: IdSource | None = None,
-    serde_ids: IdSource | None = None,
-    columns: dict[int, list[hms.FieldSchema]] | None = None,
-    params: dict[tuple[str, int], dict[str, str]] | None = None,
+    conn: Connection, rows: Sequence[Any], details: Details
 ) -> dict[int, hms.StorageDescriptor]:
-    """Descriptors for rows selected with SD_COLUMNS, keyed by SD_ID.
-
-    ``sd_ids``/``serde_ids`` may be subqueries selecting the same ids (cheaper than long IN
-    lists when the rows are "all partitions of a table"). ``columns`` and ``params`` may be
-    passed in when the caller already loaded them together with its own.
-    """
+    """Descriptors for rows selected with SD_COLUMNS, keyed by SD_ID, from their child rows
+    (``details`` must hold the sds, serdes and cds of ``rows``). Skewed values, rare, cost
+    two more queries only for the descriptors that have skewed columns."""
     rows = [r for r in rows if r.SD_ID is not None]
     if not rows:
         return {}
-    if sd_ids is None:
-        sd_ids = [r.SD_ID for r in rows]
-    if serde_ids is None:
-        serde_ids = [r.SERDE_ID for r in rows if r.SERDE_ID is not None]
-    if params is None:
-        params = load_params(conn, [("sd", s.SD_PARAMS, sd_ids), ("se", s.SERDE_PARAMS, serde_ids)])
-    if columns is None:
-        columns = load_columns(conn, sorted({r.CD_ID for r in rows if r.CD_ID is not None}))
-    lists = _sd_lists(conn, sd_ids)
-    skewed_sds = [sd for sd, kinds in lists.items() if "k" in kinds]
-    skew_values, skew_locs = _skew_values(conn, skewed_sds) if skewed_sds else ({}, {})
-
+    skewed = [r.SD_ID for r in rows if r.SD_ID in details.skewed_col_names]
+    skew_values, skew_locs = _skew_values(conn, skewed) if skewed else ({}, {})
+    no_params: dict[str, str] = {}
+    no_cols: list[hms.FieldSchema] = []
     out: dict[int, hms.StorageDescriptor] = {}
-    empty: dict[str, list[Any]] = {}
     for r in rows:
-        sd_lists = lists.get(r.SD_ID, empty)
+        sd_id = r.SD_ID
         serde = None
         if r.SERDE_ID is not None:
             serde = hms.SerDeInfo(
                 name=r.SERDE_NAME,
                 serializationLib=r.SLIB,
-                parameters=dict(params.get(("se", r.SERDE_ID), {})),
+                parameters=dict(details.serde_params.get(r.SERDE_ID, no_params)),
                 description=r.SERDE_DESCRIPTION,
                 serializerClass=r.SERIALIZER_CLASS,
                 deserializerClass=r.DESERIALIZER_CLASS,
                 serdeType=r.SERDE_TYPE,
             )
-        out[r.SD_ID] = hms.StorageDescriptor(
-            cols=list(columns.get(r.CD_ID, [])) if r.CD_ID is not None else [],
+        out[sd_id] = hms.StorageDescriptor(
+            cols=list(details.columns.get(r.CD_ID, no_cols)),
             location=r.LOCATION,
             inputFormat=r.INPUT_FORMAT,
             outputFormat=r.OUTPUT_FORMAT,
             compressed=bool(r.IS_COMPRESSED),
             numBuckets=int(r.NUM_BUCKETS),
             serdeInfo=serde,
-            bucketCols=[x.name for x in sd_lists.get("b", ())],
-            sortCols=[hms.Order(col=x.name, order=int(x.ord)) for x in sd_lists.get("s", ())],
-            parameters=dict(params.get(("sd", r.SD_ID), {})),
+            bucketCols=list(details.bucket_cols.get(sd_id, ())),
+            sortCols=list(details.sort_cols.get(sd_id, ())),
+            parameters=dict(details.sd_params.get(sd_id, no_params)),
             skewedInfo=hms.SkewedInfo(
-                skewedColNames=[x.name for x in sd_lists.get("k", ())],
-                skewedColValues=skew_values.get(r.SD_ID, []),
-                skewedColValueLocationMaps=dict(skew_locs.get(r.SD_ID, {})),
+                skewedColNames=list(details.skewed_col_names.get(sd_id, ())),
+                skewedColValues=skew_values.get(sd_id, []),
+                skewedColValueLocationMaps=dict(skew_locs.get(sd_id, {})),
             ),
             storedAsSubDirectories=bool(r.IS_STOREDASSUBDIRECTORIES),
         )
@@ -441,7 +309,7 @@ def delete_storage_descriptors(conn: Connection, sd_ids: IdSource) -> None:
 
     Rows that reference the descriptors (TBLS, PARTITIONS) must already be gone.
     """
-    if not _is_select(sd_ids):
+    if not hasattr(sd_ids, "scalar_subquery"):
         sd_ids = sorted(set(sd_ids))
         if not sd_ids:
             return

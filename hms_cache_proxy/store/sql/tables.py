@@ -11,17 +11,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     Connection,
-    String,
     bindparam,
-    cast,
     delete,
     insert,
-    literal,
     or_,
     select,
-    union_all,
     update,
 )
 
@@ -32,6 +27,7 @@ from hms_cache_proxy.store.patterns import compile_pattern, filter_names
 from hms_cache_proxy.store.sql import ids as idseq
 from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.batch import chunks, fetch_in
+from hms_cache_proxy.store.sql.details import load_details
 from hms_cache_proxy.store.sql.common import (
     SqlStoreBase,
     principal_name,
@@ -46,7 +42,6 @@ from hms_cache_proxy.store.sql.storage import (
     insert_column_descriptors,
     insert_rows,
     insert_storage_descriptors,
-    load_params,
     param_rows,
     same_columns,
     sd_join,
@@ -82,14 +77,19 @@ def table_select(*conditions: Any) -> Any:
     )
 
 
+# Built once: statement construction costs more than the query on the hot path.
+TABLE_BY_NAME = table_select(
+    _D.c.CTLG_NAME == bindparam("cat"), _D.c.NAME == bindparam("db"), _T.c.TBL_NAME == bindparam("tbl")
+)
+TABLE_BY_ID = table_select(_T.c.TBL_ID == bindparam("tbl_id"))
+
+
 class TablesMixin(SqlStoreBase):
     # -- reads -----------------------------------------------------------------------------------
 
     def get_table(self, cat: str, db: str, name: str) -> hms.Table:
         with self.db.read() as conn:
-            tables = self._load_tables(
-                conn, table_select(_D.c.CTLG_NAME == cat, _D.c.NAME == db, _T.c.TBL_NAME == name)
-            )
+            tables = self._load_tables(conn, TABLE_BY_NAME, {"cat": cat, "db": db, "tbl": name})
         if not tables:
             raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, name)} table not found")
         return tables[0]
@@ -163,29 +163,32 @@ class TablesMixin(SqlStoreBase):
         )
         return conn.execute(stmt).first() is not None
 
-    def _load_tables(self, conn: Connection, stmt: Any) -> list[hms.Table]:
-        rows = conn.execute(stmt).all()
+    def _load_tables(
+        self, conn: Connection, stmt: Any, params: dict[str, Any] | None = None
+    ) -> list[hms.Table]:
+        rows = conn.execute(stmt, params or {}).all()
         if not rows:
             return []
-        tbl_ids = [r.TBL_ID for r in rows]
-        sd_ids = [r.SD_ID for r in rows if r.SD_ID is not None]
-        serde_ids = [r.SERDE_ID for r in rows if r.SERDE_ID is not None]
-        params = load_params(
+        details = load_details(
             conn,
-            [
-                ("t", s.TABLE_PARAMS, tbl_ids),
-                ("sd", s.SD_PARAMS, sd_ids),
-                ("se", s.SERDE_PARAMS, serde_ids),
-            ],
+            tables=[r.TBL_ID for r in rows],
+            sds=[r.SD_ID for r in rows if r.SD_ID is not None],
+            serdes=[r.SERDE_ID for r in rows if r.SERDE_ID is not None],
+            cds=[r.CD_ID for r in rows if r.CD_ID is not None],
         )
-        columns, keys = _columns_and_keys(conn, [r.CD_ID for r in rows if r.CD_ID], tbl_ids)
-        sds = build_storage_descriptors(
-            conn, rows, sd_ids=sd_ids, serde_ids=serde_ids, columns=columns, params=params
-        )
+        sds = build_storage_descriptors(conn, rows, details)
         return [
-            _table(r, sds.get(r.SD_ID), keys.get(r.TBL_ID, []), params.get(("t", r.TBL_ID), {}))
+            _table(
+                r,
+                sds.get(r.SD_ID),
+                details.partition_keys.get(r.TBL_ID, []),
+                details.table_params.get(r.TBL_ID, {}),
+            )
             for r in rows
         ]
+
+    def _load_table_by_id(self, conn: Connection, tbl_id: int) -> hms.Table:
+        return self._load_tables(conn, TABLE_BY_ID, {"tbl_id": tbl_id})[0]
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -255,7 +258,7 @@ class TablesMixin(SqlStoreBase):
 
         def run(conn: Connection) -> tuple[hms.Table, hms.Table]:
             row = self._table_row(conn, cat, db, name, lock=True)
-            before = self._load_tables(conn, table_select(_T.c.TBL_ID == row.TBL_ID))[0]
+            before = self._load_table_by_id(conn, row.TBL_ID)
             after = new_table
             if prepare is not None:
                 after = prepare(conn, before, new_table) or new_table
@@ -280,7 +283,7 @@ class TablesMixin(SqlStoreBase):
                 self._relocate_partitions(conn, row.TBL_ID, old_location, new_location)
             if renamed:
                 self._rename_stats(conn, row.TBL_ID, cat, after.dbName, after.tableName)
-            stored = self._load_tables(conn, table_select(_T.c.TBL_ID == row.TBL_ID))[0]
+            stored = self._load_table_by_id(conn, row.TBL_ID)
             self._emit(
                 conn,
                 [
@@ -401,7 +404,7 @@ class TablesMixin(SqlStoreBase):
 
         def run(conn: Connection) -> tuple[hms.Table, list[str]]:
             row = self._table_row(conn, cat, db, name, lock=True)
-            table = self._load_tables(conn, table_select(_T.c.TBL_ID == row.TBL_ID))[0]
+            table = self._load_table_by_id(conn, row.TBL_ID)
             if check is not None:
                 check(table)
             locations = self._delete_table_rows(conn, row.TBL_ID, row.SD_ID)
@@ -453,45 +456,6 @@ class TablesMixin(SqlStoreBase):
                 conn.execute(delete(table).where(table.c.PART_ID.in_(part)))
             conn.execute(delete(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID.in_(part)))
         delete_storage_descriptors(conn, [i for i in sd_ids if i is not None])
-
-
-def _columns_and_keys(
-    conn: Connection, cd_ids: list[int], tbl_ids: list[int]
-) -> tuple[dict[int, list[hms.FieldSchema]], dict[int, list[hms.FieldSchema]]]:
-    """Columns of the descriptors and partition keys of the tables, in one UNION ALL."""
-    c, k = s.COLUMNS_V2.c, s.PARTITION_KEYS.c
-    columns: dict[int, list[hms.FieldSchema]] = {}
-    keys: dict[int, list[hms.FieldSchema]] = {}
-    cd_parts = list(chunks(sorted(set(cd_ids)))) or [[]]
-    tbl_parts = list(chunks(sorted(set(tbl_ids)))) or [[]]
-    for i in range(max(len(cd_parts), len(tbl_parts))):
-        cds = cd_parts[i] if i < len(cd_parts) else []
-        tbls = tbl_parts[i] if i < len(tbl_parts) else []
-        stmt = union_all(
-            select(
-                literal("c", String).label("kind"),
-                c.CD_ID.label("owner"),
-                c.COLUMN_NAME.label("name"),
-                cast(c.TYPE_NAME, String).label("type"),
-                c.COMMENT.label("comment"),
-                cast(c.INTEGER_IDX, BigInteger).label("idx"),
-            ).where(c.CD_ID.in_(cds)),
-            select(
-                literal("k", String),
-                k.TBL_ID,
-                k.PKEY_NAME,
-                cast(k.PKEY_TYPE, String),
-                k.PKEY_COMMENT,
-                cast(k.INTEGER_IDX, BigInteger),
-            ).where(k.TBL_ID.in_(tbls)),
-        )
-        rows = sorted(conn.execute(stmt), key=lambda r: (r.kind, r.owner, r.idx))
-        for r in rows:
-            target = columns if r.kind == "c" else keys
-            target.setdefault(r.owner, []).append(
-                hms.FieldSchema(name=r.name, type=r.type, comment=r.comment)
-            )
-    return columns, keys
 
 
 def _table(
