@@ -1,16 +1,26 @@
-"""Assembles a running service from settings: database, store, handler, Thrift server."""
+"""Assembles a running service from settings: database, store, handler, Thrift server, and the
+HTTP endpoint for metrics, health, readiness and admin operations."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import event
 
 from hms_cache_proxy.config import Settings
 from hms_cache_proxy.handler import Handler
 from hms_cache_proxy.idl import service
+from hms_cache_proxy.observability import metrics
+from hms_cache_proxy.observability.admin import AdminTarget, NoCacheAdmin
+from hms_cache_proxy.observability.health import DatabaseHealth
+from hms_cache_proxy.observability.http import Endpoints, ObservabilityServer
+from hms_cache_proxy.observability.readiness import Readiness
 from hms_cache_proxy.server.processor import Processor
 from hms_cache_proxy.server.thrift_server import ThriftServer
+from hms_cache_proxy.server.wire import Limits
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
 from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.store import SqlStore
@@ -27,33 +37,83 @@ class Service:
     store: SqlStore
     server: ThriftServer
     housekeeper: Housekeeper | None = None
+    readiness: Readiness = field(default_factory=Readiness)
+    admin: AdminTarget = field(default_factory=NoCacheAdmin)
+    http: ObservabilityServer | None = None  # None when metrics_port is off
     _thread: threading.Thread | None = field(default=None, repr=False)
+    _serving: threading.Event = field(default_factory=threading.Event, repr=False)
+    _bound: bool = field(default=False, repr=False)
 
     @property
     def port(self) -> int:
         return self.server.port
 
+    @property
+    def metrics_port(self) -> int | None:
+        return self.http.port if self.http is not None else None
+
+    @property
+    def metrics_url(self) -> str | None:
+        return self.http.url if self.http is not None else None
+
+    def serving(self) -> bool:
+        """The Thrift accept loop is running (read by /healthz and /readyz)."""
+        return self._serving.is_set()
+
+    def bind(self) -> None:
+        """Open the Thrift and HTTP listening sockets (a taken port fails here, before serving)."""
+        if self._bound:
+            return
+        self.server.bind()
+        if self.http is not None:
+            try:
+                self.http.bind()
+            except OSError as exc:
+                self.server.stop(0)
+                raise OSError(
+                    exc.errno,
+                    f"cannot listen for HTTP (metrics) on {self.http.host}:"
+                    f"{self.http.requested_port}: {exc.strerror}; set metrics_port "
+                    "(0 = any free port, -1 = off)",
+                ) from exc
+        self._bound = True
+
     def start_background(self) -> None:
         """Serve in a background thread (tests, embedding)."""
-        self.server.bind()
-        if self.housekeeper is not None:
-            self.housekeeper.start()
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, name="hms-accept", daemon=True
-        )
+        self._start()
+        self._thread = threading.Thread(target=self._serve, name="hms-accept", daemon=True)
         self._thread.start()
 
     def serve_forever(self) -> None:
+        self._start()
+        self._serve()
+
+    def _start(self) -> None:
+        self.bind()
         if self.housekeeper is not None:
             self.housekeeper.start()
-        self.server.serve_forever()
+        metrics.track_connections(self.server)
+        if self.http is not None:
+            self.http.start()
+
+    def _serve(self) -> None:
+        self._serving.set()
+        try:
+            self.server.serve_forever()
+        finally:
+            self._serving.clear()
 
     def stop(self, grace_seconds: float = 10.0) -> None:
+        # Probes answer 503 from here on, while calls in flight drain; HTTP stops last.
+        self._serving.clear()
         self.server.stop(grace_seconds)
         if self.housekeeper is not None:
             self.housekeeper.stop(grace_seconds)
         if self._thread is not None:
             self._thread.join(timeout=grace_seconds)
+        if self.http is not None:
+            self.http.stop()
+        metrics.untrack_connections(self.server)
         self.database.dispose()
 
 
@@ -64,7 +124,10 @@ def build_service(settings: Settings) -> Service:
         pool_size=settings.database_pool_size,
         timeout_seconds=settings.database_timeout_seconds,
     )
+    _count_database_errors(database)
     ensure_ready(database, settings.warehouse_uri(), settings.database_auto_create)
+    readiness = Readiness()
+    readiness.mark_schema_checked()
     store = SqlStore(
         database,
         warehouse_uri=settings.warehouse_uri(),
@@ -80,7 +143,7 @@ def build_service(settings: Settings) -> Service:
     )
     housekeeper = Housekeeper(store.txn, settings.txn_housekeeping_interval_seconds)
     handler = Handler(store, settings)
-    processor = Processor(service, handler)
+    processor = Processor(service, handler, observer=metrics.observe_call)
     server = ThriftServer(
         processor,
         settings.host,
@@ -88,6 +151,34 @@ def build_service(settings: Settings) -> Service:
         transport=settings.transport,
         protocol=settings.protocol,
         max_connections=settings.max_connections,
-        max_message_bytes=settings.max_message_bytes,
+        limits=Limits.of(settings),
     )
-    return Service(settings, database, store, server, housekeeper)
+    # No cache yet, so nothing to prewarm: ready as soon as Thrift is served. The cache will
+    # take this over (mark_ready when its prewarm allows) and replace the admin target.
+    readiness.mark_ready()
+    svc = Service(
+        settings, database, store, server, housekeeper, readiness=readiness, admin=NoCacheAdmin()
+    )
+    if settings.metrics_enabled:
+        assert settings.metrics_port is not None
+        health = DatabaseHealth(
+            # One indexed single-row read through the store: the database is up, has our schema.
+            store.current_notification_event_id,
+            timeout_seconds=settings.health_timeout_seconds,
+            cache_seconds=settings.health_cache_seconds,
+            secrets=[database.url.password or ""],
+        )
+        endpoints = Endpoints(settings, svc.serving, health, readiness, svc.admin)
+        svc.http = ObservabilityServer(settings.metrics_host, settings.metrics_port, endpoints)
+    return svc
+
+
+def _count_database_errors(database: Database) -> None:
+    """Count every driver error in hms_database_errors_total, by SQLAlchemy error class."""
+
+    def on_error(context: Any) -> None:
+        exc = context.sqlalchemy_exception or context.original_exception
+        metrics.DATABASE_ERRORS.labels(type(exc).__name__).inc()
+
+    for engine in {id(e): e for e in (database.read_engine, database.write_engine)}.values():
+        event.listen(engine, "handle_error", on_error)

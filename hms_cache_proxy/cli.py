@@ -64,6 +64,48 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="logging threshold (default INFO)",
     )
+    serve.add_argument(
+        "--metrics-host",
+        metavar="HOST",
+        help="address of the HTTP endpoint (/metrics, /healthz, /readyz, /config, /admin); "
+        "default 0.0.0.0",
+    )
+    serve.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="port of the HTTP endpoint (default 9090; 0 = any free port; -1 = off)",
+    )
+
+    status = sub.add_parser(
+        "status",
+        help="summarise a running instance (health, readiness, cache, events, hit rate)",
+        description="Fetch /healthz, /readyz and /metrics from a running hms-cache-proxy and "
+        "print: whether it is up and ready (with prewarm progress), open Thrift connections and "
+        "calls answered, cache bytes/tables/partitions, the event position and lag, the hit rate "
+        "(hits / (hits + misses)) and the commonest miss reasons. Exit status: 0 up and ready, "
+        "1 answering but not healthy or not ready, 2 unreachable.",
+    )
+    status.add_argument(
+        "--url",
+        default=None,
+        metavar="URL",
+        help="the instance's HTTP endpoint (default http://127.0.0.1:9090)",
+    )
+    status.add_argument(
+        "--interval",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="scrape twice this far apart and also print calls/s (default: one scrape)",
+    )
+    status.add_argument(
+        "--timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="give up on an unanswered request after this long (default 5)",
+    )
 
     init = sub.add_parser(
         "init-db",
@@ -111,7 +153,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from hms_cache_proxy.app import build_service
     from hms_cache_proxy.store.sql.bootstrap import SchemaError
 
-    settings = _settings(args, host=args.host, port=args.port, log_level=args.log_level)
+    settings = _settings(
+        args,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
+    )
     _configure_logging(settings.log_level)
     log = logging.getLogger("hms_cache_proxy")
     log.info("settings: %s", settings.redacted())
@@ -120,7 +169,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except SchemaError as exc:
         print(f"hms-cache-proxy: {exc}", file=sys.stderr)
         return 2
-    service.server.bind()
+    try:
+        service.bind()
+    except OSError as exc:
+        service.database.dispose()
+        print(f"hms-cache-proxy: {exc}", file=sys.stderr)
+        return 2
 
     def _stop(signum: int, _frame: Any) -> None:
         log.info("signal %d: shutting down", signum)
@@ -130,9 +184,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    http = f"; metrics on {service.metrics_url}/metrics" if service.metrics_url else ""
     print(
         f"hms-cache-proxy {__version__} serving thrift://{settings.host}:{service.port} "
-        f"on {service.database.describe()}",
+        f"on {service.database.describe()}{http}",
         flush=True,
     )
     service.serve_forever()
@@ -163,6 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_serve(args)
         if args.command == "init-db":
             return cmd_init_db(args)
+        if args.command == "status":
+            from hms_cache_proxy.observability import status
+
+            url = args.url or status.DEFAULT_URL
+            return status.run(url, timeout=args.timeout, interval=args.interval)
         if args.command == "bench":
             from hms_cache_proxy.bench.command import run
 

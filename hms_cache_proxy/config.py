@@ -1,5 +1,5 @@
-"""Settings: defaults, then conf/hms-cache-proxy.yaml (or --config), then HMS_CACHE_PROXY_* variables,
-then command-line flags. conf/hms-cache-proxy.yaml documents every field below.
+"""Settings: defaults, then conf/hms-cache-proxy.yaml (or --config), then HMS_CACHE_PROXY_*
+variables, then command-line flags. conf/hms-cache-proxy.yaml documents every field below.
 """
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ class Settings(BaseSettings):
     transport: Literal["buffered", "framed"] = "buffered"
     protocol: Literal["binary", "compact"] = "binary"
     max_connections: int = Field(1000, ge=1)
-    max_message_bytes: int = Field(256 * 1024 * 1024, ge=1024)
+    max_message_bytes: int = Field(100 * 1024 * 1024, ge=1024)
+    max_string_bytes: int = Field(16 * 1024 * 1024, ge=1024)
+    max_container_elements: int = Field(1_000_000, ge=1)
+    client_timeout_seconds: float = Field(600.0, ge=0)
+    message_timeout_seconds: float = Field(60.0, ge=0)
 
     # -- metastore database
     database_url: str = "sqlite:///hms-cache-proxy.db"
@@ -52,6 +56,12 @@ class Settings(BaseSettings):
     txn_open_timeout_ms: int = Field(1000, ge=1)
     txn_max_open_batch: int = Field(1000, ge=1)
 
+    # -- HTTP endpoint: /metrics, /healthz, /readyz, /config, /admin (observability/http.py)
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int | None = Field(9090, le=65535)  # 0: any free port; None or < 0: off
+    health_timeout_seconds: float = Field(2.0, gt=0)
+    health_cache_seconds: float = Field(1.0, ge=0)
+
     # -- logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -63,6 +73,14 @@ class Settings(BaseSettings):
     def _known_database(cls, v: str) -> str:
         if not (v.startswith("sqlite:") or v.startswith("postgresql")):
             raise ValueError("database_url must start with sqlite:/// or postgresql://")
+        return v
+
+    @field_validator("metrics_port", mode="before")
+    @classmethod
+    def _port_off(cls, v: Any) -> Any:
+        # Environment variables are strings: let HMS_CACHE_PROXY_METRICS_PORT=off/null work.
+        if isinstance(v, str) and v.strip().lower() in ("", "off", "null", "none"):
+            return None
         return v
 
     @classmethod
@@ -78,6 +96,10 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, YamlConfigSettingsSource(settings_cls))
 
     # -- derived values
+
+    @property
+    def metrics_enabled(self) -> bool:
+        return self.metrics_port is not None and self.metrics_port >= 0
 
     def warehouse_uri(self) -> str:
         """The warehouse root as a URI (relative paths are taken from the working directory)."""
@@ -100,16 +122,21 @@ def to_uri(path_or_uri: str) -> str:
 
 
 def _hide_password(url: str) -> str:
+    """The URL with its password masked, also one given as a query field (?password=...)."""
     from sqlalchemy.engine import make_url
 
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        parsed = make_url(url)
+        secret_keys = [k for k in parsed.query if "password" in k.lower()]
+        if secret_keys:
+            parsed = parsed.update_query_dict({k: "***" for k in secret_keys})
+        return parsed.render_as_string(hide_password=True)
     except Exception:
         return "<unparsable database url>"
 
 
 def default_config_file() -> Path | None:
-    """$HMS_CACHE_PROXY_CONFIG, else conf/hms-cache-proxy.yaml in the working directory if present."""
+    """$HMS_CACHE_PROXY_CONFIG, else conf/hms-cache-proxy.yaml in the working directory if there."""
     env = os.environ.get(CONFIG_FILE_ENV)
     if env:
         return Path(env)

@@ -2,8 +2,10 @@
 # Installs everything the test suite needs, then runs the whole suite.
 #   - Debian packages when missing: PostgreSQL server binaries (the suite starts its own
 #     throwaway server), the Apache Thrift compiler (the tests' reference client), a Java
-#     runtime (Spark);
-#   - a virtualenv in .venv with the package, its test tools and PySpark.
+#     development kit (Spark, and the stock Hive Metastore the interop tests start, which
+#     compiles a small class);
+#   - a virtualenv in .venv with the package, its test tools, PySpark and matplotlib (the
+#     benchmark command's chart).
 # Arguments are passed to pytest, e.g. `bash scripts/test.sh -k partitions -x`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,12 @@ if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb 
   missing+=(postgresql)
 fi
 command -v thrift >/dev/null 2>&1 || missing+=(thrift-compiler)
-command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
+# The stock metastore needs a PostgreSQL JDBC driver: the Maven cache's, else Debian's.
+if ! ls ~/.m2/repository/org/postgresql/postgresql/*/postgresql-*.jar >/dev/null 2>&1 &&
+   ! ls /usr/share/java/postgresql*.jar >/dev/null 2>&1; then
+  missing+=(libpostgresql-jdbc-java)
+fi
 if ((${#missing[@]})); then
   echo "installing ${missing[*]} with apt-get"
   sudo=""
@@ -25,6 +32,6 @@ fi
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[test,spark]"
+.venv/bin/python -m pip install -q -e ".[test,spark,bench]"
 
 exec .venv/bin/python -m pytest "$@"

@@ -26,6 +26,9 @@ def free_port() -> int:
 
 
 def settings_for(database_url: str, warehouse: Path, **overrides: Any) -> Settings:
+    # The HTTP endpoint is off unless a test asks for it (metrics_port=0 for a free port):
+    # many services run at once, and the default port 9090 can be taken only once.
+    overrides.setdefault("metrics_port", None)
     return Settings(
         database_url=database_url,
         host="127.0.0.1",
@@ -72,6 +75,8 @@ class ServerProcess:
         ]
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        # No HTTP endpoint unless asked for (--metrics-port in extra): 9090 is one port for all.
+        env.setdefault("HMS_CACHE_PROXY_METRICS_PORT", "off")
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         self._wait_ready()
@@ -80,9 +85,8 @@ class ServerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"server exited with {self.proc.returncode}:\n{self.log_path.read_text()[-4000:]}"
-                )
+                log = self.log_path.read_text()[-4000:]
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{log}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
                     return

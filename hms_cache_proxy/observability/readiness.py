@@ -1,0 +1,103 @@
+"""Whether the service is ready to take traffic, and how far the cache's prewarm has got.
+
+``/readyz`` reads a ``Readiness``; the start-up code and (later) the cache's prewarm write it.
+It holds counters only, so the cache can update it from its loader threads without knowing
+anything about HTTP, and the HTTP side can read it without touching the cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from hms_cache_proxy.observability import metrics
+
+NOT_STARTED = "not_started"
+RUNNING = "running"
+FINISHED = "finished"
+
+
+class Readiness:
+    """Thread-safe readiness flags and prewarm counters (also exported as hms_prewarm_*)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._schema_checked = False
+        self._ready = False
+        self._reason: str | None = "starting"
+        self._prewarm = NOT_STARTED
+        self._tables_done = 0
+        self._tables_total = 0
+        self._partitions = 0
+
+    # -- written by start-up and the cache -------------------------------------------------------
+
+    def mark_schema_checked(self) -> None:
+        """The database holds a schema this service can serve (ensure_ready passed)."""
+        with self._lock:
+            self._schema_checked = True
+
+    def mark_ready(self) -> None:
+        """The service may take traffic (with no cache: at once; with one: the cache decides)."""
+        with self._lock:
+            self._ready = True
+            self._reason = None
+
+    def mark_not_ready(self, reason: str) -> None:
+        with self._lock:
+            self._ready = False
+            self._reason = reason
+
+    def prewarm_started(self, tables_total: int) -> None:
+        with self._lock:
+            self._prewarm = RUNNING
+            self._tables_total = tables_total
+            self._tables_done = 0
+            self._partitions = 0
+        metrics.PREWARM_TABLES_TOTAL.set(tables_total)
+        metrics.PREWARM_TABLES_DONE.set(0)
+
+    def add_tables(self, count: int) -> None:
+        """More tables to load (created while prewarm runs)."""
+        with self._lock:
+            self._tables_total += count
+            total = self._tables_total
+        metrics.PREWARM_TABLES_TOTAL.set(total)
+
+    def table_loaded(self, partitions: int = 0) -> None:
+        """One table (and ``partitions`` of its partitions) is in the cache."""
+        with self._lock:
+            self._tables_done += 1
+            self._partitions += partitions
+            done = self._tables_done
+        metrics.PREWARM_TABLES_DONE.set(done)
+        if partitions:
+            metrics.PREWARM_PARTITIONS.inc(partitions)
+
+    def prewarm_finished(self) -> None:
+        with self._lock:
+            self._prewarm = FINISHED
+
+    # -- read by /readyz ---------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        with self._lock:
+            return self._schema_checked and self._ready
+
+    def snapshot(self) -> dict[str, Any]:
+        """A consistent copy of every field, as /readyz shows it."""
+        with self._lock:
+            return {
+                "schema_checked": self._schema_checked,
+                "ready": self._schema_checked and self._ready,
+                "reason": self._reason,
+                "prewarm": {
+                    "state": self._prewarm,
+                    "running": self._prewarm == RUNNING,
+                    "finished": self._prewarm == FINISHED,
+                    "tables_done": self._tables_done,
+                    "tables_total": self._tables_total,
+                    "partitions_loaded": self._partitions,
+                },
+            }
