@@ -6,6 +6,7 @@ Differs from thriftpy2's TProcessor where an HMS client would notice:
 - an exception the method does not declare never kills the connection: it becomes the method's
   MetaException when it declares one (as HMSHandler does), else an INTERNAL_ERROR
   TApplicationException carrying the message;
+- arguments that cannot be decoded get a PROTOCOL_ERROR TApplicationException;
 - every call is timed and counted through an observer (metrics live above this layer).
 """
 
@@ -19,11 +20,17 @@ from typing import Any
 from thriftpy2.thrift import TApplicationException, TMessageType, TType
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.server.encoded_reply import decoded_result, write_encoded
+from hms_cache_proxy.server.wire import Message
+from hms_cache_proxy.store.cache.wire import Encoded
 
 log = logging.getLogger(__name__)
 
 CallObserver = Callable[[str, float, str], None]
 """Called after every call with (method, seconds, outcome); outcome is "ok" or an error name."""
+
+Decoder = Callable[[bytes, Any], Any]
+"""Fills an arguments struct from its bytes (``wire.decode`` with the server's limits)."""
 
 
 class _MethodInfo:
@@ -57,10 +64,15 @@ class Processor:
             name: getattr(handler, name, None) for name in service.thrift_services
         }
 
+    @property
+    def args_classes(self) -> list[type]:
+        return [info.args_cls for info in self._methods.values()]
+
     def process(self, iprot: Any, oprot: Any, on_start: Callable[[], None] | None = None) -> None:
-        """Serve one call. Transport errors propagate (the connection is over).
+        """Serve one call read from a stream protocol. Transport errors propagate.
 
         ``on_start`` runs once a message has begun to arrive (the connection is then busy).
+        The server reads through ``process_message`` instead, which checks sizes first.
         """
         api, mtype, seqid = iprot.read_message_begin()
         if on_start is not None:
@@ -70,28 +82,74 @@ class Processor:
         if info is None or mtype not in (TMessageType.CALL, TMessageType.ONEWAY):
             iprot.skip(TType.STRUCT)
             iprot.read_message_end()
-            reason = (
-                f"Invalid method name: '{api}'"
-                if info is None
-                else f"Unexpected message type {mtype} for method '{api}'"
-            )
-            self._send_exception(
-                oprot,
-                api,
-                seqid,
-                TApplicationException(
-                    TApplicationException.UNKNOWN_METHOD
-                    if info is None
-                    else TApplicationException.INVALID_MESSAGE_TYPE,
-                    reason,
-                ),
-            )
-            self._observe("unknown_method", started, "unknown_method")
+            self._refuse_method(oprot, api, mtype, seqid, info, started)
             return
-
         args = info.args_cls()
         iprot.read_struct(args)
         iprot.read_message_end()
+        self._dispatch(info, api, seqid, args, oprot, started)
+
+    def process_message(self, msg: Message, oprot: Any, decode: Decoder) -> None:
+        """Serve one call whose bytes were read and size-checked (``wire.MessageReader``).
+
+        Arguments that cannot be decoded (invalid UTF-8, element types contradicting the IDL)
+        get a PROTOCOL_ERROR TApplicationException; the connection stays usable.
+        """
+        started = time.perf_counter()
+        api, seqid = msg.name, msg.seqid
+        info = self._methods.get(api)
+        if info is None or msg.mtype not in (TMessageType.CALL, TMessageType.ONEWAY):
+            self._refuse_method(oprot, api, msg.mtype, seqid, info, started)
+            return
+        args = info.args_cls()
+        try:
+            decode(msg.body, args)
+        except Exception as exc:  # noqa: BLE001 - a bad request gets an answer, not a crash
+            log.warning("could not read the arguments of %s: %s", api, exc)
+            self._observe(api, started, "protocol_error")
+            if not info.oneway:
+                self._send_exception(
+                    oprot,
+                    api,
+                    seqid,
+                    TApplicationException(
+                        TApplicationException.PROTOCOL_ERROR,
+                        f"Could not read the arguments of '{api}': {exc}",
+                    ),
+                )
+            return
+        self._dispatch(info, api, seqid, args, oprot, started)
+
+    def note(self, api: str, outcome: str) -> None:
+        """Count a message the server refused before decoding it (a limit, malformed bytes)."""
+        self._observe(
+            api if api in self._methods else "unknown_method", time.perf_counter(), outcome
+        )
+
+    def _refuse_method(
+        self, oprot: Any, api: str, mtype: int, seqid: int, info: Any, started: float
+    ) -> None:
+        reason = (
+            f"Invalid method name: '{api}'"
+            if info is None
+            else f"Unexpected message type {mtype} for method '{api}'"
+        )
+        self._send_exception(
+            oprot,
+            api,
+            seqid,
+            TApplicationException(
+                TApplicationException.UNKNOWN_METHOD
+                if info is None
+                else TApplicationException.INVALID_MESSAGE_TYPE,
+                reason,
+            ),
+        )
+        self._observe("unknown_method", started, "unknown_method")
+
+    def _dispatch(
+        self, info: _MethodInfo, api: str, seqid: int, args: Any, oprot: Any, started: float
+    ) -> None:
         result = info.result_cls()
         outcome = "ok"
         fn = self._bound[api]
@@ -127,6 +185,11 @@ class Processor:
                     return
             setattr(result, field, exc)
         if not info.oneway:
+            if isinstance(getattr(result, "success", None), Encoded):  # the cache's bytes
+                if write_encoded(oprot, api, seqid, result.success):
+                    self._observe(api, started, outcome)
+                    return
+                result = decoded_result(info.result_cls, result.success)
             oprot.write_message_begin(api, TMessageType.REPLY, seqid)
             oprot.write_struct(result)
             oprot.write_message_end()

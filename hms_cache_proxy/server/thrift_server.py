@@ -1,14 +1,19 @@
 """The Thrift endpoint: a listening socket and one thread per client connection.
 
 thriftpy2's cython binary protocol over a buffered socket is the Hive Metastore default; framed
-transport and the compact protocol are options. Each connection reads through ``LimitedSocket``,
-which bounds how many bytes one message may take, so a client that declares a huge string or
-sends garbage costs at most that much memory and loses only its own connection.
+transport and the compact protocol are options. Requests are read by ``wire.MessageReader``,
+which checks every declared size against the limits (message, string, container, nesting)
+before anything is allocated, and tells a client idle between calls (``client_timeout_seconds``)
+from one stalled mid-message (``message_timeout_seconds``). A message past a limit, or bytes
+that are not a Thrift message, get a PROTOCOL_ERROR answer when the header could be read,
+one log line, and the close of that connection only; everyone else keeps being served.
+Replies are written by thriftpy2's cython encoder.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import socket
 import threading
@@ -20,42 +25,25 @@ from thriftpy2.transport import TSocket, TTransportException
 from thriftpy2.transport.buffered import TCyBufferedTransportFactory
 from thriftpy2.transport.framed import TCyFramedTransportFactory
 
+from hms_cache_proxy.server import wire
 from hms_cache_proxy.server.processor import Processor
+from hms_cache_proxy.server.wire import (
+    ClientGone,
+    ClientTimeout,
+    LimitExceeded,
+    Limits,
+    MessageReader,
+    WireError,
+)
 
 log = logging.getLogger(__name__)
 
-_READ_CHUNK = 64 * 1024
-
-
-class MessageTooLarge(TTransportException):
-    pass
-
-
-class LimitedSocket(TSocket):
-    """A client socket that refuses to read more than ``limit`` bytes for one message."""
-
-    def __init__(self, sock: socket.socket, limit: int) -> None:
-        super().__init__(sock=sock)
-        self.limit = limit
-        self.used = 0
-
-    def read(self, sz: int) -> bytes:
-        data = super().read(min(sz, _READ_CHUNK))
-        self.used += len(data)
-        if self.used > self.limit:
-            raise MessageTooLarge(
-                TTransportException.SIZE_LIMIT,
-                f"message larger than the configured maximum of {self.limit} bytes",
-            )
-        return data
-
 
 class _Connection:
-    __slots__ = ("sock", "limited", "busy", "peer")
+    __slots__ = ("sock", "busy", "peer")
 
-    def __init__(self, sock: socket.socket, limited: LimitedSocket, peer: Any) -> None:
+    def __init__(self, sock: socket.socket, peer: Any) -> None:
         self.sock = sock
-        self.limited = limited
         self.busy = False
         self.peer = peer
 
@@ -72,18 +60,31 @@ class ThriftServer:
         transport: str = "buffered",
         protocol: str = "binary",
         max_connections: int = 1000,
-        max_message_bytes: int = 256 * 1024 * 1024,
+        max_message_bytes: int | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.processor = processor
         self.host = host
         self.port = port
         self.max_connections = max_connections
-        self.max_message_bytes = max_message_bytes
+        if limits is None:
+            limits = Limits(
+                **({} if max_message_bytes is None else {"max_message_bytes": max_message_bytes})
+            )
+        self.limits = limits
+        self.max_message_bytes = limits.max_message_bytes
+        self.framed = transport == "framed"
+        self.compact = protocol == "compact"
         self.trans_factory = (
-            TCyFramedTransportFactory() if transport == "framed" else TCyBufferedTransportFactory()
+            TCyFramedTransportFactory() if self.framed else TCyBufferedTransportFactory()
         )
         self.proto_factory = (
-            TCompactProtocolFactory() if protocol == "compact" else TCyBinaryProtocolFactory()
+            TCompactProtocolFactory() if self.compact else TCyBinaryProtocolFactory()
+        )
+        self.engine = wire.ENGINE
+        wire.prepare(processor.args_classes)
+        self._decode = functools.partial(
+            wire.decode, limits=limits, compact=self.compact, engine=self.engine
         )
         self._listener: socket.socket | None = None
         self._connections: set[_Connection] = set()
@@ -108,7 +109,26 @@ class ThriftServer:
         if self._listener is None:
             self.bind()
         assert self._listener is not None
-        log.info("serving Thrift on %s:%d", self.host, self.port)
+        lim = self.limits
+        log.info(
+            "serving Thrift on %s:%d (requests read by %s; max_message_bytes=%d, "
+            "max_string_bytes=%d, max_container_elements=%d, client_timeout_seconds=%g, "
+            "message_timeout_seconds=%g)",
+            self.host,
+            self.port,
+            self.engine,
+            lim.max_message_bytes,
+            lim.max_string_bytes,
+            lim.max_container_elements,
+            lim.client_timeout_seconds,
+            lim.message_timeout_seconds,
+        )
+        if self.engine != "fastbinary":
+            log.warning(
+                "the thrift package's C extension (fastbinary, 0.24 or later) is missing: "
+                "requests are decoded in pure Python, many times slower; reinstall thrift "
+                "where a C compiler is present"
+            )
         while not self._stopping.is_set():
             try:
                 client, peer = self._listener.accept()
@@ -128,7 +148,7 @@ class ThriftServer:
                 continue
             client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             client.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-            conn = _Connection(client, LimitedSocket(client, self.max_message_bytes), peer)
+            conn = _Connection(client, peer)
             with self._lock:
                 self._connections.add(conn)
             threading.Thread(
@@ -162,27 +182,40 @@ class ThriftServer:
     # -- one connection --------------------------------------------------------------------------
 
     def _serve_connection(self, conn: _Connection) -> None:
-        trans = self.trans_factory.get_transport(conn.limited)
-        proto = self.proto_factory.get_protocol(trans)
+        sock, peer = conn.sock, conn.peer
+        trans = self.trans_factory.get_transport(TSocket(sock=sock))  # replies
+        oprot = self.proto_factory.get_protocol(trans)
         try:
-            def started() -> None:
+            reader = MessageReader(
+                sock, self.limits, framed=self.framed, compact=self.compact, engine=self.engine
+            )
+            while not self._stopping.is_set():
+                msg = reader.read_message()
                 with self._lock:
                     conn.busy = True
-
-            while not self._stopping.is_set():
-                conn.limited.used = 0
                 try:
-                    self.processor.process(proto, proto, started)
+                    self.processor.process_message(msg, oprot, self._decode)
                 finally:
                     with self._lock:
                         conn.busy = False
                         self._idle.notify_all()
-        except MessageTooLarge as exc:
-            log.warning("closing %s: %s", conn.peer, exc)
-        except (TTransportException, OSError):
-            pass  # the client went away
+        except ClientGone as exc:
+            if exc.mid_message:
+                log.info("%s closed the connection in the middle of a message", _peer(peer))
+        except ClientTimeout as exc:
+            (log.info if exc.idle else log.warning)("closing %s: %s", _peer(peer), exc)
+        except WireError as exc:
+            self._refuse(peer, exc)
+        except (BlockingIOError, TimeoutError):
+            log.warning(
+                "closing %s: it did not take our reply for %g s",
+                _peer(peer),
+                self.limits.message_timeout_seconds,
+            )
+        except (TTransportException, OSError) as exc:
+            log.debug("connection %s ended: %s", _peer(peer), exc)  # gone while we answered
         except Exception:  # noqa: BLE001 - a bad message ends only its own connection
-            log.warning("closing %s after an unreadable message", conn.peer, exc_info=True)
+            log.warning("closing %s after an unexpected error", _peer(peer), exc_info=True)
         finally:
             with self._lock:
                 self._connections.discard(conn)
@@ -191,6 +224,23 @@ class ThriftServer:
                 trans.close()
             except Exception:  # noqa: BLE001
                 pass
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def _refuse(self, peer: Any, exc: WireError) -> None:
+        """One log line; the connection is then closed (its stream cannot be followed further)."""
+        what = f"{exc.name!r}" if exc.name is not None else "a message"
+        log.warning("refused %s from %s: %s; closing the connection", what, _peer(peer), exc)
+        outcome = "limit_exceeded" if isinstance(exc, LimitExceeded) else "protocol_error"
+        self.processor.note(exc.name or "-", outcome)
+
+
+def _peer(peer: Any) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return f"{peer[0]}:{peer[1]}"
+    return str(peer)
 
 
 def _shutdown(sock: socket.socket) -> None:

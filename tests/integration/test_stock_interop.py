@@ -23,7 +23,6 @@ import pytest
 from sqlalchemy import create_engine, text
 from thrift.protocol.TProtocol import TProtocolBase
 from thrift.Thrift import TApplicationException, TType
-from thrift.transport.TTransport import TTransportException
 
 from hms_cache_proxy.bench.stock_hms import StockMetastore
 from tests.support.apache_thrift import apache_client, load_apache_modules
@@ -860,13 +859,6 @@ def test_skewed_value_locations_read_back(world: World) -> None:
     }
 
 
-@pytest.mark.xfail(
-    raises=TTransportException,
-    strict=True,
-    reason="our server cannot decode a request holding SkewedInfo.skewedColValueLocationMaps: "
-    "thriftpy2 builds the map's list<string> keys as lists, which Python cannot hash, so the "
-    "server closes the connection (server layer, not the store)",
-)
 def test_server_decodes_skewed_value_locations(world: World) -> None:
     wh = world.warehouse.as_uri()
     locations = {("alpha", "true"): f"{wh}/{DB}.db/over_thrift/name=alpha/flag=true"}
