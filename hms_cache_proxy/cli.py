@@ -119,11 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench",
-        help="measure calls/s and latency of a metastore",
-        description="Run the benchmark cases (get_table, get_partitions of 1,000 partitions, "
-        "get_partitions_by_filter selecting 1 of 10,000, add_partitions of 1,000 in one call) "
-        "against an hms-cache-proxy server it starts on PostgreSQL, or against --uri; print a "
-        "Markdown table and write a JSON report.",
+        help="measure calls/s and latency: this service with and without its cache, the "
+        "stock Java metastore, a floor",
+        description="Run hmsbench-style cases (get_table, get_partitions at 100 / 1,000 / "
+        "10,000 partitions, filters, adds and drops, transactions and locks; 1 and 8 client "
+        "processes) against this service with the cache off and on, the stock Hive Metastore "
+        "2.3.10 from PySpark's jars and a floor server, all on one throwaway PostgreSQL, or "
+        "against --uri. Writes a JSON report, a Markdown table and a PNG chart; see "
+        "docs/benchmarks.md.",
     )
     from hms_cache_proxy.bench.command import add_arguments
 

@@ -1,9 +1,10 @@
 """A throwaway PostgreSQL server, for the test suite and the benchmark command.
 
-The tests and benchmarks use a real server rather than mocks, because what matters (row locks, transactional
-DDL, the catalog PostgreSQL reports, concurrency) only shows on a real one. The server lives in a
-temporary directory, listens on a free port of 127.0.0.1 with trust authentication, trades
-durability for speed (fsync off) and is stopped at the end of the session.
+The tests and benchmarks use a real server rather than mocks, because what matters (row locks,
+transactional DDL, the catalog PostgreSQL reports, concurrency) only shows on a real one. The
+server lives in a temporary directory, listens on a free port of 127.0.0.1 with trust
+authentication, trades durability for speed (fsync off) and is stopped at the end of the
+session.
 
 ``initdb`` refuses to run as root; when the tests run as root, the server's programs run as the
 ``postgres`` system user (``runuser``, or ``setpriv`` where runuser is missing) and the
