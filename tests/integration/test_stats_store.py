@@ -290,6 +290,14 @@ def events_after(store: SqlStore, last: int) -> list[hms.NotificationEvent]:
     return store.next_notifications(last, None)
 
 
+def open_write_id(store: SqlStore, tbl: str, write_id: int) -> int:
+    """Make ``write_id`` of sdb.<tbl> a write id of an open txn (opening txns and allocating
+    the ids up to it); returns that txn's id."""
+    have = store.txn.max_allocated_write_id(DB, tbl)
+    txns = store.txn.open_txns(write_id - have, "tester", "test-host")
+    return {w: t for t, w in store.txn.allocate_table_write_ids(DB, tbl, txns)}[write_id]
+
+
 def count_rows(store: SqlStore, table: Any) -> int:
     with store.db.read() as conn:
         return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
@@ -453,6 +461,7 @@ def test_transactional_table_needs_a_write_id_and_is_stamped_with_it(store: SqlS
     with pytest.raises(hms.MetaException, match="Cannot change stats state for a transactional"):
         store.update_table_column_statistics(CAT, DB, "acid", stats)
     snapshot = "sdb.acid:5:9223372036854775807::"
+    open_write_id(store, "acid", 5)
     store.update_table_column_statistics(
         CAT, DB, "acid", stats, write_id=5, valid_write_id_list=snapshot
     )
@@ -508,6 +517,7 @@ def test_merge_into_statistics_the_writer_cannot_see_marks_them_stale(store: Sql
     accurate = '{"BASIC_STATS":"true"}'
     make_table(store, "acid", params={"transactional": "true", "COLUMN_STATS_ACCURATE": accurate})
     seen5 = "sdb.acid:5:9223372036854775807::"
+    open_write_id(store, "acid", 5)
     store.update_table_column_statistics(
         CAT,
         DB,
@@ -516,6 +526,7 @@ def test_merge_into_statistics_the_writer_cannot_see_marks_them_stale(store: Sql
         write_id=5,
         valid_write_id_list=seen5,
     )
+    open_write_id(store, "acid", 7)
     before = store.current_notification_event_id()
     # A writer whose snapshot does not include write 5 cannot merge into its statistics.
     store.update_table_column_statistics(
@@ -532,12 +543,15 @@ def test_merge_into_statistics_the_writer_cannot_see_marks_them_stale(store: Sql
     assert "COLUMN_STATS_ACCURATE" not in table.parameters
     (ev,) = events_after(store, before)
     assert ev.eventType == m.ALTER_TABLE
+    body = m.decode(ev.message, ev.messageFormat)
+    assert m.table_after(body) == table and m.write_id(body) == 7  # as the database reads it
     kept = store.get_table_column_statistics(CAT, DB, "acid", ["l"])
     assert kept.statsObj[0].statsData.longStats.highValue == 2  # not merged
 
 
 def test_partition_merge_the_writer_cannot_see_marks_the_partition_stale(store: SqlStore) -> None:
     make_partitioned(store, "acidp", 1, params={"transactional": "true"})
+    open_write_id(store, "acidp", 5)
     store.update_partition_column_statistics(
         CAT,
         DB,
@@ -547,6 +561,7 @@ def test_partition_merge_the_writer_cannot_see_marks_the_partition_stale(store: 
         valid_write_id_list="sdb.acidp:5:9223372036854775807::",
     )
     assert store.get_partition_by_name(CAT, DB, "acidp", "p=0").writeId == 5
+    open_write_id(store, "acidp", 8)
     before = store.current_notification_event_id()
     store.update_partition_column_statistics(
         CAT,
@@ -560,7 +575,10 @@ def test_partition_merge_the_writer_cannot_see_marks_the_partition_stale(store: 
     part = store.get_partition_by_name(CAT, DB, "acidp", "p=0")
     assert part.writeId == 8
     assert "COLUMN_STATS_ACCURATE" not in part.parameters
-    assert [e.eventType for e in events_after(store, before)] == [m.ALTER_PARTITION]
+    (ev,) = events_after(store, before)
+    assert ev.eventType == m.ALTER_PARTITION
+    body = m.decode(ev.message, ev.messageFormat)
+    assert m.partition_after(body) == part and m.write_id(body) == 8
 
 
 def test_stats_follow_a_table_rename_and_go_with_a_drop(store: SqlStore) -> None:

@@ -585,3 +585,36 @@ def test_module_level_shortcuts_build_with_hives_unset_defaults() -> None:
     assert list(body) == LAYOUTS[m.DROP_FUNCTION]
     assert (body["server"], body["servicePrincipal"]) == ("", "")
     assert m.alter_table(table(), table(), False, 3, VWIL)["validWriteIdList"] == VWIL
+
+
+# -- our store's builder: extra fields and the writer mark --------------------------------------
+
+
+@pytest.mark.parametrize("event_type", sorted(LAYOUTS))
+def test_our_store_marks_every_message_last_with_its_writer(event_type: str) -> None:
+    ours = m.MessageBuilder(server=SERVER, clock=lambda: NOW, writer=m.WRITER_NAME)
+    body = build_all(ours, VWIL)[event_type]
+    extra = ["validWriteIdList"] if event_type in TABLE_EVENTS else []
+    assert list(body) == [*LAYOUTS[event_type], *extra, m.WRITER]
+    assert m.written_by_us(body) and not m.written_by_us(build_all(m.MessageBuilder())[event_type])
+
+
+def test_extra_fields_of_writes_in_transactions() -> None:
+    ours = m.MessageBuilder(writer=m.WRITER_NAME)
+    t, p = table(), partition("2024-01-01", "1")
+    created = ours.create_table(t, valid_write_ids=VWIL, write_id=5)
+    assert list(created)[-3:] == ["validWriteIdList", "writeId", "writer"]
+    assert m.write_id(created) == 5 and m.write_id(ours.create_table(t)) is None
+    added = ours.add_partition(t, [p], write_id=5)
+    assert m.write_id(added) == 5 and "writeId" not in ours.add_partition(t, [p], write_id=-1)
+    altered = ours.alter_table(t, t, write_id=-1, partitions_changed=True)
+    assert m.partitions_changed(altered) and m.write_id(altered) is None
+    assert not m.partitions_changed(m.alter_table(t, t))  # absent: false
+    stats_body = ours.update_partition_column_stats(
+        stats("ds=2024-01-01/hr=1"), p.values, p.parameters, t, write_id=5, partition=p
+    )
+    assert m.partition_obj(stats_body) == p
+    assert list(stats_body)[-2:] == ["partitionObjJson", "writer"]
+    # Filtered parameters are not what the database reads back: no writer mark then.
+    filtered = m.MessageBuilder(writer=m.WRITER_NAME, exclude_parameters=["secret"])
+    assert not m.written_by_us(filtered.create_table(t))

@@ -14,15 +14,36 @@ some messages (``cat``, ``catalog`` or ``catName``) and ``locOwner`` to ALTER_TA
 ADD_PARTITION; Hive's readers ignore fields they do not know (FAIL_ON_UNKNOWN_PROPERTIES is off),
 so either layout reads back with any version.
 
-Our extra field
----------------
+Our extra fields
+----------------
 Every message that concerns one table (CREATE/ALTER/DROP_TABLE, ADD/ALTER/DROP_PARTITION,
 ALTER_PARTITIONS, INSERT, the four column-statistics events, ALLOC_WRITE_ID_EVENT, RELOAD) may
-end with ``"validWriteIdList"``: the ValidWriteIdList string
-(``db.table:hwm:minOpen:open:aborted``) of the call that made the change, present only when the
-call carried one. Caches that tail the log use it to tag the state the event produces; Hive's
-readers skip it. ``writeId`` appears where Hive has it (ALTER_TABLE, ALTER_PARTITION(S), the
-UPDATE_*_COL_STAT events).
+carry, after Hive's own fields:
+
+- ``"validWriteIdList"``: the ValidWriteIdList string (``db.table:hwm:minOpen:open:aborted``)
+  of the call that made the change: the caller's, or, for a write in a transaction whose call
+  carried none, the writing transaction's own snapshot (its write id valid). Caches that tail
+  the log use it to tag the state the event produces; Hive's readers skip it.
+- ``"writeId"``: Hive has it in ALTER_TABLE, ALTER_PARTITION(S) and the UPDATE_*_COL_STAT
+  events (always written there, -1 for none). Our store also adds it to CREATE_TABLE and
+  ADD_PARTITION when the write belongs to a transaction. In events our store writes, a
+  ``writeId`` > 0 always names a write id of a transaction that was open (and share-locked)
+  when the event was written, on a transactional table: its COMMIT_TXN (or ABORT_TXN) follows.
+- ``"partitionsChanged"`` (ALTER_TABLE, our store's always): true when the change also
+  changed the table's partitions without partition events of their own (a rename, which
+  changes their names and may move their locations; ALTER ... CASCADE column changes; a
+  truncate). A cache drops the table's partitions then.
+- ``"partitionObjJson"`` (UPDATE_PART_COL_STAT_EVENT, our store's): the partition after the
+  change (parameters with COLUMN_STATS_ACCURATE, writeId), as TJSON.
+- ``"writer": "hms-cache-proxy"``, last, in every message our store writes (transaction
+  events included). It promises that every embedded object (tables, partitions, databases,
+  catalogs, functions, column statistics) is exactly what the database path reads back, field
+  for field: the store reads them back in the writing transaction after the change, so a
+  cache may apply the event instead of invalidating. Embedded column statistics are the stored
+  rows of the columns written, bit vectors and histograms included (reads leave those out
+  unless ``stats_fetch_bitvector`` / ``stats_fetch_kll``). A builder with
+  ``exclude_parameters`` leaves the field out: its embedded objects lack parameters.
+  Messages without it (every message Hive wrote) make no such promise.
 
 The MESSAGE column
 ------------------
@@ -155,6 +176,15 @@ _JSON_ALIASES = frozenset({"json-0.2"})
 
 VALID_WRITE_ID_LIST = "validWriteIdList"
 """Our extra field: the ValidWriteIdList string of the call that made the change."""
+WRITE_ID = "writeId"
+"""Hive's field (ALTER_*, UPDATE_*_COL_STAT); our extra in CREATE_TABLE and ADD_PARTITION."""
+PARTITIONS_CHANGED = "partitionsChanged"
+"""Our extra field of ALTER_TABLE: the change touched the partitions without partition events."""
+PARTITION_OBJ_JSON = "partitionObjJson"
+"""Our extra field of UPDATE_PART_COL_STAT_EVENT: the partition after the change."""
+WRITER = "writer"
+"""Our extra field in every message our store writes: its embedded objects are exact reads."""
+WRITER_NAME = "hms-cache-proxy"
 
 
 def _jackson_escapes(text: str) -> str:
@@ -240,7 +270,8 @@ class MessageBuilder:
     ``service_principal`` its Kerberos principal ("" without Kerberos). ``exclude_parameters``
     are regular expressions (metastore.notification.parameters.exclude.patterns): Table and
     Partition parameters whose key matches one are left out of the embedded objects (the
-    caller's objects are not changed).
+    caller's objects are not changed). ``writer`` (our store passes :data:`WRITER_NAME`) ends
+    every body with ``"writer"``; None builds Hive's layouts exactly.
     """
 
     def __init__(
@@ -249,11 +280,14 @@ class MessageBuilder:
         service_principal: str = "",
         clock: Callable[[], float] = time.time,
         exclude_parameters: Iterable[str] = (),
+        writer: str | None = None,
     ) -> None:
         self.server = server
         self.service_principal = service_principal
         self._clock = clock
         self._exclude = [re.compile(p) for p in exclude_parameters if p]
+        # Filtered objects are not what the database reads back: no promise then.
+        self.writer = None if self._exclude else writer
 
     def now(self) -> int:
         """Seconds since the epoch, as Hive's ``now()`` (currentTimeMillis / 1000)."""
@@ -278,46 +312,72 @@ class MessageBuilder:
     def partition_json(self, partition: Any) -> str:
         return tjson.dumps(self._filtered(partition))
 
-    @staticmethod
-    def _extra(body: dict[str, Any], valid_write_ids: str | None) -> dict[str, Any]:
+    def _extra(
+        self, body: dict[str, Any], valid_write_ids: str | None, **extras: Any
+    ) -> dict[str, Any]:
+        """Our fields after Hive's: validWriteIdList, then ``extras`` that are not None."""
         if valid_write_ids is not None:
             body[VALID_WRITE_ID_LIST] = valid_write_ids
+        for key, value in extras.items():
+            if value is not None:
+                body[key] = value
+        return self._finish(body)
+
+    def _finish(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The last field of every body: ``writer`` (when this builder has one)."""
+        if self.writer is not None:
+            body[WRITER] = self.writer
         return body
+
+    @staticmethod
+    def _txn_write_id(write_id: int | None) -> int | None:
+        """Our extra ``writeId``: only for a write in a transaction."""
+        return write_id if write_id is not None and write_id > 0 else None
 
     # -- databases: JSONCreateDatabaseMessage, JSONAlterDatabaseMessage, JSONDropDatabaseMessage
 
     def create_database(self, db: Any) -> dict[str, Any]:
-        return {
-            "server": self.server,
-            "servicePrincipal": self.service_principal,
-            "db": db.name,
-            "dbJson": tjson.dumps(db),
-            "timestamp": self.now(),
-        }
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "db": db.name,
+                "dbJson": tjson.dumps(db),
+                "timestamp": self.now(),
+            }
+        )
 
     def alter_database(self, before: Any, after: Any) -> dict[str, Any]:
-        return {
-            "server": self.server,
-            "servicePrincipal": self.service_principal,
-            "db": before.name,
-            "dbObjBeforeJson": tjson.dumps(before),
-            "dbObjAfterJson": tjson.dumps(after),
-            "timestamp": self.now(),
-        }
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "db": before.name,
+                "dbObjBeforeJson": tjson.dumps(before),
+                "dbObjAfterJson": tjson.dumps(after),
+                "timestamp": self.now(),
+            }
+        )
 
     def drop_database(self, db: Any) -> dict[str, Any]:
-        return {
-            "server": self.server,
-            "servicePrincipal": self.service_principal,
-            "db": db.name,
-            "dbJson": tjson.dumps(db),
-            "timestamp": self.now(),
-        }
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "db": db.name,
+                "dbJson": tjson.dumps(db),
+                "timestamp": self.now(),
+            }
+        )
 
     # -- tables: JSONCreateTableMessage, JSONAlterTableMessage, JSONDropTableMessage
 
     def create_table(
-        self, table: Any, files: Iterable[str] = (), valid_write_ids: str | None = None
+        self,
+        table: Any,
+        files: Iterable[str] = (),
+        valid_write_ids: str | None = None,
+        write_id: int | None = None,
     ) -> dict[str, Any]:
         body = {
             "server": self.server,
@@ -329,7 +389,7 @@ class MessageBuilder:
             "timestamp": self.now(),
             "files": list(files),
         }
-        return self._extra(body, valid_write_ids)
+        return self._extra(body, valid_write_ids, **{WRITE_ID: self._txn_write_id(write_id)})
 
     def alter_table(
         self,
@@ -338,6 +398,7 @@ class MessageBuilder:
         is_truncate: bool = False,
         write_id: int = -1,
         valid_write_ids: str | None = None,
+        partitions_changed: bool | None = None,
     ) -> dict[str, Any]:
         body = {
             "server": self.server,
@@ -351,7 +412,7 @@ class MessageBuilder:
             "timestamp": self.now(),
             "writeId": write_id,
         }
-        return self._extra(body, valid_write_ids)
+        return self._extra(body, valid_write_ids, **{PARTITIONS_CHANGED: partitions_changed})
 
     def drop_table(self, table: Any, valid_write_ids: str | None = None) -> dict[str, Any]:
         body = {
@@ -374,6 +435,7 @@ class MessageBuilder:
         partitions: Sequence[Any],
         partition_files: Iterable[tuple[str, Sequence[str]]] = (),
         valid_write_ids: str | None = None,
+        write_id: int | None = None,
     ) -> dict[str, Any]:
         """``partition_files``: (partition name, file paths) pairs, as Hive's PartitionFiles."""
         body = {
@@ -390,7 +452,7 @@ class MessageBuilder:
                 {"partitionName": name, "files": list(files)} for name, files in partition_files
             ],
         }
-        return self._extra(body, valid_write_ids)
+        return self._extra(body, valid_write_ids, **{WRITE_ID: self._txn_write_id(write_id)})
 
     def alter_partition(
         self,
@@ -459,22 +521,26 @@ class MessageBuilder:
     # -- functions: JSONCreateFunctionMessage, JSONDropFunctionMessage
 
     def create_function(self, fn: Any) -> dict[str, Any]:
-        return {
-            "server": self.server,
-            "servicePrincipal": self.service_principal,
-            "db": fn.dbName,
-            "functionObjJson": tjson.dumps(fn),
-            "timestamp": self.now(),
-        }
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "db": fn.dbName,
+                "functionObjJson": tjson.dumps(fn),
+                "timestamp": self.now(),
+            }
+        )
 
     def drop_function(self, fn: Any) -> dict[str, Any]:
-        return {
-            "server": self.server,
-            "servicePrincipal": self.service_principal,
-            "db": fn.dbName,
-            "functionName": fn.functionName,
-            "timestamp": self.now(),
-        }
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "db": fn.dbName,
+                "functionName": fn.functionName,
+                "timestamp": self.now(),
+            }
+        )
 
     # -- INSERT: JSONInsertMessage
 
@@ -544,7 +610,9 @@ class MessageBuilder:
         table: Any,
         write_id: int = -1,
         valid_write_ids: str | None = None,
+        partition: Any | None = None,
     ) -> dict[str, Any]:
+        """``partition``: the partition after the change (our ``partitionObjJson``)."""
         body = {
             "writeId": write_id,
             "timestamp": self.now(),
@@ -556,7 +624,8 @@ class MessageBuilder:
             "partVals": list(part_vals),
             "tableObjJson": self.table_json(table),
         }
-        return self._extra(body, valid_write_ids)
+        partition_json = None if partition is None else self.partition_json(partition)
+        return self._extra(body, valid_write_ids, **{PARTITION_OBJ_JSON: partition_json})
 
     def delete_partition_column_stats(
         self,
@@ -580,43 +649,51 @@ class MessageBuilder:
     # -- catalogs: JSONCreateCatalogMessage, JSONAlterCatalogMessage, JSONDropCatalogMessage
 
     def create_catalog(self, catalog: Any) -> dict[str, Any]:
-        return {
-            "server": self.server,
-            "servicePrincipal": self.service_principal,
-            "catalog": catalog.name,
-            "timestamp": self.now(),
-        }
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "catalog": catalog.name,
+                "timestamp": self.now(),
+            }
+        )
 
     def alter_catalog(self, before: Any, after: Any) -> dict[str, Any]:
-        return {
-            "server": self.server,
-            "servicePrincipal": self.service_principal,
-            "catObjBeforeJson": tjson.dumps(before),
-            "catObjAfterJson": tjson.dumps(after),
-            "timestamp": self.now(),
-        }
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "catObjBeforeJson": tjson.dumps(before),
+                "catObjAfterJson": tjson.dumps(after),
+                "timestamp": self.now(),
+            }
+        )
 
     def drop_catalog(self, catalog: Any) -> dict[str, Any]:
-        return {
-            "server": self.server,
-            "servicePrincipal": self.service_principal,
-            "catalog": catalog.name,
-            "timestamp": self.now(),
-        }
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "catalog": catalog.name,
+                "timestamp": self.now(),
+            }
+        )
 
     # -- transactions: JSONOpenTxnMessage, JSONCommitTxnMessage, JSONAbortTxnMessage,
     #    JSONAllocWriteIdMessage
 
     def open_txn(self, from_txn_id: int, to_txn_id: int) -> dict[str, Any]:
         """Hive 4 writes the range; ``txnIds`` stays null (readers expand from..to)."""
-        return {
-            "txnIds": None,
-            "timestamp": self.now(),
-            "fromTxnId": from_txn_id,
-            "toTxnId": to_txn_id,
-            "server": self.server,
-            "servicePrincipal": self.service_principal,
-        }
+        return self._finish(
+            {
+                "txnIds": None,
+                "timestamp": self.now(),
+                "fromTxnId": from_txn_id,
+                "toTxnId": to_txn_id,
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+            }
+        )
 
     def commit_txn(self, txn_id: int, write_events: Sequence[Any] | None = None) -> dict[str, Any]:
         """``write_events``: WriteEventInfo objects; without them the lists stay null (Hive)."""
@@ -641,16 +718,18 @@ class MessageBuilder:
             body["tableObjs"] = [w.tableObj for w in write_events]
             body["partitionObjs"] = [w.partitionObj for w in write_events]
             body["files"] = [w.files for w in write_events]
-        return body
+        return self._finish(body)
 
     def abort_txn(self, txn_id: int, dbs_updated: Sequence[str] | None = None) -> dict[str, Any]:
-        return {
-            "txnid": txn_id,
-            "timestamp": self.now(),
-            "server": self.server,
-            "servicePrincipal": self.service_principal,
-            "dbsUpdated": None if dbs_updated is None else list(dbs_updated),
-        }
+        return self._finish(
+            {
+                "txnid": txn_id,
+                "timestamp": self.now(),
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "dbsUpdated": None if dbs_updated is None else list(dbs_updated),
+            }
+        )
 
     def alloc_write_id(
         self,
@@ -813,3 +892,24 @@ def commit_table_objs(body: Mapping[str, Any]) -> list[Any]:
 def valid_write_ids(body: Mapping[str, Any]) -> str | None:
     """Our extra field; None in messages without it (and in every message Hive wrote)."""
     return body.get(VALID_WRITE_ID_LIST)
+
+
+def write_id(body: Mapping[str, Any]) -> int | None:
+    """The write id of a write in a transaction, None otherwise (absent, null, 0 or -1)."""
+    value = body.get(WRITE_ID)
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def written_by_us(body: Mapping[str, Any]) -> bool:
+    """Whether hms-cache-proxy's store wrote the message (its objects are exact reads)."""
+    return body.get(WRITER) == WRITER_NAME
+
+
+def partitions_changed(body: Mapping[str, Any]) -> bool:
+    """ALTER_TABLE's ``partitionsChanged`` (false when absent)."""
+    return body.get(PARTITIONS_CHANGED) is True
+
+
+def partition_obj(body: Mapping[str, Any]) -> Any:
+    """UPDATE_PART_COL_STAT_EVENT's ``partitionObjJson`` (None when absent)."""
+    return embedded(body, PARTITION_OBJ_JSON, hms.Partition)

@@ -3,22 +3,48 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, and_, select
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.events.log import EventLog, NewEvent
-from hms_cache_proxy.store.events.messages import MessageBuilder
+from hms_cache_proxy.store.events.messages import WRITER_NAME, MessageBuilder
 from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.ids import IdAllocator
+from hms_cache_proxy.store.txn.common import OPEN as TXN_OPEN
 
 DEFAULT_CATALOG = "hive"
 
 PRINCIPAL_TYPES = {"USER": 1, "ROLE": 2, "GROUP": 3}
 PRINCIPAL_NAMES = {v: k for k, v in PRINCIPAL_TYPES.items()}
+
+
+def is_transactional(params: Mapping[str, str] | None) -> bool:
+    """TxnUtils.isTransactionalTable: ``transactional`` is "true" in any case."""
+    return str((params or {}).get("transactional", "")).lower() == "true"
+
+
+@dataclass(frozen=True)
+class TxnWrite:
+    """What a write call is, as far as transactions go (see ``SqlStoreBase._txn_write``).
+
+    ``write_id`` is set only for a write of an open transaction on a transactional table (the
+    write id checked, its TXNS row share-locked until the write commits); ``valid_write_ids`` is
+    what the write's events carry: the caller's list, else for such a write the writing
+    transaction's own snapshot."""
+
+    write_id: int | None = None
+    txn_id: int | None = None
+    valid_write_ids: str | None = None
+
+    @property
+    def event_write_id(self) -> int:
+        """Hive's ``writeId`` message field: the write id, -1 for none."""
+        return self.write_id if self.write_id is not None else -1
 
 
 def now() -> int:
@@ -52,7 +78,7 @@ class SqlStoreBase:
         self.events = EventLog(
             self.ids, message_format, max_event_response=notification_max_events
         )
-        self.messages = MessageBuilder(server=server_uri)
+        self.messages = MessageBuilder(server=server_uri, writer=WRITER_NAME)
         self.warehouse_uri = warehouse_uri.rstrip("/")
 
     # -- lookups inside a transaction ------------------------------------------------------------
@@ -82,6 +108,43 @@ class SqlStoreBase:
         if row is None:
             raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, name)} table not found")
         return row
+
+    def _txn_write(
+        self,
+        conn: Connection,
+        db: str,
+        tbl: str,
+        params: Mapping[str, str] | None,
+        write_id: int | None,
+        valid_write_id_list: str | None,
+        *,
+        stored_write_id: int | None = None,
+    ) -> TxnWrite:
+        """Decide, inside the write transaction, whether a write belongs to a transaction.
+
+        Only transactional tables take write ids (Hive's ObjectStore ignores one on other
+        tables). A positive ``write_id`` must be a write id of ``db.tbl`` allocated to a txn
+        that is still open: the txn's TXNS row is share-locked until this write commits, so
+        its COMMIT_TXN always follows this write's events. Otherwise MetaException (``invalid
+        write id 5 for table db.t``, or naming the txn's state), which every write call
+        declares; Hive does not check this at all, a cache gating on commits has to.
+
+        ``stored_write_id`` marks a write id taken from the client's object rather than from
+        the request: clients send back the Table or Partition they read, whose writeId is
+        the stored one. Such an echo of the stored value is a write id only while its txn is
+        still open; once that txn ended it means "no write id".
+        """
+        if write_id is None or write_id <= 0 or not is_transactional(params):
+            return TxnWrite(valid_write_ids=valid_write_id_list)
+        txn_service = self.txn  # type: ignore[attr-defined]
+        if stored_write_id is not None and write_id == stored_write_id:
+            owner = txn_service.write_id_owner(conn, db, tbl, write_id)
+            if owner is None or owner[1] != TXN_OPEN:
+                return TxnWrite(valid_write_ids=valid_write_id_list)
+        txn = txn_service.require_open_write_id(conn, db, tbl, write_id)
+        if valid_write_id_list is None:
+            valid_write_id_list = txn_service.txn_write_id_list(conn, db, tbl, txn)
+        return TxnWrite(write_id=write_id, txn_id=txn, valid_write_ids=valid_write_id_list)
 
     def _emit(self, conn: Connection, events: Sequence[NewEvent]) -> list[int]:
         """Append this call's notification events: the last step of every write transaction."""

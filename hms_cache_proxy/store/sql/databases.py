@@ -51,6 +51,7 @@ class DatabasesMixin(SqlStoreBase):
                     CREATE_TIME=created.createTime,
                 )
             )
+            created = _catalog(self._catalog_row(conn, name))  # as stored
             self._emit(conn, [NewEvent(msg.CREATE_CATALOG, self.messages.create_catalog(created), name)])
             return created
 
@@ -88,6 +89,7 @@ class DatabasesMixin(SqlStoreBase):
                 .where(s.CTLGS.c.NAME == name)
                 .values(DESC=after.description, LOCATION_URI=after.locationUri)
             )
+            after = _catalog(self._catalog_row(conn, name))  # as stored
             self._emit(conn, [NewEvent(msg.ALTER_CATALOG, self.messages.alter_catalog(before, after), name)])
 
         self.db.transaction(run)
@@ -168,6 +170,7 @@ class DatabasesMixin(SqlStoreBase):
             insert_rows(
                 conn, s.DATABASE_PARAMS, param_rows("DB_ID", db_id, created.parameters)
             )
+            created = self._load_database(conn, cat, database.name)  # as stored
             self._emit(
                 conn,
                 [NewEvent(msg.CREATE_DATABASE, self.messages.create_database(created), cat, created.name)],
@@ -181,6 +184,11 @@ class DatabasesMixin(SqlStoreBase):
             row = self._db_row(conn, cat, name)
             params = _db_params(conn, [row.DB_ID])
         return _database(row, params.get(row.DB_ID, {}))
+
+    def _load_database(self, conn: Connection, cat: str, name: str) -> hms.Database:
+        """The database as ``get_database`` reads it, inside a write transaction."""
+        row = self._db_row(conn, cat, name)
+        return _database(row, _db_params(conn, [row.DB_ID]).get(row.DB_ID, {}))
 
     def get_databases(self, cat: str, pattern: str | None = None) -> list[str]:
         with self.db.read() as conn:
@@ -227,6 +235,7 @@ class DatabasesMixin(SqlStoreBase):
             insert_rows(
                 conn, s.DATABASE_PARAMS, param_rows("DB_ID", row.DB_ID, after.parameters)
             )
+            after = self._load_database(conn, cat, name)  # as stored
             self._emit(
                 conn,
                 [NewEvent(msg.ALTER_DATABASE, self.messages.alter_database(before, after), cat, name)],

@@ -157,6 +157,7 @@ class FunctionsMixin(SqlStoreBase):
                 insert(_F).values(FUNC_ID=func_id, DB_ID=db_row.DB_ID, **_func_values(stored))
             )
             insert_rows(conn, _RU, _resource_rows(func_id, stored.resourceUris))
+            stored = self._load_functions(conn, _function_select(_F.c.FUNC_ID == func_id))[0]
             self._emit(
                 conn,
                 [NewEvent(msg.CREATE_FUNCTION, self.messages.create_function(stored), cat, db)],

@@ -24,7 +24,14 @@ from hms_cache_proxy.store.sql import ids as idseq
 from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.batch import chunks, fetch_in
 from hms_cache_proxy.store.sql.details import load_details
-from hms_cache_proxy.store.sql.common import SqlStoreBase, java_list, now, table_ref
+from hms_cache_proxy.store.sql.common import (
+    SqlStoreBase,
+    TxnWrite,
+    is_transactional,
+    java_list,
+    now,
+    table_ref,
+)
 from hms_cache_proxy.store.sql.storage import (
     SD_COLUMNS,
     build_storage_descriptors,
@@ -413,72 +420,68 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         ]
         | None = None,
     ) -> list[hms.Partition]:
-        """Add partitions in one transaction; returns those added (existing ones are skipped
-        with ``if_not_exists``, else AlreadyExistsException).
+        """Add partitions in one transaction; returns those added, as stored (existing ones are
+        skipped with ``if_not_exists``, else AlreadyExistsException).
 
         ``prepare(table, existing)`` replaces the store's own checks: it runs inside the
         transaction with the locked table and ``existing(names)`` (which of these partition
         names exist), and returns the (name, partition) pairs to insert exactly as given
         (locations, parameters and createTime filled). The ADD_PARTITION event is then
-        written even when nothing was new, as Hive does."""
+        written even when nothing was new, as Hive does.
+
+        Write ids: on a transactional table, ``write_id`` or else the partitions' writeId (one
+        value for the call) must belong to an open txn (``_txn_write``); the new partitions
+        get it as PARTITIONS.WRITE_ID and the event carries it with the validWriteIdList. Hive
+        4.0's ObjectStore stores 0 whatever the partitions say (convertToMPart sets no write
+        id); a partition added by an open txn is that txn's write, so readers that do not see
+        the txn must not trust its statistics. Other tables store 0."""
 
         def run(conn: Connection) -> list[hms.Partition]:
             tk = self._table_keys(conn, cat, db, tbl, lock=True)
             table = self._load_table_by_id(conn, tk.tbl_id)
             if prepare is not None:
                 todo = prepare(table, lambda names: self._existing_names(conn, tk, names))
-                added = (
-                    self._insert_partitions(conn, tk, table, todo, write_id, prepared=True)
-                    if todo
-                    else []
-                )
-                self._emit(
-                    conn,
-                    [
-                        NewEvent(
-                            msg.ADD_PARTITION,
-                            self.messages.add_partition(
-                                table, added, valid_write_ids=valid_write_id_list
-                            ),
-                            cat,
-                            db,
-                            tbl,
+            else:
+                named: dict[str, hms.Partition] = {}
+                for p in parts:
+                    name = self._name_for(tk, p.values)
+                    if name in named:
+                        raise hms.MetaException(
+                            message=f"Duplicate partitions in the list: {name}"
                         )
-                    ],
-                )
-                return added
-            named: dict[str, hms.Partition] = {}
-            for p in parts:
-                name = self._name_for(tk, p.values)
-                if name in named:
-                    raise hms.MetaException(
-                        message=f"Duplicate partitions in the list: {name}"
+                    named[name] = p
+                existing = self._existing_names(conn, tk, list(named))
+                if existing and not if_not_exists:
+                    first = sorted(existing)[0]
+                    raise hms.AlreadyExistsException(
+                        message=f"Partition already exists: {table_ref(cat, db, tbl)} {first}"
                     )
-                named[name] = p
-            existing = {
-                r[0]
-                for r in fetch_in(
-                    conn,
-                    _P.c.PART_NAME,
-                    sorted(named),
-                    lambda cond: select(_P.c.PART_NAME).where(_P.c.TBL_ID == tk.tbl_id, cond),
+                todo = [(n, p) for n, p in named.items() if n not in existing]
+                if not todo:
+                    return []
+            call_write_id = None
+            if is_transactional(table.parameters):  # other tables take no write id (Hive)
+                call_write_id = _call_write_id(write_id, [p for _, p in todo])
+            tw = self._txn_write(
+                conn, db, tbl, table.parameters, call_write_id, valid_write_id_list
+            )
+            added: list[hms.Partition] = []
+            if todo:
+                ids = self._insert_partitions(
+                    conn, tk, table, todo, tw.write_id, prepared=prepare is not None
                 )
-            }
-            if existing and not if_not_exists:
-                first = sorted(existing)[0]
-                raise hms.AlreadyExistsException(
-                    message=f"Partition already exists: {table_ref(cat, db, tbl)} {first}"
-                )
-            todo = [(n, p) for n, p in named.items() if n not in existing]
-            if not todo:
-                return []
-            added = self._insert_partitions(conn, tk, table, todo, write_id)
+                added = _in_order(self._load_partitions(conn, tk, ids), [p for _, p in todo])
             self._emit(
                 conn,
                 [
                     NewEvent(
                         msg.ADD_PARTITION,
-                        self.messages.add_partition(table, added, valid_write_ids=valid_write_id_list),
+                        self.messages.add_partition(
+                            table,
+                            added,
+                            valid_write_ids=tw.valid_write_ids,
+                            write_id=tw.write_id,
+                        ),
                         cat,
                         db,
                         tbl,
@@ -509,7 +512,8 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         write_id: int | None,
         *,
         prepared: bool = False,
-    ) -> list[hms.Partition]:
+    ) -> list[int]:
+        """Insert the partitions (WRITE_ID ``write_id`` or 0); returns their PART_IDs in order."""
         ts = now()
         table_cols = table.sd.cols if table.sd is not None else []
         table_cd = None
@@ -593,7 +597,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         insert_rows(conn, _P, rows)
         insert_rows(conn, _KV, kv_rows)
         insert_rows(conn, s.PARTITION_PARAMS, param_rows_)
-        return added
+        return list(part_ids)
 
     def alter_partitions(
         self,
@@ -607,12 +611,18 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         prepare: Callable[[hms.Partition, hms.Partition], None] | None = None,
         is_truncate: bool = False,
     ) -> list[tuple[hms.Partition, hms.Partition]]:
-        """Replace partitions (found by their values); returns (before, after) pairs.
+        """Replace partitions (found by their values); returns (before, after) pairs, as stored.
 
         A missing partition is NoSuchObjectException ``partition values=[a, b]`` (Hive's
         ObjectStore.getPartition). ``prepare(before, after)`` may adjust each new partition
         inside the transaction. One ALTER_PARTITION event per partition (``is_truncate`` marks
-        them as truncate_table's)."""
+        them as truncate_table's).
+
+        Write ids (Hive's ObjectStore.alterPartitions): only a transactional table takes one,
+        ``write_id`` (the request's) or else the new partitions' writeId (one value; echoes of
+        the stored ones count only while their txn is open). It must belong to an open txn,
+        becomes PARTITIONS.WRITE_ID, and drops COLUMN_STATS_ACCURATE of partitions whose stored
+        statistics are not valid for the writer's snapshot. Without one WRITE_ID stays."""
 
         def run(conn: Connection) -> list[tuple[hms.Partition, hms.Partition]]:
             tk = self._table_keys(conn, cat, db, tbl, lock=True)
@@ -624,18 +634,29 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                     raise hms.NoSuchObjectException(
                         message=f"partition values={java_list(p.values)}"
                     )
+            if len(before) != len(names):  # one partition twice (HiveAlterHandler's words)
+                raise hms.InvalidOperationException(
+                    message=f"Alter partition operation failed: new parts size {len(names)} "
+                    f"not matching with old parts size {len(before)}"
+                )
+            tw = self._partition_txn_write(
+                conn,
+                tk,
+                table,
+                write_id,
+                [(p, before[name]) for name, p in zip(names, new_parts, strict=True)],
+                valid_write_id_list,
+            )
             pairs = []
-            for name, p in zip(names, new_parts):
+            for name, p in zip(names, new_parts, strict=True):
                 old = before[name]
                 new = _copy_partition(p, dbName=tk.db, tableName=tk.name, catName=tk.cat)
-                if write_id is not None and write_id > 0:
-                    new.writeId = write_id
-                elif new.writeId is None or new.writeId < 0:
-                    new.writeId = old.writeId
                 if prepare is not None:
                     prepare(old, new)
+                self._stamp_partition(new, old, tw)
                 pairs.append((name, old, new))
-            self._replace_partitions(conn, tk, table, pairs)
+            ids = self._replace_partitions(conn, tk, table, pairs)
+            stored = _in_order(self._load_partitions(conn, tk, list(ids.values())), new_parts)
             self._emit(
                 conn,
                 [
@@ -646,19 +667,73 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                             old,
                             new,
                             is_truncate=is_truncate,
-                            write_id=write_id if write_id is not None else -1,
-                            valid_write_ids=valid_write_id_list,
+                            write_id=tw.event_write_id,
+                            valid_write_ids=tw.valid_write_ids,
                         ),
                         cat,
                         db,
                         tbl,
                     )
-                    for _, old, new in pairs
+                    for (_, old, _), new in zip(pairs, stored, strict=True)
                 ],
             )
-            return [(old, new) for _, old, new in pairs]
+            return [(old, new) for (_, old, _), new in zip(pairs, stored, strict=True)]
 
         return self.db.transaction(run)
+
+    def _partition_txn_write(
+        self,
+        conn: Connection,
+        tk: TableKeys,
+        table: hms.Table,
+        write_id: int | None,
+        changes: Sequence[tuple[hms.Partition, hms.Partition]],
+        valid_write_id_list: str | None,
+    ) -> TxnWrite:
+        """The TxnWrite of an alter or rename of partitions: ``write_id`` (the request's),
+        else the one new write id the (new, old) pairs carry (a value differing from the
+        stored one; several: MetaException). Values equal to the stored ones are what clients
+        send back as read: they name a write only while their txn is open (one such txn),
+        see ``_txn_write``."""
+        params = table.parameters
+        if write_id is not None and write_id > 0 or not is_transactional(params):
+            return self._txn_write(conn, tk.db, tk.name, params, write_id, valid_write_id_list)
+        given = [(new.writeId, old.writeId) for new, old in changes if (new.writeId or 0) > 0]
+        fresh = [hms.Partition(writeId=w) for w, stored in given if w != stored]
+        carried = _call_write_id(None, fresh)
+        if carried is not None:
+            return self._txn_write(conn, tk.db, tk.name, params, carried, valid_write_id_list)
+        echoes = {w for w, _ in given}
+        still_open = (
+            self.txn.open_write_ids(conn, tk.db, tk.name, echoes)  # type: ignore[attr-defined]
+            if echoes
+            else set()
+        )
+        if len(still_open) != 1:
+            return TxnWrite(valid_write_ids=valid_write_id_list)
+        (echo,) = still_open
+        return self._txn_write(
+            conn, tk.db, tk.name, params, echo, valid_write_id_list, stored_write_id=echo
+        )
+
+    def _stamp_partition(self, new: hms.Partition, old: hms.Partition, tw: TxnWrite) -> None:
+        """ObjectStore.alterPartitionNoTxn: the write id (else the stored one) and, for a write
+        whose snapshot cannot use the stored statistics, no COLUMN_STATS_ACCURATE."""
+        if tw.write_id is None:
+            new.writeId = old.writeId
+            return
+        from hms_cache_proxy.store.sql.stats import (  # stats builds on this module
+            COLUMN_STATS_ACCURATE,
+            stats_valid_for_query,
+        )
+
+        new.writeId = tw.write_id
+        if COLUMN_STATS_ACCURATE in (new.parameters or {}) and not stats_valid_for_query(
+            old.parameters, old.writeId, tw.valid_write_ids, True
+        ):
+            new.parameters = {
+                k: v for k, v in new.parameters.items() if k != COLUMN_STATS_ACCURATE
+            }
 
     def _replace_partitions(
         self,
@@ -666,8 +741,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         tk: TableKeys,
         table: hms.Table,
         pairs: Sequence[tuple[str, hms.Partition, hms.Partition]],
-    ) -> None:
-        """Rewrite partitions in place: same PART_IDs, new rows for everything hanging off them."""
+    ) -> dict[str, int]:
+        """Rewrite partitions in place: same PART_IDs, new rows for everything hanging off them.
+        Returns the PART_IDs by (old) partition name."""
         rows = fetch_in(
             conn,
             _P.c.PART_NAME,
@@ -743,6 +819,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         insert_rows(conn, _KV, kv_rows)
         insert_rows(conn, s.PARTITION_PARAMS, prm)
         delete_storage_descriptors(conn, old_sds)
+        return {n: by_name[n].PART_ID for n, _, _ in pairs}
 
     def rename_partition(
         self,
@@ -755,6 +832,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         prepare: Callable[[hms.Table, hms.Partition, hms.Partition], None] | None = None,
         valid_write_id_list: str | None = None,
     ) -> tuple[hms.Partition, hms.Partition]:
+        """Rename a partition (new values, maybe a new location); returns (before, after), as
+        stored. The write id is the new partition's writeId, as in ``alter_partitions``."""
+
         def run(conn: Connection) -> tuple[hms.Partition, hms.Partition]:
             tk = self._table_keys(conn, cat, db, tbl, lock=True)
             table = self._load_table_by_id(conn, tk.tbl_id)
@@ -773,9 +853,13 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 )
             old = found[0]
             new = _copy_partition(new_part, dbName=tk.db, tableName=tk.name, catName=tk.cat)
+            tw = self._partition_txn_write(
+                conn, tk, table, None, [(new, old)], valid_write_id_list
+            )
             if prepare is not None:
                 prepare(table, old, new)
-            self._replace_partitions(conn, tk, table, [(old_name, old, new)])
+            self._stamp_partition(new, old, tw)
+            ids = self._replace_partitions(conn, tk, table, [(old_name, old, new)])
             conn.execute(
                 update(_P)
                 .where(_P.c.TBL_ID == tk.tbl_id, _P.c.PART_NAME == old_name)
@@ -792,13 +876,18 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 )
                 .values(PARTITION_NAME=new_name)
             )
+            (stored,) = self._load_partitions(conn, tk, [ids[old_name]])
             self._emit(
                 conn,
                 [
                     NewEvent(
                         msg.ALTER_PARTITION,
                         self.messages.alter_partition(
-                            table, old, new, valid_write_ids=valid_write_id_list
+                            table,
+                            old,
+                            stored,
+                            write_id=tw.event_write_id,
+                            valid_write_ids=tw.valid_write_ids,
                         ),
                         cat,
                         db,
@@ -806,7 +895,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                     )
                 ],
             )
-            return old, new
+            return old, stored
 
         return self.db.transaction(run)
 
@@ -866,6 +955,27 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
 def p_name(tk: TableKeys, p: hms.Partition) -> str:
     return partnames.make_part_name(tk.key_names, p.values)
+
+
+def _call_write_id(write_id: int | None, parts: Sequence[hms.Partition]) -> int | None:
+    """A partition call's write id: ``write_id`` when positive, else the one positive writeId
+    the partitions carry (several different ones: MetaException), else None."""
+    if write_id is not None and write_id > 0:
+        return write_id
+    carried = sorted({p.writeId for p in parts if p.writeId is not None and p.writeId > 0})
+    if len(carried) > 1:
+        raise hms.MetaException(
+            message=f"The partitions of one call carry different write ids: {java_list(carried)}"
+        )
+    return carried[0] if carried else None
+
+
+def _in_order(
+    stored: Sequence[hms.Partition], wanted: Sequence[hms.Partition]
+) -> list[hms.Partition]:
+    """``stored`` (read back in name order) in the order of ``wanted``, matched by values."""
+    position = {tuple(p.values): i for i, p in enumerate(wanted)}
+    return sorted(stored, key=lambda p: position[tuple(p.values)])
 
 
 def _cols_key(cols: Sequence[hms.FieldSchema] | None) -> tuple[tuple[str, str, str | None], ...]:

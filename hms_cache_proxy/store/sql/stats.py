@@ -107,7 +107,7 @@ from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql import ids as idseq
 from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.batch import chunks, fetch_in, group
-from hms_cache_proxy.store.sql.common import now, table_ref
+from hms_cache_proxy.store.sql.common import TxnWrite, is_transactional, now, table_ref
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin, TableKeys
 from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
 
@@ -213,11 +213,6 @@ def can_column_stats_merge(params: Mapping[str, str] | None, col_name: str) -> b
     if params is None:
         return False
     return col_name in parse_stats_accurate(params.get(COLUMN_STATS_ACCURATE))[1]
-
-
-def is_transactional(params: Mapping[str, str] | None) -> bool:
-    """TxnUtils.isTransactionalTable: ``transactional`` is "true" in any case."""
-    return str((params or {}).get("transactional", "")).lower() == "true"
 
 
 def is_acid(params: Mapping[str, str] | None) -> bool:
@@ -1066,6 +1061,11 @@ class StatsMixin(PartitionsMixin):
 
         ``merge`` (set_aggr_stats_for with needMerge): merge into the stored statistics the
         columns whose stored statistics are accurate, drop the others.
+
+        On a transactional table a ``write_id`` must belong to an open txn (``_txn_write``);
+        without ``valid_write_id_list`` the writer's own snapshot stands in for it. The
+        UPDATE_TBL_COL_STAT_EVENT carries the table and the statistics of the columns written
+        as stored afterwards (read back), and the table's new parameters.
         """
         engine = stats.engine or DEFAULT_ENGINE
         objs = list(stats.statsObj or [])
@@ -1075,6 +1075,8 @@ class StatsMixin(PartitionsMixin):
             row = self._stats_table_row(conn, cat, db, tbl, lock=True)
             table = self._load_table_by_id(conn, row.TBL_ID)
             params = dict(table.parameters or {})
+            tw = self._txn_write(conn, db, tbl, params, write_id, valid_write_id_list)
+            snapshot = tw.valid_write_ids
             _validate_table_cols(table, [o.colName for o in objs])
             target = _Target(row.TBL_ID, None, objs, params, row.WRITE_ID, analyzed)
             old = self._existing(
@@ -1086,13 +1088,13 @@ class StatsMixin(PartitionsMixin):
                 if (
                     txn
                     and old_objs
-                    and valid_write_id_list is not None
+                    and snapshot is not None
                     and not (
                         self.txn_stats_enabled
-                        and stats_valid_for_query(params, row.WRITE_ID, valid_write_id_list, False)
+                        and stats_valid_for_query(params, row.WRITE_ID, snapshot, False)
                     )
                 ):
-                    self._invalidate_table(conn, cat, db, tbl, table, write_id, valid_write_id_list)
+                    self._invalidate_table(conn, cat, db, tbl, table, tw)
                     return
                 _prepare_merge(target, old_objs)
                 if not target.objs:
@@ -1106,14 +1108,13 @@ class StatsMixin(PartitionsMixin):
                     new_params.pop(COLUMN_STATS_ACCURATE, None)
                 else:
                     error = verify_stats_change(
-                        f"{db}.{tbl}", params, new_params, write_id, valid_write_id_list
+                        f"{db}.{tbl}", params, new_params, tw.write_id, snapshot
                     )
                     if error is not None:
                         raise hms.MetaException(message=error)
-                    if not stats_valid_for_query(params, row.WRITE_ID, valid_write_id_list, True):
+                    if not stats_valid_for_query(params, row.WRITE_ID, snapshot, True):
                         new_params.pop(COLUMN_STATS_ACCURATE, None)
-                    if write_id is not None and write_id > 0:
-                        new_write_id = write_id
+                    new_write_id = tw.write_id
             owner = {"CAT_NAME": cat, "DB_NAME": db, "TABLE_NAME": tbl}
             self._write_rows(
                 conn, _TCS, idseq.TABLE_COLUMN_STATS, "TBL_ID", [target], old, owner, engine
@@ -1123,44 +1124,38 @@ class StatsMixin(PartitionsMixin):
                 conn.execute(
                     update(_T).where(_T.c.TBL_ID == row.TBL_ID).values(WRITE_ID=new_write_id)
                 )
-                table.writeId = new_write_id
-            table.parameters = new_params
-            desc = hms.ColumnStatisticsDesc(
-                isTblLevel=True, dbName=db, tableName=tbl, lastAnalyzed=analyzed, catName=cat
-            )
-            written = hms.ColumnStatistics(statsDesc=desc, statsObj=target.objs, engine=engine)
+            stored = self._load_table_by_id(conn, row.TBL_ID)
+            rows = self._existing(conn, _TCS, "TBL_ID", [row.TBL_ID], engine, names)
+            desc = hms.ColumnStatisticsDesc(isTblLevel=True, dbName=db, tableName=tbl, catName=cat)
+            written = _stored_statistics(desc, rows, row.TBL_ID, names, engine)
             body = self.messages.update_table_column_stats(
                 written,
-                table,
-                new_params,
-                write_id=_wid(write_id),
-                valid_write_ids=valid_write_id_list,
+                stored,
+                stored.parameters,
+                write_id=tw.event_write_id,
+                valid_write_ids=snapshot,
             )
             self._emit(conn, [NewEvent(msg.UPDATE_TBL_COL_STAT_EVENT, body, cat, db, tbl)])
 
         self.db.transaction(run)
 
     def _invalidate_table(
-        self,
-        conn: Connection,
-        cat: str,
-        db: str,
-        tbl: str,
-        table: hms.Table,
-        write_id: int | None,
-        valid_write_id_list: str | None,
+        self, conn: Connection, cat: str, db: str, tbl: str, table: hms.Table, tw: TxnWrite
     ) -> None:
-        """Stored transactional statistics the writer cannot merge into: mark them all stale."""
-        before = copy.deepcopy(table)
+        """Stored transactional statistics the writer cannot merge into: mark them all stale
+        (``table`` is the table as read before; the event carries it and the table after)."""
         params = dict(table.parameters or {})
         params.pop(COLUMN_STATS_ACCURATE, None)
         _set_param(conn, s.TABLE_PARAMS, "TBL_ID", table.id, table.parameters or {}, params)
-        if write_id is not None and write_id > 0:
-            conn.execute(update(_T).where(_T.c.TBL_ID == table.id).values(WRITE_ID=write_id))
-            table.writeId = write_id
-        table.parameters = params
+        if tw.write_id is not None:
+            conn.execute(update(_T).where(_T.c.TBL_ID == table.id).values(WRITE_ID=tw.write_id))
+        stored = self._load_table_by_id(conn, table.id)
         body = self.messages.alter_table(
-            before, table, write_id=_wid(write_id), valid_write_ids=valid_write_id_list
+            table,
+            stored,
+            write_id=tw.event_write_id,
+            valid_write_ids=tw.valid_write_ids,
+            partitions_changed=False,
         )
         self._emit(conn, [NewEvent(msg.ALTER_TABLE, body, cat, db, tbl)])
 
@@ -1179,7 +1174,9 @@ class StatsMixin(PartitionsMixin):
 
         Each ColumnStatistics names its partition in ``statsDesc.partName``; several for the
         same partition are merged (as set_aggr_stats_for does). One UPDATE_PART_COL_STAT_EVENT
-        per partition.
+        per partition, carrying the statistics of the columns written and the partition (our
+        ``partitionObjJson``) as stored afterwards, and the partition's new parameters. Write
+        ids as in ``update_table_column_statistics``.
         """
         by_part: dict[str, hms.ColumnStatistics] = {}
         for cs in stats_list:
@@ -1199,6 +1196,8 @@ class StatsMixin(PartitionsMixin):
                     message=f"{table_ref(cat, db, tbl)} table not found"
                 ) from None
             table = self._load_table_by_id(conn, tk.tbl_id)
+            tw = self._txn_write(conn, db, tbl, table.parameters, write_id, valid_write_id_list)
+            snapshot = tw.valid_write_ids
             parts = self._partition_rows(conn, tk.tbl_id, list(by_part), lock=True)
             missing = [n for n in by_part if n not in parts]
             if missing:
@@ -1242,11 +1241,11 @@ class StatsMixin(PartitionsMixin):
                     }
                     if (
                         old_objs
-                        and valid_write_id_list is not None
+                        and snapshot is not None
                         and not (
                             self.txn_stats_enabled
                             and stats_valid_for_query(
-                                target.params, prow.WRITE_ID, valid_write_id_list, False
+                                target.params, prow.WRITE_ID, snapshot, False
                             )
                         )
                     ):
@@ -1256,9 +1255,7 @@ class StatsMixin(PartitionsMixin):
                     if not target.objs:
                         continue
                 targets.append(target)
-            new_params = self._partition_flags(
-                conn, table, targets, write_id, valid_write_id_list, acid
-            )
+            self._partition_flags(conn, table, targets, tw.write_id, snapshot, acid)
             for engine in sorted({engines[t.name] for t in targets}):
                 group_ = [t for t in targets if engines[t.name] == engine]
                 old_e = {(k[0], k[1]): r for k, r in old.items() if k[2] == engine}
@@ -1274,32 +1271,41 @@ class StatsMixin(PartitionsMixin):
                     partition_names=True,
                 )
             events = []
+            values = {t.name: partnames.values_from_name(t.name, tk.key_names) for t in targets}
+            stored = {
+                tuple(p.values): p
+                for p in self._load_partitions(conn, tk, [t.owner_id for t in targets])
+            }
+            rows: dict[tuple[int, str], Any] = {}
+            for engine in sorted({engines[t.name] for t in targets}):
+                rows.update(
+                    self._existing(
+                        conn,
+                        _PCS,
+                        "PART_ID",
+                        [t.owner_id for t in targets if engines[t.name] == engine],
+                        engine,
+                        all_cols,
+                    )
+                )
             for t in targets:
-                cs = by_part[t.name]
+                part = stored[tuple(values[t.name])]
                 desc = hms.ColumnStatisticsDesc(
-                    isTblLevel=False,
-                    dbName=db,
-                    tableName=tbl,
-                    partName=t.name,
-                    lastAnalyzed=_analyzed(cs),
-                    catName=cat,
+                    isTblLevel=False, dbName=db, tableName=tbl, partName=t.name, catName=cat
                 )
-                written = hms.ColumnStatistics(
-                    statsDesc=desc, statsObj=t.objs, engine=engines[t.name]
-                )
-                values = partnames.values_from_name(t.name, tk.key_names)
+                cols = [o.colName for o in t.objs]
+                written = _stored_statistics(desc, rows, t.owner_id, cols, engines[t.name])
                 body = self.messages.update_partition_column_stats(
                     written,
-                    values,
-                    new_params[t.owner_id],
+                    values[t.name],
+                    part.parameters,
                     table,
-                    write_id=_wid(write_id),
-                    valid_write_ids=valid_write_id_list,
+                    write_id=tw.event_write_id,
+                    valid_write_ids=snapshot,
+                    partition=part,
                 )
                 events.append(NewEvent(msg.UPDATE_PART_COL_STAT_EVENT, body, cat, db, tbl))
-            events.extend(
-                self._invalidate_partitions(conn, tk, table, invalid, write_id, valid_write_id_list)
-            )
+            events.extend(self._invalidate_partitions(conn, tk, table, invalid, tw))
             self._emit(conn, events)
 
         self.db.transaction(run)
@@ -1377,35 +1383,28 @@ class StatsMixin(PartitionsMixin):
         tk: TableKeys,
         table: hms.Table,
         targets: Sequence[_Target],
-        write_id: int | None,
-        valid_write_id_list: str | None,
+        tw: TxnWrite,
     ) -> list[NewEvent]:
         """Partitions whose stored statistics the writer cannot merge into: mark them stale."""
         if not targets:
             return []
-        found = {
-            partnames.make_part_name(tk.key_names, p.values): p
-            for p in self._by_names(conn, tk, [t.name for t in targets])
-        }
+        ids = [t.owner_id for t in targets]
+        found = {tuple(p.values): p for p in self._load_partitions(conn, tk, ids)}
         pp = s.PARTITION_PARAMS
-        events = []
-        for t in targets:
+        for part in chunks(ids):
             conn.execute(
-                delete(pp).where(
-                    pp.c.PART_ID == t.owner_id, pp.c.PARAM_KEY == COLUMN_STATS_ACCURATE
-                )
+                delete(pp).where(pp.c.PART_ID.in_(part), pp.c.PARAM_KEY == COLUMN_STATS_ACCURATE)
             )
-            if write_id is not None and write_id > 0:
-                conn.execute(update(_P).where(_P.c.PART_ID == t.owner_id).values(WRITE_ID=write_id))
-            old = found[t.name]
-            new = copy.deepcopy(old)
-            new.parameters = {
-                k: v for k, v in (old.parameters or {}).items() if k != COLUMN_STATS_ACCURATE
-            }
-            if write_id is not None and write_id > 0:
-                new.writeId = write_id
+            if tw.write_id is not None:
+                conn.execute(update(_P).where(_P.c.PART_ID.in_(part)).values(WRITE_ID=tw.write_id))
+        events = []
+        for new in self._load_partitions(conn, tk, ids):
             body = self.messages.alter_partition(
-                table, old, new, write_id=_wid(write_id), valid_write_ids=valid_write_id_list
+                table,
+                found[tuple(new.values)],
+                new,
+                write_id=tw.event_write_id,
+                valid_write_ids=tw.valid_write_ids,
             )
             events.append(NewEvent(msg.ALTER_PARTITION, body, tk.cat, tk.db, tk.name))
         return events
@@ -1837,8 +1836,22 @@ def _analyzed(stats: hms.ColumnStatistics) -> int:
     return desc.lastAnalyzed if desc is not None and desc.lastAnalyzed is not None else now()
 
 
-def _wid(write_id: int | None) -> int:
-    return -1 if write_id is None else write_id
+def _stored_statistics(
+    desc: hms.ColumnStatisticsDesc,
+    rows: Mapping[tuple[int, str], Any],
+    owner_id: int,
+    col_names: Sequence[str],
+    engine: str,
+) -> hms.ColumnStatistics:
+    """The statistics of ``col_names`` as stored (rows of ``_existing``), in that order, bit
+    vectors and histograms included: what an event of their write carries."""
+    found = [rows[(owner_id, c)] for c in dict.fromkeys(col_names) if (owner_id, c) in rows]
+    desc.lastAnalyzed = min((r.LAST_ANALYZED for r in found), default=now())
+    return hms.ColumnStatistics(
+        statsDesc=desc,
+        statsObj=[stats_obj_from_row(r, bit_vectors=True, histograms=True) for r in found],
+        engine=engine,
+    )
 
 
 def _validate_table_cols(table: hms.Table, col_names: Sequence[str]) -> None:

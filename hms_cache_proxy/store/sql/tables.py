@@ -30,6 +30,8 @@ from hms_cache_proxy.store.sql.batch import chunks, fetch_in
 from hms_cache_proxy.store.sql.details import load_details
 from hms_cache_proxy.store.sql.common import (
     SqlStoreBase,
+    TxnWrite,
+    is_transactional,
     principal_name,
     principal_type,
     table_ref,
@@ -195,7 +197,15 @@ class TablesMixin(SqlStoreBase):
     def create_table(
         self, table: hms.Table, *, valid_write_id_list: str | None = None
     ) -> hms.Table:
-        """Store a table the handler has completed (names normalised, defaults filled)."""
+        """Store a table the handler has completed (names normalised, defaults filled); returns
+        it as stored.
+
+        A transactional table created inside a transaction (Table.writeId, or Table.txnId with
+        a write id allocated on the new name, as Hive's CTAS asks for one before the table
+        exists) gets TBLS.WRITE_ID = that write id, checked to belong to an open txn
+        (``_txn_write``); its CREATE_TABLE carries ``writeId`` and the txn's validWriteIdList.
+        Other tables store 0, as Hive's ObjectStore.createTable does.
+        """
         cat, db, name = table.catName, table.dbName, table.tableName
 
         def run(conn: Connection) -> hms.Table:
@@ -204,14 +214,17 @@ class TablesMixin(SqlStoreBase):
                 raise hms.AlreadyExistsException(
                     message=f"Table {table_ref(cat, db, name)} already exists"
                 )
-            tbl_id = self._insert_table(conn, db_row.DB_ID, table)
-            stored = _copy_table(table, id=tbl_id)
+            tw = self._create_txn_write(conn, table, valid_write_id_list)
+            tbl_id = self._insert_table(conn, db_row.DB_ID, table, tw.write_id or 0)
+            stored = self._load_table_by_id(conn, tbl_id)
             self._emit(
                 conn,
                 [
                     NewEvent(
                         msg.CREATE_TABLE,
-                        self.messages.create_table(stored, valid_write_ids=valid_write_id_list),
+                        self.messages.create_table(
+                            stored, valid_write_ids=tw.valid_write_ids, write_id=tw.write_id
+                        ),
                         cat,
                         db,
                         name,
@@ -222,13 +235,35 @@ class TablesMixin(SqlStoreBase):
 
         return self.db.transaction(run)
 
-    def _insert_table(self, conn: Connection, db_id: int, table: hms.Table) -> int:
+    def _create_txn_write(
+        self, conn: Connection, table: hms.Table, valid_write_id_list: str | None
+    ) -> TxnWrite:
+        """The write id of a create: Table.writeId, else the one Table.txnId holds on the new
+        name; with both, the write id must be the txn's."""
+        db, name = table.dbName, table.tableName
+        write_id = table.writeId if table.writeId is not None and table.writeId > 0 else None
+        txn_id = table.txnId if table.txnId is not None and table.txnId > 0 else None
+        if txn_id is not None and is_transactional(table.parameters):
+            held = self.txn.table_write_id(conn, db, name, txn_id)  # type: ignore[attr-defined]
+            if write_id is None:
+                write_id = held
+            elif held != write_id:
+                raise hms.MetaException(
+                    message=f"write id {write_id} of {db}.{name} does not belong to "
+                    f"txnid:{txn_id}"
+                )
+        return self._txn_write(conn, db, name, table.parameters, write_id, valid_write_id_list)
+
+    def _insert_table(self, conn: Connection, db_id: int, table: hms.Table, write_id: int) -> int:
         (tbl_id,) = self.ids.allocate(conn, idseq.TABLE)
         sd_id = None
         if table.sd is not None:
             (cd_id,) = insert_column_descriptors(conn, self.ids, [table.sd.cols or []])
             (sd_id,) = insert_storage_descriptors(conn, self.ids, [table.sd], [cd_id])
-        conn.execute(insert(_T).values(TBL_ID=tbl_id, DB_ID=db_id, SD_ID=sd_id, **_tbl_values(table)))
+        values = _tbl_values(table)
+        conn.execute(
+            insert(_T).values(TBL_ID=tbl_id, DB_ID=db_id, SD_ID=sd_id, WRITE_ID=write_id, **values)
+        )
         insert_rows(conn, s.TABLE_PARAMS, param_rows("TBL_ID", tbl_id, table.parameters))
         insert_rows(conn, s.PARTITION_KEYS, _key_rows(tbl_id, table.partitionKeys))
         return tbl_id
@@ -247,13 +282,20 @@ class TablesMixin(SqlStoreBase):
         prepare: Any = None,
         relocate: Sequence[tuple[str, str]] = (),
     ) -> tuple[hms.Table, hms.Table]:
-        """Replace a table's definition; returns (before, after).
+        """Replace a table's definition; returns (before, after), both as stored.
 
         ``prepare(conn, before, new_table)`` runs inside the transaction after the old table is
         read and locked, so the handler can apply Hive's alter rules (rename paths, checks)
         against the state that will actually change. ``relocate`` holds the (old, new) table
         locations of a managed rename once ``prepare`` has decided one: partitions below the
         old location move with it.
+
+        Write ids (Hive's ObjectStore.alterTable): only a transactional table takes one, from
+        ``write_id`` (the request's) or else the new table's writeId (an echo of the stored one
+        counts only while its txn is open, see ``_txn_write``); it must belong to an open txn
+        and becomes TBLS.WRITE_ID, and COLUMN_STATS_ACCURATE goes when the stored statistics
+        are not valid for the writer's snapshot. Turning a table transactional drops
+        COLUMN_STATS_ACCURATE. Without a write id WRITE_ID stays as it was.
         """
 
         def run(conn: Connection) -> tuple[hms.Table, hms.Table]:
@@ -276,14 +318,21 @@ class TablesMixin(SqlStoreBase):
                         message=f"new table {table_ref(cat, after.dbName, after.tableName)} "
                         "already exists"
                     )
-            if write_id is not None and write_id > 0:
-                after = _copy_table(after, writeId=write_id)
-            self._update_table(conn, row, new_db_id, before, after, cascade=cascade)
+            after, tw = self._alter_txn_write(
+                conn, db, name, before, after, write_id, valid_write_id_list
+            )
+            columns_changed = self._update_table(
+                conn, row, new_db_id, before, after, cascade=cascade
+            )
+            moved = False
             for old_location, new_location in relocate:
-                self._relocate_partitions(conn, row.TBL_ID, old_location, new_location)
+                moved |= self._relocate_partitions(conn, row.TBL_ID, old_location, new_location)
             if renamed:
                 self._rename_stats(conn, row.TBL_ID, cat, after.dbName, after.tableName)
             stored = self._load_table_by_id(conn, row.TBL_ID)
+            partitions_changed = bool(before.partitionKeys) and (
+                renamed or moved or is_truncate or (cascade and columns_changed)
+            )
             self._emit(
                 conn,
                 [
@@ -293,8 +342,9 @@ class TablesMixin(SqlStoreBase):
                             before,
                             stored,
                             is_truncate=is_truncate,
-                            write_id=write_id if write_id is not None else -1,
-                            valid_write_ids=valid_write_id_list,
+                            write_id=tw.event_write_id,
+                            valid_write_ids=tw.valid_write_ids,
+                            partitions_changed=partitions_changed,
                         ),
                         cat,
                         stored.dbName,  # Hive's ALTER_TABLE event names the new table
@@ -306,6 +356,46 @@ class TablesMixin(SqlStoreBase):
 
         return self.db.transaction(run)
 
+    def _alter_txn_write(
+        self,
+        conn: Connection,
+        db: str,
+        name: str,
+        before: hms.Table,
+        after: hms.Table,
+        write_id: int | None,
+        valid_write_id_list: str | None,
+    ) -> tuple[hms.Table, TxnWrite]:
+        """ObjectStore.alterTable's write-id and stats-state rules; returns the table to store
+        (a copy, with writeId and parameters decided) and the write's TxnWrite."""
+        from hms_cache_proxy.store.sql.stats import (  # stats builds on this module
+            COLUMN_STATS_ACCURATE,
+            stats_valid_for_query,
+        )
+
+        params = dict(after.parameters or {})
+        txn = is_transactional(params)
+        tw = TxnWrite(valid_write_ids=valid_write_id_list)
+        if txn and not is_transactional(before.parameters):
+            params.pop(COLUMN_STATS_ACCURATE, None)  # turned transactional: not trusted
+        elif txn:
+            explicit = write_id is not None and write_id > 0
+            tw = self._txn_write(
+                conn,
+                db,
+                name,
+                params,
+                write_id if explicit else after.writeId,
+                valid_write_id_list,
+                stored_write_id=None if explicit else before.writeId,
+            )
+            if tw.write_id is not None and not stats_valid_for_query(
+                before.parameters, before.writeId, tw.valid_write_ids, True
+            ):
+                params.pop(COLUMN_STATS_ACCURATE, None)  # a concurrent write's statistics
+        stored_id = tw.write_id if tw.write_id is not None else before.writeId
+        return _copy_table(after, parameters=params, writeId=stored_id or 0), tw
+
     def _update_table(
         self,
         conn: Connection,
@@ -315,18 +405,23 @@ class TablesMixin(SqlStoreBase):
         after: hms.Table,
         *,
         cascade: bool,
-    ) -> None:
+    ) -> bool:
+        """Rewrite the table's rows; returns whether its columns changed."""
         tbl_id = row.TBL_ID
         values = _tbl_values(after)
         values["CREATE_TIME"] = before.createTime
-        conn.execute(update(_T).where(_T.c.TBL_ID == tbl_id).values(DB_ID=new_db_id, **values))
+        conn.execute(
+            update(_T)
+            .where(_T.c.TBL_ID == tbl_id)
+            .values(DB_ID=new_db_id, WRITE_ID=after.writeId or 0, **values)
+        )
         conn.execute(delete(s.TABLE_PARAMS).where(s.TABLE_PARAMS.c.TBL_ID == tbl_id))
         insert_rows(conn, s.TABLE_PARAMS, param_rows("TBL_ID", tbl_id, after.parameters))
         if not same_columns(before.partitionKeys, after.partitionKeys):
             conn.execute(delete(s.PARTITION_KEYS).where(s.PARTITION_KEYS.c.TBL_ID == tbl_id))
             insert_rows(conn, s.PARTITION_KEYS, _key_rows(tbl_id, after.partitionKeys))
         if after.sd is None:
-            return
+            return False
         old_sd_id = row.SD_ID
         old_cd = before.sd.cols if before.sd is not None else None
         cd_row = (
@@ -356,10 +451,12 @@ class TablesMixin(SqlStoreBase):
             )
         if old_cd_id is not None and cd_id != old_cd_id:
             drop_unused_column_descriptors(conn, [old_cd_id])
+        return cd_id != old_cd_id
 
     def _relocate_partitions(
         self, conn: Connection, tbl_id: int, old_location: str, new_location: str
-    ) -> None:
+    ) -> bool:
+        """Move partition locations below ``old_location``; returns whether any moved."""
         old_prefix = old_location.rstrip("/")
         rows = conn.execute(
             select(s.SDS.c.SD_ID, s.SDS.c.LOCATION)
@@ -378,6 +475,7 @@ class TablesMixin(SqlStoreBase):
                 .values(LOCATION=bindparam("loc")),
                 moved,
             )
+        return bool(moved)
 
     def _rename_stats(self, conn: Connection, tbl_id: int, cat: str, db: str, name: str) -> None:
         """Column statistics rows repeat the table's names; keep them in step with a rename."""
@@ -505,7 +603,6 @@ def _tbl_values(t: hms.Table) -> dict[str, Any]:
         "VIEW_EXPANDED_TEXT": t.viewExpandedText,
         "VIEW_ORIGINAL_TEXT": t.viewOriginalText,
         "IS_REWRITE_ENABLED": bool(t.rewriteEnabled),
-        "WRITE_ID": t.writeId if t.writeId is not None and t.writeId > 0 else 0,
     }
 
 

@@ -291,6 +291,38 @@ class WriteIdsMixin(TxnsMixin):
                 ) from exc
         return txn
 
+    def check_open_write_id(self, db: str, table: str, write_id: int) -> int:
+        """``require_open_write_id`` in a transaction of its own: for a caller that must refuse
+        a write before side effects it cannot undo (truncate_table empties directories first).
+        The write itself checks again in its own transaction."""
+        return self.db.transaction(
+            lambda conn: self.require_open_write_id(conn, db, table, write_id)
+        )
+
+    @staticmethod
+    def open_write_ids(
+        conn: Connection, db: str, table: str, write_ids: Sequence[int] | set[int]
+    ) -> set[int]:
+        """Which of ``write_ids`` of ``db.table`` belong to txns that are still open."""
+        ids = sorted(set(write_ids))
+        found: set[int] = set()
+        t = s.TXNS
+        for start in range(0, len(ids), 1000):
+            found.update(
+                int(r[0])
+                for r in conn.execute(
+                    select(_T2W.c.T2W_WRITEID)
+                    .select_from(_T2W.join(t, t.c.TXN_ID == _T2W.c.T2W_TXNID))
+                    .where(
+                        _T2W.c.T2W_DATABASE == db,
+                        _T2W.c.T2W_TABLE == table,
+                        _T2W.c.T2W_WRITEID.in_(ids[start : start + 1000]),
+                        t.c.TXN_STATE == OPEN,
+                    )
+                )
+            )
+        return found
+
     def table_write_id(self, conn: Connection, db: str, table: str, txn_id: int) -> int | None:
         """The write id ``txn_id`` holds on ``db.table``, None if it has none."""
         found = conn.execute(
