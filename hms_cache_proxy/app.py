@@ -21,6 +21,8 @@ from hms_cache_proxy.observability.readiness import Readiness
 from hms_cache_proxy.server.processor import Processor
 from hms_cache_proxy.server.thrift_server import ThriftServer
 from hms_cache_proxy.server.wire import Limits
+from hms_cache_proxy.store.cached.direct import DirectStore
+from hms_cache_proxy.store.cached.service import CacheService
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
 from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.store import SqlStore
@@ -40,6 +42,7 @@ class Service:
     readiness: Readiness = field(default_factory=Readiness)
     admin: AdminTarget = field(default_factory=NoCacheAdmin)
     http: ObservabilityServer | None = None  # None when metrics_port is off
+    cache: CacheService | None = None  # None when cache_enabled is false
     _thread: threading.Thread | None = field(default=None, repr=False)
     _serving: threading.Event = field(default_factory=threading.Event, repr=False)
     _bound: bool = field(default=False, repr=False)
@@ -92,6 +95,8 @@ class Service:
         self.bind()
         if self.housekeeper is not None:
             self.housekeeper.start()
+        if self.cache is not None:
+            self.cache.start()
         metrics.track_connections(self.server)
         if self.http is not None:
             self.http.start()
@@ -109,6 +114,8 @@ class Service:
         self.server.stop(grace_seconds)
         if self.housekeeper is not None:
             self.housekeeper.stop(grace_seconds)
+        if self.cache is not None:
+            self.cache.stop(grace_seconds)
         if self._thread is not None:
             self._thread.join(timeout=grace_seconds)
         if self.http is not None:
@@ -142,7 +149,9 @@ def build_service(settings: Settings) -> Service:
         ),
     )
     housekeeper = Housekeeper(store.txn, settings.txn_housekeeping_interval_seconds)
-    handler = Handler(store, settings)
+    # The handler reads through the cache (or, with cache_enabled false, the database only).
+    cache = CacheService(store, settings, readiness) if settings.cache_enabled else None
+    handler = Handler(cache.store if cache is not None else DirectStore(store), settings)
     processor = Processor(service, handler, observer=metrics.observe_call)
     server = ThriftServer(
         processor,
@@ -153,11 +162,17 @@ def build_service(settings: Settings) -> Service:
         max_connections=settings.max_connections,
         limits=Limits.of(settings),
     )
-    # No cache yet, so nothing to prewarm: ready as soon as Thrift is served. The cache will
-    # take this over (mark_ready when its prewarm allows) and replace the admin target.
-    readiness.mark_ready()
+    if cache is None:
+        readiness.mark_ready()  # nothing to prewarm (with a cache, its loader says when)
     svc = Service(
-        settings, database, store, server, housekeeper, readiness=readiness, admin=NoCacheAdmin()
+        settings,
+        database,
+        store,
+        server,
+        housekeeper,
+        readiness=readiness,
+        admin=cache if cache is not None else NoCacheAdmin(),
+        cache=cache,
     )
     if settings.metrics_enabled:
         assert settings.metrics_port is not None

@@ -62,6 +62,20 @@ class Settings(BaseSettings):
     health_timeout_seconds: float = Field(2.0, gt=0)
     health_cache_seconds: float = Field(1.0, ge=0)
 
+    # -- the cache (docs/cache.md)
+    cache_enabled: bool = True
+    cache_max_bytes: int = Field(1024 * 1024 * 1024, ge=1024 * 1024)
+    consistency: Literal["eventual", "strong"] = "eventual"
+    consistency_wait_seconds: float = Field(1.0, ge=0)
+    cache_strict: bool = False
+    cache_include: list[str] = Field([".*"])
+    cache_exclude: list[str] = Field([])
+    cache_poll_interval_seconds: float = Field(1.0, gt=0)
+    cache_listen: bool = True
+    prewarm: bool = True
+    prewarm_threads: int = Field(2, ge=1, le=64)
+    prewarm_before_ready: bool = False
+
     # -- logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

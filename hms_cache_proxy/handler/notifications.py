@@ -55,4 +55,7 @@ class NotificationHandlers(HandlerBase):
         return hms.FireEventResponse(eventIds=ids)
 
     def flushCache(self) -> None:
-        """Nothing to flush on the database path."""
+        """Empty this instance's cache (other instances keep theirs; nothing to flush on the
+        database path). Hive's fire_listener_event refresh (FireEventRequestData.refreshEvent)
+        is not in Hive 4.0's IDL, so flushCache and POST /admin/refresh are the only ways."""
+        self.store.flush_all()

@@ -17,6 +17,7 @@ from thriftpy2.thrift import TApplicationException
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.handler import basic_stats as bs
 from hms_cache_proxy.handler.base import env_props
+from hms_cache_proxy.handler.encoded import wrap
 from hms_cache_proxy.handler.java_text import java_list
 from hms_cache_proxy.handler.partition_add import (
     PartitionAddHandlers,
@@ -62,15 +63,24 @@ class PartitionHandlers(PartitionAddHandlers):
         return self._get_partition(cat, db, tbl, part_vals)
 
     def _get_partition(
-        self, cat: str, db: str, tbl: str, part_vals: Sequence[str] | None
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        part_vals: Sequence[str] | None,
+        snapshot: str | None = None,
     ) -> hms.Partition:
-        part = self.store.get_partition(cat, db, tbl, list(part_vals or []))
+        part = self.store.get_partition(
+            cat, db, tbl, list(part_vals or []), valid_write_id_list=snapshot
+        )
         part.values = list(part_vals or [])  # Hive answers with the values as asked
         return part
 
     def get_partition_req(self, req: hms.GetPartitionRequest) -> hms.GetPartitionResponse:
         cat, db, tbl = self._names(req.dbName, req.tblName, req.catName)
-        return hms.GetPartitionResponse(partition=self._get_partition(cat, db, tbl, req.partVals))
+        return hms.GetPartitionResponse(
+            partition=self._get_partition(cat, db, tbl, req.partVals, req.validWriteIdList)
+        )
 
     def get_partition_with_auth(
         self, db_name: str, tbl_name: str, part_vals: list[str], user_name: str, group_names: Any
@@ -87,13 +97,19 @@ class PartitionHandlers(PartitionAddHandlers):
 
     def get_partitions(self, db_name: str, tbl_name: str, max_parts: int) -> list[hms.Partition]:
         cat, db, tbl = self._names(db_name, tbl_name)
-        return self.store.get_partitions(cat, db, tbl, _max(max_parts))
+        return self.store.get_partitions(cat, db, tbl, _max(max_parts), encoded=True)
 
     def get_partitions_req(self, req: hms.PartitionsRequest) -> hms.PartitionsResponse:
         cat, db, tbl = self._names(req.dbName, req.tblName, req.catName)
-        return hms.PartitionsResponse(
-            partitions=self.store.get_partitions(cat, db, tbl, _max(req.maxParts))
+        parts = self.store.get_partitions(
+            cat,
+            db,
+            tbl,
+            _max(req.maxParts),
+            valid_write_id_list=req.validWriteIdList,
+            encoded=True,
         )
+        return wrap(hms.PartitionsResponse, "partitions", parts)
 
     def get_partitions_with_auth(
         self, db_name: str, tbl_name: str, max_parts: int, user_name: str, group_names: Any
@@ -101,7 +117,7 @@ class PartitionHandlers(PartitionAddHandlers):
         """Hive answers this one through JDO, where ``max_parts`` 0 means all."""
         cat, db, tbl = self._names(db_name, tbl_name)
         n = _max(max_parts)
-        return self.store.get_partitions(cat, db, tbl, -1 if n == 0 else n)
+        return self.store.get_partitions(cat, db, tbl, -1 if n == 0 else n, encoded=True)
 
     def get_partitions_ps(
         self, db_name: str, tbl_name: str, part_vals: list[str], max_parts: int
@@ -110,14 +126,22 @@ class PartitionHandlers(PartitionAddHandlers):
         return self._ps(cat, db, tbl, part_vals, max_parts)
 
     def _ps(
-        self, cat: str, db: str, tbl: str, part_vals: Sequence[str] | None, max_parts: int | None
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        part_vals: Sequence[str] | None,
+        max_parts: int | None,
+        snapshot: str | None = None,
     ) -> list[hms.Partition]:
         """Partial specification: leading values, "" for any value of a key; an empty list is
         Warehouse.makePartName's error, as in Hive."""
         if not part_vals:
             self.store.partition_count(cat, db, tbl)  # a missing table is reported first
             raise hms.MetaException(message="Invalid partition key & values; keys [], values []")
-        return self.store.get_partitions_ps(cat, db, tbl, part_vals, _max(max_parts))
+        return self.store.get_partitions_ps(
+            cat, db, tbl, part_vals, _max(max_parts), valid_write_id_list=snapshot, encoded=True
+        )
 
     def get_partitions_ps_with_auth(
         self,
@@ -134,9 +158,8 @@ class PartitionHandlers(PartitionAddHandlers):
         self, req: hms.GetPartitionsPsWithAuthRequest
     ) -> hms.GetPartitionsPsWithAuthResponse:
         cat, db, tbl = self._names(req.dbName, req.tblName, req.catName)
-        return hms.GetPartitionsPsWithAuthResponse(
-            partitions=self._ps(cat, db, tbl, req.partVals, req.maxParts)
-        )
+        parts = self._ps(cat, db, tbl, req.partVals, req.maxParts, req.validWriteIdList)
+        return wrap(hms.GetPartitionsPsWithAuthResponse, "partitions", parts)
 
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
         cat, db, tbl = self._names(db_name, tbl_name)
@@ -149,19 +172,29 @@ class PartitionHandlers(PartitionAddHandlers):
         return self._names_ps(cat, db, tbl, part_vals, max_parts)
 
     def _names_ps(
-        self, cat: str, db: str, tbl: str, part_vals: Sequence[str] | None, max_parts: int | None
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        part_vals: Sequence[str] | None,
+        max_parts: int | None,
+        snapshot: str | None = None,
     ) -> list[str]:
         if not part_vals:
             self.store.partition_count(cat, db, tbl)
             raise hms.MetaException(message="Invalid partition key & values; keys [], values []")
-        return self.store.get_partition_names_ps(cat, db, tbl, part_vals, _max(max_parts))
+        return self.store.get_partition_names_ps(
+            cat, db, tbl, part_vals, _max(max_parts), valid_write_id_list=snapshot
+        )
 
     def get_partition_names_ps_req(
         self, req: hms.GetPartitionNamesPsRequest
     ) -> hms.GetPartitionNamesPsResponse:
         cat, db, tbl = self._names(req.dbName, req.tblName, req.catName)
         return hms.GetPartitionNamesPsResponse(
-            names=self._names_ps(cat, db, tbl, req.partValues, req.maxParts)
+            names=self._names_ps(
+                cat, db, tbl, req.partValues, req.maxParts, req.validWriteIdList
+            )
         )
 
     def get_partitions_by_filter(
@@ -169,7 +202,9 @@ class PartitionHandlers(PartitionAddHandlers):
     ) -> list[hms.Partition]:
         cat, db, tbl = self._names(db_name, tbl_name)
         try:
-            return self.store.get_partitions_by_filter(cat, db, tbl, filter, _max(max_parts))
+            return self.store.get_partitions_by_filter(
+                cat, db, tbl, filter, _max(max_parts), encoded=True
+            )
         except FilterError as exc:
             raise hms.MetaException(message=str(exc)) from None
 
@@ -184,7 +219,7 @@ class PartitionHandlers(PartitionAddHandlers):
         self, db_name: str, tbl_name: str, names: list[str]
     ) -> list[hms.Partition]:
         cat, db, tbl = self._names(db_name, tbl_name)
-        return self.store.get_partitions_by_names(cat, db, tbl, names or [])
+        return self.store.get_partitions_by_names(cat, db, tbl, names or [], encoded=True)
 
     def get_partitions_by_names_req(
         self, req: hms.GetPartitionsByNamesRequest
@@ -193,16 +228,24 @@ class PartitionHandlers(PartitionAddHandlers):
         if getattr(req, "catName", None):
             cat = self.catalog(req.catName)
         tbl = self.require_name(req.tbl_name)
-        return hms.GetPartitionsByNamesResult(
-            partitions=self.store.get_partitions_by_names(cat, db, tbl, req.names or [])
+        parts = self.store.get_partitions_by_names(
+            cat,
+            db,
+            tbl,
+            req.names or [],
+            valid_write_id_list=req.validWriteIdList,
+            encoded=True,
         )
+        return wrap(hms.GetPartitionsByNamesResult, "partitions", parts)
 
     def get_partition_values(
         self, request: hms.PartitionValuesRequest
     ) -> hms.PartitionValuesResponse:
         r = request
         cat, db, tbl = self._names(r.dbName, r.tblName, r.catName)
-        keys, parts = self.store.partition_values(cat, db, tbl)
+        keys, parts = self.store.partition_values(
+            cat, db, tbl, valid_write_id_list=r.validWriteIdList
+        )
         key_index = {k.name.lower(): i for i, k in enumerate(keys)}
         wanted = [key_index.get((k.name or "").lower()) for k in r.partitionKeys or []]
         if any(i is None for i in wanted) or not wanted:

@@ -17,6 +17,7 @@ from thriftpy2.thrift import TApplicationException
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.handler import basic_stats as bs
 from hms_cache_proxy.handler.base import HandlerBase, env_props, normalize
+from hms_cache_proxy.handler.encoded import wrap
 from hms_cache_proxy.handler.names import filter_names
 from hms_cache_proxy.handler.validate import (
     check_columns,
@@ -120,14 +121,20 @@ class TableHandlers(HandlerBase):
 
     def get_table(self, dbname: str, tbl_name: str) -> hms.Table:
         cat, db = self.require_db(dbname)
-        return self.store.get_table(cat, db, self.require_name(tbl_name))
+        return self.store.get_table(cat, db, self.require_name(tbl_name), encoded=True)
 
     def get_table_req(self, req: hms.GetTableRequest) -> hms.GetTableResult:
         cat, db = self.require_db(req.dbName)
         if req.catName:
             cat = self.catalog(req.catName)
-        table = self.store.get_table(cat, db, self.require_name(req.tblName))
-        return hms.GetTableResult(table=table)
+        table = self.store.get_table(
+            cat,
+            db,
+            self.require_name(req.tblName),
+            valid_write_id_list=req.validWriteIdList,
+            encoded=True,
+        )
+        return wrap(hms.GetTableResult, "table", table)
 
     def get_table_objects_by_name(self, dbname: str, tbl_names: list[str]) -> list[hms.Table]:
         # The IDL declares no exception here: Java's processor answers INTERNAL_ERROR.
@@ -223,7 +230,9 @@ class TableHandlers(HandlerBase):
         return self._fields(db_name, table_name, None, with_keys=False)
 
     def get_fields_req(self, req: hms.GetFieldsRequest) -> hms.GetFieldsResponse:
-        fields = self._fields(req.dbName, req.tblName, req.catName, with_keys=False)
+        fields = self._fields(
+            req.dbName, req.tblName, req.catName, with_keys=False, snapshot=req.validWriteIdList
+        )
         return hms.GetFieldsResponse(fields=fields)
 
     def get_schema(self, db_name: str, table_name: str) -> list[hms.FieldSchema]:
@@ -235,11 +244,19 @@ class TableHandlers(HandlerBase):
         return self._fields(db_name, table_name, None, with_keys=True)
 
     def get_schema_req(self, req: hms.GetSchemaRequest) -> hms.GetSchemaResponse:
-        fields = self._fields(req.dbName, req.tblName, req.catName, with_keys=True)
+        fields = self._fields(
+            req.dbName, req.tblName, req.catName, with_keys=True, snapshot=req.validWriteIdList
+        )
         return hms.GetSchemaResponse(fields=fields)
 
     def _fields(
-        self, db_name: str, table_name: str, cat_name: str | None, *, with_keys: bool
+        self,
+        db_name: str,
+        table_name: str,
+        cat_name: str | None,
+        *,
+        with_keys: bool,
+        snapshot: str | None = None,
     ) -> list[hms.FieldSchema]:
         """HMSHandler.get_fields / get_schema: ``t.col`` names table ``t``; a missing table (or
         database) is UnknownTableException; serdes outside the metastore-schema list need the
@@ -249,7 +266,7 @@ class TableHandlers(HandlerBase):
             cat = self.catalog(cat_name)
         name = normalize((table_name or "").split(".")[0]) or ""
         try:
-            table = self.store.get_table(cat, db, name)
+            table = self.store.get_table(cat, db, name, valid_write_id_list=snapshot)
         except hms.NoSuchObjectException as exc:
             raise hms.UnknownTableException(message=exc.message) from None
         sd = table.sd
@@ -657,6 +674,9 @@ class TableHandlers(HandlerBase):
         wid = write_id if write_id is not None and write_id > 0 else None
         try:
             table = self.store.get_table(cat, db, name)
+            if wid is not None and bs.is_transactional(table.parameters):
+                # Refuse a write id of no open txn before any directory is emptied.
+                self.store.txn.check_open_write_id(db, name, wid)
             if table.partitionKeys:
                 parts = (
                     self.store.get_partitions(cat, db, name, -1)

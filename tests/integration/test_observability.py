@@ -95,9 +95,16 @@ def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
 
 @pytest.fixture
 def obs(database_url: str, tmp_path: Path) -> Iterator[Any]:
-    """The service with its HTTP endpoint on a free port and an admin token (SQLite and PG)."""
+    """The service with its HTTP endpoint on a free port and an admin token (SQLite and PG).
+
+    Without the cache: these tests drive Readiness by hand and expect the no-cache admin
+    target (the cache's own refresh/flush and prewarm are tested in test_cache_*.py)."""
     with running_service(
-        database_url, tmp_path / "warehouse", metrics_port=0, admin_token=TOKEN
+        database_url,
+        tmp_path / "warehouse",
+        metrics_port=0,
+        admin_token=TOKEN,
+        cache_enabled=False,
     ) as svc:
         yield svc
 

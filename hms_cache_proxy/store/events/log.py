@@ -34,6 +34,10 @@ DEFAULT_CATALOG = "hive"
 DEFAULT_MAX_EVENT_RESPONSE = 1_000_000
 """Hive's metastore.max.event.response default: the most events one response carries."""
 
+CURRENT_EVENT_ID_SQL = 'SELECT "NEXT_EVENT_ID" FROM "NOTIFICATION_SEQUENCE"'
+"""NEXT_EVENT_ID as plain SQL, for a DB-API cursor (PostgreSQL and SQLite alike)."""
+_PREPARED = "hms_current_event_id"
+
 NOTIFY_CHANNEL = "hms_notification_log"
 """PostgreSQL channel that ``append`` notifies (payload: the last new event id) on commit."""
 
@@ -136,6 +140,20 @@ class EventLog:
         """The id of the last event handed out: NEXT_EVENT_ID - 1, or 0 when there is none."""
         value = conn.execute(select(s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar()
         return 0 if value is None else int(value) - 1
+
+    @staticmethod
+    def current_event_id_dbapi(cursor: Any, prepared: bool = False) -> int:
+        """``current_event_id`` on a bare DB-API cursor: one indexed single-row read, without
+        SQLAlchemy's per-statement work (the cache's strong-mode check runs it per read).
+        ``prepared``: the cursor's PostgreSQL session ran ``prepare_current_event_id``."""
+        cursor.execute(f"EXECUTE {_PREPARED}" if prepared else CURRENT_EVENT_ID_SQL)
+        row = cursor.fetchone()
+        return 0 if row is None or row[0] is None else int(row[0]) - 1
+
+    @staticmethod
+    def prepare_current_event_id(cursor: Any) -> None:
+        """PostgreSQL: plan the single-row read once for this session."""
+        cursor.execute(f"PREPARE {_PREPARED} AS {CURRENT_EVENT_ID_SQL}")
 
     def oldest_event_id(self, conn: Connection) -> int | None:
         """The smallest EVENT_ID still in the log (older ones were purged), None when empty."""

@@ -1,0 +1,87 @@
+"""The database path only (``cache_enabled: false``): the store the handler talks to when
+there is no cache. Reads take the same keyword arguments as CachedStore's (the request's
+``valid_write_id_list``, ``encoded``) and ignore them: the database answers every snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+class DirectStore:
+    """Every call straight to the SQL store."""
+
+    def __init__(self, sql: Any) -> None:
+        self.sql = sql
+        self.txn = sql.txn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sql, name)
+
+    def flush_all(self) -> int:
+        return 0
+
+    def get_table(self, cat: str, db: str, name: str, **_: Any) -> Any:
+        return self.sql.get_table(cat, db, name)
+
+    def get_partition(self, cat: str, db: str, tbl: str, values: Sequence[str], **_: Any) -> Any:
+        return self.sql.get_partition(cat, db, tbl, values)
+
+    def get_partition_by_name(self, cat: str, db: str, tbl: str, name: str, **_: Any) -> Any:
+        return self.sql.get_partition_by_name(cat, db, tbl, name)
+
+    def get_partitions(self, cat: str, db: str, tbl: str, max_parts: int = -1, **_: Any) -> Any:
+        return self.sql.get_partitions(cat, db, tbl, max_parts)
+
+    def get_partitions_by_names(
+        self, cat: str, db: str, tbl: str, names: Sequence[str], **_: Any
+    ) -> Any:
+        return self.sql.get_partitions_by_names(cat, db, tbl, names)
+
+    def get_partitions_by_filter(
+        self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = -1, **_: Any
+    ) -> Any:
+        return self.sql.get_partitions_by_filter(cat, db, tbl, filter_text, max_parts)
+
+    def count_partitions_by_filter(
+        self, cat: str, db: str, tbl: str, filter_text: str, **_: Any
+    ) -> int:
+        return self.sql.count_partitions_by_filter(cat, db, tbl, filter_text)
+
+    def get_partition_names_by_filter(
+        self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = -1, **_: Any
+    ) -> list[str]:
+        return self.sql.get_partition_names_by_filter(cat, db, tbl, filter_text, max_parts)
+
+    def get_partitions_ps(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        partial: Sequence[str] | None,
+        max_parts: int = -1,
+        **_: Any,
+    ) -> Any:
+        return self.sql.get_partitions_ps(cat, db, tbl, partial, max_parts)
+
+    def get_partition_names_ps(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        partial: Sequence[str] | None,
+        max_parts: int = -1,
+        **_: Any,
+    ) -> list[str]:
+        return self.sql.get_partition_names_ps(cat, db, tbl, partial, max_parts)
+
+    def get_partition_names(
+        self, cat: str, db: str, tbl: str, max_parts: int = -1, **_: Any
+    ) -> list[str]:
+        return self.sql.get_partition_names(cat, db, tbl, max_parts)
+
+    def partition_values(self, cat: str, db: str, tbl: str, **_: Any) -> Any:
+        return self.sql.partition_values(cat, db, tbl)
+
+    def partition_count(self, cat: str, db: str, tbl: str, **_: Any) -> int:
+        return self.sql.partition_count(cat, db, tbl)

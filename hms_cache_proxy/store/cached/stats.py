@@ -1,0 +1,312 @@
+"""Column-statistics reads answered from the statistics rows a table's entry holds.
+
+The same functions as the database path turn rows into Thrift objects and aggregate them
+(store/sql/stats.py), so a cached answer equals the database's. Rows are loaded per table on
+the first statistics read (not with the table: most tables are read far more often than their
+statistics); a statistics event drops them until the next read loads them again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.observability import metrics
+from hms_cache_proxy.store.cache import wire
+from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
+from hms_cache_proxy.store.sql.stats import (
+    DEFAULT_ENGINE,
+    aggregate_partition_stats,
+    stats_obj_from_row,
+    stats_valid_for_query,
+)
+
+
+class StatsReads:
+    """Mixin of CachedStore (which provides sql, cache, loader, _read)."""
+
+    sql: Any
+    cache: Any
+    loader: Any
+    _read: Callable[..., Any]
+
+    def _stats_read(
+        self,
+        method: str,
+        cat: str,
+        db: str,
+        tbl: str,
+        snapshot: str | None,
+        pick: Callable[[TableEntry], Any],
+        from_db: Callable[[], Any],
+        *,
+        partitions: bool = False,
+    ) -> Any:
+        key = TableKey(cat, db, tbl)
+
+        def cached(entry: TableEntry) -> Any:
+            if entry.stats is None:
+                self.loader.request_stats(key)
+                raise _NoStats()
+            return pick(entry)
+
+        def database() -> Any:
+            return from_db()
+
+        try:
+            return self._read(method, key, snapshot, cached, database, partitions=partitions)
+        except _NoStats:
+            self.counters.miss(method, metrics.MISS_NOT_CACHED)  # type: ignore[attr-defined]
+            return from_db()
+
+    def _flags(self, bit_vectors: bool | None, histograms: bool | None) -> dict[str, bool]:
+        flags = {
+            "bit_vectors": self.sql.stats_fetch_bitvector,
+            "histograms": self.sql.stats_fetch_kll,
+        }
+        if bit_vectors is not None:
+            flags["bit_vectors"] = bit_vectors
+        if histograms is not None:
+            flags["histograms"] = histograms
+        return flags
+
+    def get_table_column_statistics(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        col_names: Sequence[str],
+        engine: str = DEFAULT_ENGINE,
+        *,
+        valid_write_id_list: str | None = None,
+        bit_vectors: bool | None = None,
+        histograms: bool | None = None,
+    ) -> hms.ColumnStatistics | None:
+        flags = self._flags(bit_vectors, histograms)
+        cols = list(dict.fromkeys(col_names or []))
+        eng = engine or DEFAULT_ENGINE
+
+        def pick(entry: TableEntry) -> Any:
+            if not cols:
+                return None
+            rows = [entry.stats.table.get((eng, c)) for c in cols]  # type: ignore[union-attr]
+            rows = [r for r in rows if r is not None]
+            if not rows:
+                return None
+            compliant = None
+            if valid_write_id_list is not None:
+                params = entry.table.parameters or {}
+                compliant = not entry.transactional or (
+                    self.sql.txn_stats_enabled
+                    and stats_valid_for_query(
+                        params, entry.table.writeId, valid_write_id_list, False
+                    )
+                )
+            desc = hms.ColumnStatisticsDesc(
+                isTblLevel=True,
+                dbName=db,
+                tableName=tbl,
+                lastAnalyzed=min(r.LAST_ANALYZED for r in rows),
+                catName=cat,
+            )
+            return hms.ColumnStatistics(
+                statsDesc=desc,
+                statsObj=[stats_obj_from_row(r, **flags) for r in rows],
+                isStatsCompliant=compliant,
+                engine=eng,
+            )
+
+        return self._stats_read(
+            "get_table_column_statistics",
+            cat,
+            db,
+            tbl,
+            valid_write_id_list,
+            pick,
+            lambda: self.sql.get_table_column_statistics(
+                cat,
+                db,
+                tbl,
+                col_names,
+                engine,
+                valid_write_id_list=valid_write_id_list,
+                bit_vectors=bit_vectors,
+                histograms=histograms,
+            ),
+        )
+
+    def partition_column_statistics(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        part_names: Sequence[str],
+        col_names: Sequence[str],
+        engine: str = DEFAULT_ENGINE,
+        *,
+        valid_write_id_list: str | None = None,
+        bit_vectors: bool | None = None,
+        histograms: bool | None = None,
+    ) -> list[hms.ColumnStatistics]:
+        flags = self._flags(bit_vectors, histograms)
+        eng = engine or DEFAULT_ENGINE
+        names = sorted(set(part_names or []))
+        cols = list(dict.fromkeys(col_names))
+        wanted = set(col_names or [])
+
+        def pick(entry: TableEntry) -> Any:
+            if not names or not wanted:
+                return []
+            stats = entry.stats
+            parts = entry.parts
+            out = []
+            for name in names:
+                prows = stats.parts.get(name)  # type: ignore[union-attr]
+                if not prows:
+                    continue
+                rows = {c: prows[(eng, c)] for c in cols if (eng, c) in prows}
+                if not rows:
+                    continue
+                compliant = None
+                if valid_write_id_list is not None:
+                    if not self.sql.txn_stats_enabled:
+                        compliant = False
+                    else:
+                        part = wire.decode(hms.Partition, parts.by_name[name].encoded())  # type: ignore[union-attr]
+                        compliant = stats_valid_for_query(
+                            part.parameters or {}, part.writeId, valid_write_id_list, False
+                        )
+                ordered = [rows[c] for c in cols if c in rows]
+                desc = hms.ColumnStatisticsDesc(
+                    isTblLevel=False,
+                    dbName=db,
+                    tableName=tbl,
+                    partName=name,
+                    lastAnalyzed=min(r.LAST_ANALYZED for r in ordered),
+                    catName=cat,
+                )
+                out.append(
+                    hms.ColumnStatistics(
+                        statsDesc=desc,
+                        statsObj=[stats_obj_from_row(r, **flags) for r in ordered],
+                        isStatsCompliant=compliant,
+                        engine=eng,
+                    )
+                )
+            return out
+
+        return self._stats_read(
+            "partition_column_statistics",
+            cat,
+            db,
+            tbl,
+            valid_write_id_list,
+            pick,
+            lambda: self.sql.partition_column_statistics(
+                cat,
+                db,
+                tbl,
+                part_names,
+                col_names,
+                engine,
+                valid_write_id_list=valid_write_id_list,
+                bit_vectors=bit_vectors,
+                histograms=histograms,
+            ),
+            partitions=True,
+        )
+
+    def get_partition_column_statistics(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        part_names: Sequence[str],
+        col_names: Sequence[str],
+        engine: str = DEFAULT_ENGINE,
+        *,
+        valid_write_id_list: str | None = None,
+    ) -> dict[str, list[hms.ColumnStatisticsObj]]:
+        return {
+            cs.statsDesc.partName: cs.statsObj
+            for cs in self.partition_column_statistics(
+                cat,
+                db,
+                tbl,
+                part_names,
+                col_names,
+                engine,
+                valid_write_id_list=valid_write_id_list,
+            )
+            if cs.isStatsCompliant is not False
+        }
+
+    def get_aggr_stats_for(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        part_names: Sequence[str],
+        col_names: Sequence[str],
+        engine: str = DEFAULT_ENGINE,
+        *,
+        valid_write_id_list: str | None = None,
+    ) -> hms.AggrStats:
+        names = list(dict.fromkeys(part_names or []))
+        cols = list(dict.fromkeys(col_names or []))
+        eng = engine or DEFAULT_ENGINE
+
+        def pick(entry: TableEntry) -> Any:
+            if not names or not cols:
+                return hms.AggrStats(colStats=[], partsFound=0)
+            by_name = entry.parts.by_name  # type: ignore[union-attr]
+            if valid_write_id_list is not None:
+                if entry.transactional and not self.sql.txn_stats_enabled:
+                    return hms.AggrStats(colStats=[], partsFound=0)
+                for n in names:
+                    p = by_name.get(n)
+                    if p is None:
+                        continue
+                    part = wire.decode(hms.Partition, p.encoded())
+                    if not stats_valid_for_query(
+                        part.parameters or {}, part.writeId, valid_write_id_list, False
+                    ):
+                        return hms.AggrStats(colStats=[], partsFound=0)
+            wanted = set(cols)
+            stats: dict[str, list[hms.ColumnStatisticsObj]] = {}
+            for n in names:
+                prows = entry.stats.parts.get(n)  # type: ignore[union-attr]
+                if not prows:
+                    continue
+                objs = [
+                    stats_obj_from_row(r)
+                    for (e, c), r in prows.items()
+                    if e == eng and c in wanted
+                ]
+                if objs:
+                    stats[n] = objs
+            return aggregate_partition_stats(
+                names,
+                cols,
+                stats,
+                ndv_tuner=self.sql.stats_ndv_tuner,
+                use_density_function=self.sql.stats_ndv_density_function,
+            )
+
+        return self._stats_read(
+            "get_aggr_stats_for",
+            cat,
+            db,
+            tbl,
+            valid_write_id_list,
+            pick,
+            lambda: self.sql.get_aggr_stats_for(
+                cat, db, tbl, part_names, col_names, engine, valid_write_id_list=valid_write_id_list
+            ),
+            partitions=True,
+        )
+
+
+class _NoStats(Exception):
+    """The entry is usable but its statistics are not loaded."""

@@ -1,0 +1,752 @@
+"""CachedStore: the database store with a transactionally consistent cache in front of its reads.
+
+The consistency rules live here, and only here (DESIGN.md, "The rules of the cache";
+docs/cache.md says how the rest of the code keeps them):
+
+====================================================  =========================================
+state of the table's entry for this read              answer
+====================================================  =========================================
+transactional, snapshot S given, entry present,       from the cache
+committed, W equivalent to S (TxnIdUtils)
+transactional, S given, entry not equivalent, or      from the database (the table is loaded
+uncommitted, or absent                                again in the background when absent or
+                                                      its W can no longer be matched)
+transactional, no S                                   from the database (``cache_strict``:
+                                                      MetaException, as Hive's design proposes)
+not transactional, ``consistency: eventual``          from the cache (behind other instances'
+                                                      writes by at most the notification lag)
+not transactional, ``consistency: strong``            from the cache once it has applied every
+                                                      event the database had when the read
+                                                      arrived (one shared single-row query);
+                                                      from the database if it cannot catch up
+                                                      within ``consistency_wait_seconds``
+absent (never loaded, evicted, excluded by patterns)  from the database (absent, not excluded:
+                                                      loaded in the background, first in line)
+list calls (get_partitions*, by filter, by names,     as above, on the table's entry: a
+names, values, counts) and statistics                 committed entry holds all partitions and
+                                                      W covers them all, so every partition
+                                                      returned is committed and equivalent
+====================================================  =========================================
+
+W is the write-id state the entry reflects: computed in the snapshot that loaded it and moved
+forward by every COMMIT_TXN the poller applies (so an entry stays usable across commits of
+data-only transactions). An entry is uncommitted from the first event of an open transaction
+that touches it until that transaction's COMMIT_TXN.
+
+Writes go to the database (with their events, in one transaction) and then this instance's
+cache catches up with the log at once (read-your-writes on one instance); if that catch-up
+fails the cache is emptied rather than left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from thriftpy2.thrift import TType
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.observability import metrics
+from hms_cache_proxy.store import filter as pfilter
+from hms_cache_proxy.store import partnames
+from hms_cache_proxy.store.cache import wire
+from hms_cache_proxy.store.cache.cache import Cache
+from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
+from hms_cache_proxy.store.cache.wire import Encoded
+from hms_cache_proxy.store.cached.patterns import TablePatterns
+from hms_cache_proxy.store.cached.stats import StatsReads
+from hms_cache_proxy.store.sql.common import java_list, table_ref
+from hms_cache_proxy.store.txn.equivalence import check_equivalent_write_ids
+from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+
+log = logging.getLogger(__name__)
+
+WRITE_METHODS = frozenset(
+    {
+        "create_catalog",
+        "alter_catalog",
+        "drop_catalog",
+        "create_database",
+        "alter_database",
+        "drop_database",
+        "create_table",
+        "alter_table",
+        "drop_table",
+        "add_partitions",
+        "alter_partitions",
+        "rename_partition",
+        "drop_partitions",
+        "update_table_column_statistics",
+        "update_partition_column_statistics",
+        "delete_table_column_statistics",
+        "delete_partition_column_statistics",
+    }
+)
+"""SqlStore calls that write metadata events the cache must see before the call returns."""
+
+TXN_WRITES = frozenset({"commit_txn", "abort_txn", "abort_txns"})
+LOCKS = frozenset({"lock", "check_lock"})
+"""A lock granted on this instance first brings the cache up to date: a reader holding a lock
+sees every write committed before the lock was granted (Iceberg's commit protocol: lock,
+get_table, alter_table, unlock, on any instance)."""
+
+
+class Miss(Exception):
+    """Internal: the cache cannot answer; ``reason`` is one of metrics.MISS_*."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class _Counters:
+    """Prometheus children bound once per (method[, reason]): labels() is slow on a hot path."""
+
+    def __init__(self) -> None:
+        self._hits: dict[str, Callable[[], None]] = {}
+        self._misses: dict[tuple[str, str], Callable[[], None]] = {}
+
+    def hit(self, method: str) -> None:
+        inc = self._hits.get(method)
+        if inc is None:
+            inc = self._hits[method] = metrics.CACHE_HITS.labels(method).inc
+        inc()
+
+    def miss(self, method: str, reason: str) -> None:
+        inc = self._misses.get((method, reason))
+        if inc is None:
+            inc = self._misses[(method, reason)] = metrics.CACHE_MISSES.labels(method, reason).inc
+        inc()
+
+
+class CachedStore(StatsReads):
+    """Decorates ``sql`` (a SqlStore): reads from ``cache`` where the rules allow, the rest and
+    every write through ``sql``. ``loader`` loads tables in the background; ``catch_up``
+    applies the log up to now (the poller's); ``barrier`` confirms strong-mode freshness."""
+
+    def __init__(
+        self,
+        sql: Any,
+        cache: Cache,
+        *,
+        loader: Any,
+        catch_up: Callable[[], Any],
+        barrier: Any | None = None,
+        patterns: TablePatterns | None = None,
+        strict: bool = False,
+        caught_up: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.sql = sql
+        self.cache = cache
+        self.loader = loader
+        self._catch_up = catch_up
+        self._barrier = barrier
+        self.patterns = patterns or TablePatterns()
+        self.strict = strict
+        self._caught_up = caught_up
+        self.counters = _Counters()
+        self._snapshots: dict[str, ValidReaderWriteIdList] = {}
+        self._refreshed: dict[TableKey, float] = {}
+        self.txn = _TxnWrites(sql.txn, self._after_write)
+        self._lock = threading.Lock()
+
+    # -- delegation -----------------------------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.sql, name)
+        if name in WRITE_METHODS:
+
+            def write(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return target(*args, **kwargs)
+                finally:
+                    self._after_write()
+
+            return write
+        return target
+
+    def _after_write(self) -> None:
+        """Apply the log up to now, so this instance reads its own writes from the cache."""
+        try:
+            self._catch_up()
+        except Exception:  # noqa: BLE001 - the write itself succeeded
+            log.warning("could not catch up with the log after a write; emptying the cache",
+                        exc_info=True)
+            self.flush_all()
+
+    # -- the rules -----------------------------------------------------------------------------
+
+    def _snapshot(self, text: str) -> ValidReaderWriteIdList | None:
+        found = self._snapshots.get(text)
+        if found is None:
+            try:
+                found = ValidReaderWriteIdList.parse(text)
+            except ValueError:
+                return None
+            if len(self._snapshots) > 4096:
+                self._snapshots.clear()
+            self._snapshots[text] = found
+        return found
+
+    def _check_locked(
+        self, key: TableKey, snapshot: str | None, *, partitions: bool = False
+    ) -> TableEntry:
+        """The entry if the rules let the cache answer this read, else Miss (lock held)."""
+        entry = self.cache.get_locked(key)
+        if entry is None:
+            if not self.patterns.cached(key):
+                raise Miss(metrics.MISS_FILTERED_OUT)
+            evicted = self.cache.was_evicted_locked(key)
+            raise Miss(metrics.MISS_EVICTED if evicted else metrics.MISS_NOT_CACHED)
+        if entry.transactional:
+            if snapshot is None:
+                if self.strict:
+                    raise hms.MetaException(
+                        message=f"{key.qualified()} is transactional: the request must carry "
+                        "its validWriteIdList (cache_strict is on)"
+                    )
+                raise Miss(metrics.MISS_NO_SNAPSHOT)
+            if entry.pending:
+                raise Miss(metrics.MISS_UNCOMMITTED)
+            s = self._snapshot(snapshot)
+            w = entry.write_ids
+            if s is None or w is None or not check_equivalent_write_ids(w, s):
+                if s is not None and w is not None and s.high_watermark >= w.high_watermark:
+                    self._maybe_refresh(key)
+                raise Miss(metrics.MISS_NOT_EQUIVALENT)
+        if partitions and entry.parts is None:
+            raise Miss(metrics.MISS_NOT_CACHED)
+        return entry
+
+    def _maybe_refresh(self, key: TableKey) -> None:
+        """A reader newer than the entry's W while the poller is caught up: W no longer
+        matches how the database lists write ids (cleaned txn rows); reload, at most 1/s."""
+        if not self._caught_up():
+            return
+        now = time.monotonic()
+        if now - self._refreshed.get(key, 0.0) < 1.0:
+            return
+        if len(self._refreshed) > 10_000:
+            self._refreshed.clear()
+        self._refreshed[key] = now
+        self.loader.request(key, front=True)
+
+    def _strong(self, method: str) -> bool:
+        """Strong mode: has the cache applied every event the database has now?"""
+        if self._barrier is None:
+            return True
+        return self._barrier.wait_current()
+
+    def _read(
+        self,
+        method: str,
+        key: TableKey,
+        snapshot: str | None,
+        from_cache: Callable[[TableEntry], Any],
+        from_db: Callable[[], Any],
+        *,
+        partitions: bool = False,
+    ) -> Any:
+        """Answer from the cache when the rules allow, else from the database."""
+        try:
+            with self.cache.lock:
+                entry = self._check_locked(key, snapshot, partitions=partitions)
+                strong_needed = self._barrier is not None and not entry.transactional
+                if not strong_needed:
+                    result = from_cache(entry)
+            if strong_needed:
+                if not self._strong(method):
+                    raise Miss(metrics.MISS_BEHIND)
+                with self.cache.lock:
+                    entry = self._check_locked(key, snapshot, partitions=partitions)
+                    result = from_cache(entry)
+        except Miss as miss:
+            self.counters.miss(method, miss.reason)
+            if miss.reason in (metrics.MISS_NOT_CACHED, metrics.MISS_EVICTED):
+                self.loader.request(key, front=True)
+            return from_db()
+        self.counters.hit(method)
+        return result
+
+    # -- tables ----------------------------------------------------------------------------------
+
+    def get_table(
+        self,
+        cat: str,
+        db: str,
+        name: str,
+        *,
+        valid_write_id_list: str | None = None,
+        encoded: bool = False,
+    ) -> Any:
+        key = TableKey(cat, db, name)
+
+        def cached(entry: TableEntry) -> Any:
+            data = entry.table_bytes
+            return Encoded(data) if encoded else data
+
+        def database() -> Any:
+            return self.sql.get_table(cat, db, name)
+
+        result = self._read("get_table", key, valid_write_id_list, cached, database)
+        if isinstance(result, bytes) and not encoded:
+            return wire.decode(hms.Table, result)
+        return result
+
+    def get_tables_by_names(self, cat: str, db: str, names: Sequence[str]) -> list[hms.Table]:
+        """Tables without a snapshot: non-transactional ones from the cache, the rest (and a
+        check that the database exists, when nothing was cached) from the database."""
+        wanted = list(dict.fromkeys(names))
+        found: dict[str, bytes] = {}
+        if self._barrier is None or self._strong("get_table_objects_by_name"):
+            with self.cache.lock:
+                for n in wanted:
+                    entry = self.cache.get_locked(TableKey(cat, db, n))
+                    if entry is not None and not entry.transactional:
+                        found[n] = entry.table_bytes
+                known_db = (cat, db) in self.cache.databases
+        else:
+            known_db = False
+        rest = [n for n in wanted if n not in found]
+        from_db: dict[str, hms.Table] = {}
+        if rest or not (found or known_db):
+            self.counters.miss("get_table_objects_by_name", metrics.MISS_NOT_CACHED)
+            from_db = {t.tableName: t for t in self.sql.get_tables_by_names(cat, db, rest)}
+        else:
+            self.counters.hit("get_table_objects_by_name")
+        out = []
+        for n in wanted:
+            if n in found:
+                out.append(wire.decode(hms.Table, found[n]))
+            elif n in from_db:
+                out.append(from_db[n])
+        return out
+
+    def get_database(self, cat: str, name: str) -> hms.Database:
+        if self._barrier is not None and not self._strong("get_database"):
+            self.counters.miss("get_database", metrics.MISS_BEHIND)
+            return self.sql.get_database(cat, name)
+        with self.cache.lock:
+            found = self.cache.databases.get((cat, name))
+        if found is None:
+            self.counters.miss("get_database", metrics.MISS_NOT_CACHED)
+            return self.sql.get_database(cat, name)
+        self.counters.hit("get_database")
+        return wire.decode(hms.Database, found[1])
+
+    # -- partitions ------------------------------------------------------------------------------
+
+    def _partition_read(
+        self,
+        method: str,
+        cat: str,
+        db: str,
+        tbl: str,
+        snapshot: str | None,
+        pick: Callable[[TableEntry], Any],
+        from_db: Callable[[], Any],
+    ) -> Any:
+        return self._read(
+            method, TableKey(cat, db, tbl), snapshot, pick, from_db, partitions=True
+        )
+
+    @staticmethod
+    def _parts(entry: TableEntry, names: Sequence[str], encoded: bool) -> Any:
+        parts = entry.parts
+        assert parts is not None
+        by_name = parts.by_name
+        pieces: list[bytes] = []
+        for n in names:
+            p = by_name[n]
+            pieces.append(p.head)
+            pieces.append(p.cols)
+            pieces.append(p.tail)
+        if encoded:
+            return wire.join_list(pieces, len(names))
+        return _PartitionList(pieces, len(names))
+
+    @staticmethod
+    def _objects(result: Any) -> Any:
+        if isinstance(result, _PartitionList):
+            return result.decode()
+        return result
+
+    def get_partition(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        values: Sequence[str],
+        *,
+        valid_write_id_list: str | None = None,
+        encoded: bool = False,
+    ) -> Any:
+        def pick(entry: TableEntry) -> Any:
+            try:
+                name = partnames.make_part_name(entry.key_names, list(values or []))
+            except partnames.PartitionNameError as exc:
+                raise hms.MetaException(message=str(exc)) from None
+            part = entry.parts.by_name.get(name)  # type: ignore[union-attr]
+            if part is None:
+                raise hms.NoSuchObjectException(message=f"partition values={java_list(values)}")
+            data = part.encoded()
+            return Encoded(data) if encoded else wire.decode(hms.Partition, data)
+
+        return self._partition_read(
+            "get_partition",
+            cat,
+            db,
+            tbl,
+            valid_write_id_list,
+            pick,
+            lambda: self.sql.get_partition(cat, db, tbl, values),
+        )
+
+    def get_partition_by_name(
+        self, cat: str, db: str, tbl: str, name: str, *, valid_write_id_list: str | None = None
+    ) -> hms.Partition:
+        def pick(entry: TableEntry) -> Any:
+            part = entry.parts.by_name.get(name)  # type: ignore[union-attr]
+            if part is None:
+                raise hms.NoSuchObjectException(
+                    message=f"partition {name} not found in {table_ref(cat, db, tbl)}"
+                )
+            return wire.decode(hms.Partition, part.encoded())
+
+        return self._partition_read(
+            "get_partition_by_name",
+            cat,
+            db,
+            tbl,
+            valid_write_id_list,
+            pick,
+            lambda: self.sql.get_partition_by_name(cat, db, tbl, name),
+        )
+
+    def get_partitions(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        max_parts: int = -1,
+        *,
+        valid_write_id_list: str | None = None,
+        encoded: bool = False,
+    ) -> Any:
+        def pick(entry: TableEntry) -> Any:
+            names = entry.parts.names()  # type: ignore[union-attr]
+            if max_parts == 0:
+                names = []
+            elif max_parts >= 0:
+                names = names[:max_parts]
+            return self._parts(entry, names, encoded)
+
+        return self._objects(
+            self._partition_read(
+                "get_partitions",
+                cat,
+                db,
+                tbl,
+                valid_write_id_list,
+                pick,
+                lambda: self.sql.get_partitions(cat, db, tbl, max_parts),
+            )
+        )
+
+    def get_partitions_by_names(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        names: Sequence[str],
+        *,
+        valid_write_id_list: str | None = None,
+        encoded: bool = False,
+    ) -> Any:
+        def pick(entry: TableEntry) -> Any:
+            by_name = entry.parts.by_name  # type: ignore[union-attr]
+            found = [n for n in sorted(set(names)) if n in by_name]
+            return self._parts(entry, found, encoded)
+
+        return self._objects(
+            self._partition_read(
+                "get_partitions_by_names",
+                cat,
+                db,
+                tbl,
+                valid_write_id_list,
+                pick,
+                lambda: self.sql.get_partitions_by_names(cat, db, tbl, names),
+            )
+        )
+
+    def _filtered(
+        self, entry: TableEntry, filter_text: str, max_parts: int | None
+    ) -> list[str]:
+        """Names of the partitions the filter accepts, in order (the database path's rules:
+        the same evaluator, narrowed first by the exact values the filter pins)."""
+        node = pfilter.parse(filter_text or "")
+        accept = pfilter.compile_filter(node, entry.key_names, entry.key_types)
+        conditions = pfilter.pushdown(node, entry.key_names, entry.key_types)
+        parts = entry.parts
+        assert parts is not None
+        candidates = parts.candidates(
+            [(c.key_index, c.values) for c in conditions], len(entry.key_names)
+        )
+        by_name = parts.by_name
+        found = [n for n in candidates if accept(by_name[n].values)]
+        if max_parts is not None and max_parts >= 0:
+            found = found[:max_parts]
+        return found
+
+    def get_partitions_by_filter(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        filter_text: str,
+        max_parts: int = -1,
+        *,
+        valid_write_id_list: str | None = None,
+        encoded: bool = False,
+    ) -> Any:
+        def pick(entry: TableEntry) -> Any:
+            return self._parts(entry, self._filtered(entry, filter_text, max_parts), encoded)
+
+        return self._objects(
+            self._partition_read(
+                "get_partitions_by_filter",
+                cat,
+                db,
+                tbl,
+                valid_write_id_list,
+                pick,
+                lambda: self.sql.get_partitions_by_filter(cat, db, tbl, filter_text, max_parts),
+            )
+        )
+
+    def count_partitions_by_filter(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        filter_text: str,
+        *,
+        valid_write_id_list: str | None = None,
+    ) -> int:
+        return self._partition_read(
+            "get_num_partitions_by_filter",
+            cat,
+            db,
+            tbl,
+            valid_write_id_list,
+            lambda e: len(self._filtered(e, filter_text, None)),
+            lambda: self.sql.count_partitions_by_filter(cat, db, tbl, filter_text),
+        )
+
+    def get_partition_names_by_filter(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        filter_text: str,
+        max_parts: int = -1,
+        *,
+        valid_write_id_list: str | None = None,
+    ) -> list[str]:
+        return self._partition_read(
+            "get_partition_names_by_filter",
+            cat,
+            db,
+            tbl,
+            valid_write_id_list,
+            lambda e: self._filtered(e, filter_text, max_parts),
+            lambda: self.sql.get_partition_names_by_filter(cat, db, tbl, filter_text, max_parts),
+        )
+
+    @staticmethod
+    def _ps_names(
+        entry: TableEntry, partial: Sequence[str] | None, max_parts: int | None
+    ) -> list[str]:
+        partial = list(partial or [])
+        if len(partial) > len(entry.key_names):
+            raise hms.MetaException(
+                message=f"Incorrect number of partition values. numPartKeys="
+                f"{len(entry.key_names)}, part_val={java_list(partial)}"
+            )
+        conditions = [(i, (v,)) for i, v in enumerate(partial) if v not in ("", None)]
+        found = entry.parts.candidates(conditions, len(entry.key_names))  # type: ignore[union-attr]
+        if max_parts is not None and max_parts >= 0:
+            found = found[:max_parts]
+        return found
+
+    def get_partitions_ps(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        partial: Sequence[str] | None,
+        max_parts: int = -1,
+        *,
+        valid_write_id_list: str | None = None,
+        encoded: bool = False,
+    ) -> Any:
+        def pick(entry: TableEntry) -> Any:
+            return self._parts(entry, self._ps_names(entry, partial, max_parts), encoded)
+
+        return self._objects(
+            self._partition_read(
+                "get_partitions_ps",
+                cat,
+                db,
+                tbl,
+                valid_write_id_list,
+                pick,
+                lambda: self.sql.get_partitions_ps(cat, db, tbl, partial, max_parts),
+            )
+        )
+
+    def get_partition_names_ps(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        partial: Sequence[str] | None,
+        max_parts: int = -1,
+        *,
+        valid_write_id_list: str | None = None,
+    ) -> list[str]:
+        return self._partition_read(
+            "get_partition_names_ps",
+            cat,
+            db,
+            tbl,
+            valid_write_id_list,
+            lambda e: list(self._ps_names(e, partial, max_parts)),
+            lambda: self.sql.get_partition_names_ps(cat, db, tbl, partial, max_parts),
+        )
+
+    def get_partition_names(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        max_parts: int = -1,
+        *,
+        valid_write_id_list: str | None = None,
+    ) -> list[str]:
+        def pick(entry: TableEntry) -> list[str]:
+            if max_parts == 0:
+                return []
+            names = entry.parts.names()  # type: ignore[union-attr]
+            return list(names[:max_parts] if max_parts >= 0 else names)
+
+        return self._partition_read(
+            "get_partition_names",
+            cat,
+            db,
+            tbl,
+            valid_write_id_list,
+            pick,
+            lambda: self.sql.get_partition_names(cat, db, tbl, max_parts),
+        )
+
+    def partition_values(
+        self, cat: str, db: str, tbl: str, *, valid_write_id_list: str | None = None
+    ) -> tuple[list[hms.FieldSchema], list[tuple[str, list[str]]]]:
+        def pick(entry: TableEntry) -> Any:
+            keys = [
+                hms.FieldSchema(name=k.name, type=k.type, comment=k.comment)
+                for k in entry.table.partitionKeys or []
+            ]
+            by_name = entry.parts.by_name  # type: ignore[union-attr]
+            return keys, [(n, list(by_name[n].values)) for n in entry.parts.names()]  # type: ignore[union-attr]
+
+        return self._partition_read(
+            "get_partition_values",
+            cat,
+            db,
+            tbl,
+            valid_write_id_list,
+            pick,
+            lambda: self.sql.partition_values(cat, db, tbl),
+        )
+
+    def partition_count(
+        self, cat: str, db: str, tbl: str, *, valid_write_id_list: str | None = None
+    ) -> int:
+        return self._partition_read(
+            "partition_count",
+            cat,
+            db,
+            tbl,
+            valid_write_id_list,
+            lambda e: len(e.parts),  # type: ignore[arg-type]
+            lambda: self.sql.partition_count(cat, db, tbl),
+        )
+
+    # -- operations ----------------------------------------------------------------------------
+
+    def flush_all(self) -> int:
+        """Drop every entry (flushCache, or a failed catch-up); reads then load them again."""
+        with self.cache.lock:
+            keys = self.cache.clear_locked()
+        self.loader.request_databases()
+        return len(keys)
+
+
+class _PartitionList:
+    """Partitions picked from the cache as bytes, decoded only after the lock is released."""
+
+    __slots__ = ("pieces", "count")
+
+    def __init__(self, pieces: list[bytes], count: int) -> None:
+        self.pieces = pieces
+        self.count = count
+
+    def decode(self) -> list[hms.Partition]:
+        data = b"".join(self.pieces)
+        out = []
+        pos = 0
+        # Each partition is head + cols + tail: three pieces per partition.
+        for i in range(0, len(self.pieces), 3):
+            n = len(self.pieces[i]) + len(self.pieces[i + 1]) + len(self.pieces[i + 2])
+            out.append(wire.decode(hms.Partition, data[pos : pos + n]))
+            pos += n
+        return out
+
+
+class _TxnWrites:
+    """The transaction service, with the cache catching up after commits, aborts and locks
+    granted."""
+
+    def __init__(self, txn: Any, after: Callable[[], None]) -> None:
+        self._txn = txn
+        self._after = after
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._txn, name)
+        if name in LOCKS:
+
+            def lock(*args: Any, **kwargs: Any) -> Any:
+                response = target(*args, **kwargs)
+                if getattr(response, "state", None) == hms.LockState.ACQUIRED:
+                    self._after()
+                return response
+
+            return lock
+        if name in TXN_WRITES:
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return target(*args, **kwargs)
+                finally:
+                    self._after()
+
+            return call
+        return target
+
+
+__all__ = ["CachedStore", "Miss", "TType"]

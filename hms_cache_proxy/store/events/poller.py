@@ -1,0 +1,288 @@
+"""Tails NOTIFICATION_LOG in event-id order and hands each batch to the cache's applier.
+
+Event ids are handed out under the NOTIFICATION_SEQUENCE row lock held until commit, so the
+log grows without gaps in commit order; a gap can only mean events were purged (by age) before
+this instance read them. The poller then reports it (``on_gap``) and the cache forgets
+everything rather than serve on without those events.
+
+On PostgreSQL every writer sends ``NOTIFY hms_notification_log`` in the event's transaction
+(store/events/log.py); the poller LISTENs on a dedicated connection and polls as soon as a
+notification arrives, so a change made through one instance reaches the others at once.
+Polling every ``interval`` seconds stays as the fallback (and is the only mode on SQLite, or
+while the LISTEN connection is down). Writers on this instance call ``catch_up`` themselves
+after their write commits, and strong-mode reads call ``wake``/``wait_for``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hms_cache_proxy.observability import metrics
+from hms_cache_proxy.store.events.log import NOTIFY_CHANNEL, EventLog
+from hms_cache_proxy.store.sql.engine import Database
+
+log = logging.getLogger(__name__)
+
+GAP_PURGED = "events_purged"
+"""on_gap reason: the log no longer holds the events after our position."""
+
+
+class Poller:
+    """Applies the log from ``position`` on, in batches of at most ``batch_size`` events."""
+
+    def __init__(
+        self,
+        db: Database,
+        events: EventLog,
+        apply: Callable[[Sequence[Any]], None],
+        on_gap: Callable[[str], None],
+        *,
+        position: int,
+        interval: float = 1.0,
+        batch_size: int = 1000,
+        listen: bool = True,
+    ) -> None:
+        self.db = db
+        self.events = events
+        self._apply = apply
+        self._on_gap = on_gap
+        self._position = position
+        self.interval = interval
+        self.batch_size = batch_size
+        self.listen = listen and db.dialect == "postgresql"
+        self.last_current = position
+        self.listening = False
+        self._poll_lock = threading.Lock()
+        self._moved = threading.Condition()
+        self._stopped = threading.Event()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._thread: threading.Thread | None = None
+        self._listener: Any = None
+        self._retry_at = 0.0
+        metrics.POSITION.set(position)
+
+    @property
+    def position(self) -> int:
+        return self._position
+
+    def caught_up(self) -> bool:
+        """The last poll found nothing newer than what is applied."""
+        return self._position >= self.last_current
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="hms-cache-poller", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopped.set()
+        self.wake()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._close_listener()
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def wake(self) -> None:
+        """Poll now (a strong-mode read is waiting)."""
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
+
+    # -- polling -------------------------------------------------------------------------------
+
+    def catch_up(self) -> int:
+        """Apply every event the log holds now; returns the position reached."""
+        with self._poll_lock:
+            while True:
+                with self.db.read() as conn:
+                    current = self.events.current_event_id(conn)
+                    rows: list[Any] = []
+                    if current > self._position:
+                        rows = self.events.next_events(conn, self._position, self.batch_size)
+                self.last_current = max(self.last_current, current)
+                if current <= self._position:
+                    self._lag(current, None)
+                    return self._position
+                if not rows or rows[0].eventId != self._position + 1:
+                    log.warning(
+                        "events %d..%d are no longer in the log (purged); the cache starts over",
+                        self._position + 1,
+                        (rows[0].eventId - 1) if rows else current,
+                    )
+                    self._on_gap(GAP_PURGED)
+                    if not rows:
+                        self._advance(current)
+                        self._lag(current, None)
+                        return self._position
+                self._apply(rows)
+                self._advance(rows[-1].eventId)
+                self._lag(current, rows[0].eventTime)
+                if self._position >= current:
+                    return self._position
+
+    def _advance(self, position: int) -> None:
+        with self._moved:
+            self._position = position
+            self._moved.notify_all()
+        metrics.POSITION.set(position)
+
+    def _lag(self, current: int, oldest_time: int | None) -> None:
+        behind = max(0, current - self._position)
+        metrics.LAG_EVENTS.set(behind)
+        if behind == 0 or oldest_time is None:
+            metrics.LAG_SECONDS.set(0)
+        else:
+            metrics.LAG_SECONDS.set(max(0.0, time.time() - oldest_time))
+
+    def wait_for(self, position: int, timeout: float) -> bool:
+        """Block until ``position`` is applied (True) or ``timeout`` passes (False)."""
+        deadline = time.monotonic() + timeout
+        with self._moved:
+            while self._position < position:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._moved.wait(left)
+        return True
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            listener = self._ensure_listener()
+            fds = [self._wake_r] + ([listener] if listener is not None else [])
+            try:
+                ready, _, _ = select.select(fds, [], [], self.interval)
+            except (OSError, ValueError):
+                ready = []
+                self._close_listener()
+            if self._stopped.is_set():
+                return
+            if self._wake_r in ready:
+                try:
+                    while os.read(self._wake_r, 4096):
+                        pass
+                except (BlockingIOError, OSError):
+                    pass
+            if listener is not None and listener in ready:
+                try:
+                    listener.poll()
+                    listener.notifies.clear()
+                except Exception:  # noqa: BLE001 - the connection broke: poll meanwhile
+                    self._close_listener()
+            try:
+                self.catch_up()
+            except Exception:  # noqa: BLE001 - the database may be down; retry next round
+                log.warning("polling the notification log failed", exc_info=True)
+                self._stopped.wait(min(5.0, max(self.interval, 0.5)))
+
+    # -- LISTEN ----------------------------------------------------------------------------------
+
+    def _ensure_listener(self) -> Any:
+        if not self.listen or self._listener is not None:
+            return self._listener
+        now = time.monotonic()
+        if now < self._retry_at:
+            return None
+        try:
+            self._listener = listen_connection(self.db)
+            self.listening = True
+        except Exception:  # noqa: BLE001 - fall back to polling, try again later
+            log.warning("cannot LISTEN for notification events; polling every %gs", self.interval,
+                        exc_info=True)
+            self._retry_at = now + 5.0
+            self._listener = None
+        return self._listener
+
+    def _close_listener(self) -> None:
+        if self._listener is not None:
+            try:
+                self._listener.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self._listener = None
+        self.listening = False
+        self._retry_at = time.monotonic() + 1.0
+
+
+def raw_connection(db: Database) -> Any:
+    """A new DB-API connection to the metastore database outside SQLAlchemy's pool, in
+    autocommit mode (each statement sees the latest committed state)."""
+    engine = db.read_engine
+    args, kwargs = engine.dialect.create_connect_args(engine.url)
+    if db.dialect == "postgresql":
+        import psycopg2
+
+        kwargs = {k: v for k, v in kwargs.items() if k != "options"}
+        kwargs.setdefault("connect_timeout", max(1, int(db.timeout_seconds)))
+        conn = psycopg2.connect(*args, application_name="hms-cache-proxy", **kwargs)
+        conn.autocommit = True
+        return conn
+    import sqlite3
+
+    conn = sqlite3.connect(
+        *args, timeout=db.timeout_seconds, check_same_thread=False, isolation_level=None
+    )
+    return conn
+
+
+def listen_connection(db: Database) -> Any:
+    """A PostgreSQL connection LISTENing on the notification channel."""
+    conn = raw_connection(db)
+    with conn.cursor() as cur:
+        cur.execute(f"LISTEN {NOTIFY_CHANNEL}")
+    return conn
+
+
+class SequenceReader:
+    """NEXT_EVENT_ID - 1 over one dedicated connection (reconnected after an error)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._conn: Any = None
+        self._prepared = db.dialect == "postgresql"
+        self._lock = threading.Lock()
+
+    def current(self) -> int:
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    if self._conn is None:
+                        self._conn = raw_connection(self.db)
+                        if self._prepared:
+                            with self._conn.cursor() as cur:
+                                EventLog.prepare_current_event_id(cur)
+                    cur = self._conn.cursor()
+                    try:
+                        return EventLog.current_event_id_dbapi(cur, self._prepared)
+                    finally:
+                        cur.close()
+                except Exception:
+                    self.close_locked()
+                    if attempt == 2:
+                        raise
+            raise AssertionError("unreachable")
+
+    def close_locked(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self._conn = None
+
+    def close(self) -> None:
+        with self._lock:
+            self.close_locked()

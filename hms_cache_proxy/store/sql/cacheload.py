@@ -1,0 +1,448 @@
+"""Reads for the cache: a whole table in one read snapshot, with the event position and the
+write-id state that snapshot reflects, and its partitions encoded straight from the rows.
+
+A load must describe one instant: the table, every partition, ``at`` (NEXT_EVENT_ID - 1) and,
+for a transactional table, its committed write ids are all read in one ``Database.read()``
+snapshot (REPEATABLE READ on PostgreSQL), so the cache can tell which later events are already
+in it. Partitions skip the Thrift objects the database path builds: the same rows (the same
+queries as ``PartitionsMixin._load_partitions``) become the binary-protocol bytes the cache
+keeps, as ``head + cols + tail`` (store/cache/wire.py), byte for byte what encoding the
+database path's objects gives. Repeated parts (formats, serde, column lists) are encoded once
+per load.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.cache import wire
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.sql.databases import _database, _db_params
+from hms_cache_proxy.store.sql.details import Details, load_details
+from hms_cache_proxy.store.sql.partitions import _partitions_of_table
+from hms_cache_proxy.store.sql.storage import SD_COLUMNS, _skew_values
+from hms_cache_proxy.store.sql.tables import TABLE_BY_NAME
+
+PartitionBytes = tuple[str, tuple[str, ...], bytes, bytes, bytes]
+"""(name, values, head, cols, tail) of one partition."""
+
+
+@dataclass
+class LoadedTable:
+    at: int
+    table: hms.Table
+    write_ids: hms.TableValidWriteIds | None
+    partitions: list[PartitionBytes] | None
+
+
+@dataclass
+class LoadedStats:
+    at: int
+    table_rows: list[Any]
+    part_rows: list[tuple[str, Any]]  # (partition name, row)
+
+
+def current_event(store: Any, conn: Any) -> int:
+    return store.events.current_event_id(conn)
+
+
+def list_tables(store: Any) -> list[tuple[str, str, str]]:
+    """(catalog, database, table) of every table, in that order."""
+    t, d = s.TBLS, s.DBS
+    stmt = (
+        select(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME)
+        .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID))
+        .order_by(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME)
+    )
+    with store.db.read() as conn:
+        return [(r[0], r[1], r[2]) for r in conn.execute(stmt)]
+
+
+def load_databases(store: Any) -> tuple[int, dict[tuple[str, str], hms.Database]]:
+    """Every database, and the event position they reflect."""
+    with store.db.read() as conn:
+        at = current_event(store, conn)
+        rows = conn.execute(select(s.DBS)).all()
+        params = _db_params(conn, [r.DB_ID for r in rows]) if rows else {}
+        return at, {
+            (r.CTLG_NAME, r.NAME): _database(r, params.get(r.DB_ID, {})) for r in rows
+        }
+
+
+def load_table(
+    store: Any, cat: str, db: str, name: str, *, with_partitions: bool = True
+) -> LoadedTable | None:
+    """The table (None if it does not exist) with its partitions, in one read snapshot."""
+    with store.db.read() as conn:
+        at = current_event(store, conn)
+        tables = store._load_tables(conn, TABLE_BY_NAME, {"cat": cat, "db": db, "tbl": name})
+        if not tables:
+            return None
+        table = tables[0]
+        write_ids = None
+        if _transactional(table.parameters):
+            snapshot = store.txn.txn_snapshot(conn, 0)
+            write_ids = store.txn.table_write_ids(conn, f"{db}.{name}", snapshot)
+        parts = None
+        if with_partitions:
+            parts = (
+                _partition_bytes(conn, store.db.dialect, table.id, cat, db, name)
+                if table.partitionKeys
+                else []
+            )
+        return LoadedTable(at, table, write_ids, parts)
+
+
+def load_stats(store: Any, cat: str, db: str, name: str) -> LoadedStats | None:
+    """Every column-statistics row of the table and its partitions (None: no such table)."""
+    tcs, pcs, p, t, d = s.TAB_COL_STATS, s.PART_COL_STATS, s.PARTITIONS, s.TBLS, s.DBS
+    with store.db.read() as conn:
+        at = current_event(store, conn)
+        tbl_id = conn.execute(
+            select(t.c.TBL_ID)
+            .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID))
+            .where(d.c.CTLG_NAME == cat, d.c.NAME == db, t.c.TBL_NAME == name)
+        ).scalar()
+        if tbl_id is None:
+            return None
+        table_rows = conn.execute(select(tcs).where(tcs.c.TBL_ID == tbl_id)).all()
+        part_rows = conn.execute(
+            select(p.c.PART_NAME, pcs)
+            .select_from(pcs.join(p, p.c.PART_ID == pcs.c.PART_ID))
+            .where(p.c.TBL_ID == tbl_id)
+        ).all()
+    return LoadedStats(at, list(table_rows), [(r[0], r) for r in part_rows])
+
+
+def _transactional(params: dict[str, str] | None) -> bool:
+    return str((params or {}).get("transactional", "")).strip().lower() == "true"
+
+
+# -- partitions as bytes -------------------------------------------------------------------------
+
+# Field ids below are Partition's (1-10) and StorageDescriptor's (location: 2).
+_H_VALUES = wire.field_header(15, 1) + b"\x0b"
+_H_DB = wire.field_header(11, 2)
+_H_TBL = wire.field_header(11, 3)
+_H_CREATE = wire.field_header(8, 4)
+_H_ACCESS = wire.field_header(8, 5)
+_H_SD = wire.field_header(12, 6)
+_H_PARAMS = wire.field_header(13, 7)
+_H_CAT = wire.field_header(11, 9)
+_H_WRITE_ID = wire.field_header(10, 10)
+_H_LOCATION = wire.field_header(11, 2)
+_STOP = b"\x00"
+
+
+def _partition_bytes(
+    conn: Any, dialect: str, tbl_id: int, cat: str, db: str, name: str
+) -> list[PartitionBytes]:
+    if dialect == "postgresql":
+        return _partition_bytes_pg(conn, tbl_id, cat, db, name)
+    rows = conn.execute(_partitions_of_table(dialect, limited=False), {"tbl_id": tbl_id}).all()
+    if not rows:
+        return []
+    details = load_details(
+        conn,
+        partitions=[r.PART_ID for r in rows],
+        sds=[r.SD_ID for r in rows if r.SD_ID is not None],
+        serdes=[r.SERDE_ID for r in rows if r.SERDE_ID is not None],
+        cds=[r.CD_ID for r in rows if r.CD_ID is not None],
+    )
+    skewed = [r.SD_ID for r in rows if r.SD_ID in details.skewed_col_names]
+    skew = _skew_values(conn, skewed) if skewed else ({}, {})
+    enc = _Encoder(cat, db, name, details, skew)
+    return [enc.partition(r) for r in rows]
+
+
+class _Encoder:
+    """Encodes partition rows of one table; remembers what repeats between partitions."""
+
+    def __init__(
+        self, cat: str, db: str, name: str, details: Details, skew: tuple[dict, dict]
+    ) -> None:
+        self.d = details
+        self.skew = skew
+        self.names = _H_DB + wire.string(db) + _H_TBL + wire.string(name)
+        self.cat = _H_CAT + wire.string(cat)
+        self.keys: dict[str, bytes] = {}
+        self.cols: dict[Any, bytes] = {}
+        self.sd_rest: dict[Any, bytes] = {}
+        self.strings: dict[str, bytes] = {}
+
+    def partition(self, r: Any) -> PartitionBytes:
+        d = self.d
+        pid = r.PART_ID
+        values = tuple(d.key_values.get(pid, ()))
+        head = [_H_VALUES, wire.pack_i32(len(values))]
+        for v in values:
+            head.append(wire.string(v))
+        head.append(self.names)
+        head.append(_H_CREATE + wire.pack_i32(r.CREATE_TIME))
+        head.append(_H_ACCESS + wire.pack_i32(r.LAST_ACCESS_TIME))
+        tail: list[bytes] = []
+        cols = b""
+        if r.SD_ID is not None:
+            head.append(_H_SD)
+            cols = self._cols(r.CD_ID)
+            if r.LOCATION is not None:
+                tail.append(_H_LOCATION)
+                tail.append(wire.string(r.LOCATION))
+            tail.append(self._sd_rest(r))
+        tail.append(_H_PARAMS)
+        tail.append(wire.string_map(d.part_params.get(pid, {}), self.keys))
+        tail.append(self.cat)
+        tail.append(_H_WRITE_ID + wire.pack_i64(r.WRITE_ID if r.WRITE_ID is not None else 0))
+        tail.append(_STOP)
+        return r.PART_NAME, values, b"".join(head), cols, b"".join(tail)
+
+    def _cols(self, cd_id: Any) -> bytes:
+        found = self.cols.get(cd_id)
+        if found is None:
+            found = self.cols[cd_id] = wire.encode_columns(self.d.columns.get(cd_id, []))
+        return found
+
+    def _sd_rest(self, r: Any) -> bytes:
+        """Storage descriptor fields 3..12 and its STOP, shared by equal descriptors."""
+        d, sd_id = self.d, r.SD_ID
+        if sd_id in d.skewed_col_names:
+            return self._encode_rest(r)  # rare: not worth a key
+        key = (
+            r.INPUT_FORMAT,
+            r.OUTPUT_FORMAT,
+            r.IS_COMPRESSED,
+            r.NUM_BUCKETS,
+            r.SERDE_ID is None,
+            r.SERDE_NAME,
+            r.SLIB,
+            r.SERDE_DESCRIPTION,
+            r.SERIALIZER_CLASS,
+            r.DESERIALIZER_CLASS,
+            r.SERDE_TYPE,
+            tuple(d.serde_params.get(r.SERDE_ID, {}).items()),
+            tuple(d.bucket_cols.get(sd_id, ())),
+            tuple((o.col, o.order) for o in d.sort_cols.get(sd_id, ())),
+            tuple(d.sd_params.get(sd_id, {}).items()),
+            r.IS_STOREDASSUBDIRECTORIES,
+        )
+        found = self.sd_rest.get(key)
+        if found is None:
+            found = self.sd_rest[key] = self._encode_rest(r)
+        return found
+
+    def _encode_rest(self, r: Any) -> bytes:
+        d, sd_id = self.d, r.SD_ID
+        serde = None
+        if r.SERDE_ID is not None:
+            serde = hms.SerDeInfo(
+                name=r.SERDE_NAME,
+                serializationLib=r.SLIB,
+                parameters=dict(d.serde_params.get(r.SERDE_ID, {})),
+                description=r.SERDE_DESCRIPTION,
+                serializerClass=r.SERIALIZER_CLASS,
+                deserializerClass=r.DESERIALIZER_CLASS,
+                serdeType=r.SERDE_TYPE,
+            )
+        values, locs = self.skew
+        sd = hms.StorageDescriptor(
+            inputFormat=r.INPUT_FORMAT,
+            outputFormat=r.OUTPUT_FORMAT,
+            compressed=bool(r.IS_COMPRESSED),
+            numBuckets=int(r.NUM_BUCKETS),
+            serdeInfo=serde,
+            bucketCols=list(d.bucket_cols.get(sd_id, ())),
+            sortCols=list(d.sort_cols.get(sd_id, ())),
+            parameters=dict(d.sd_params.get(sd_id, {})),
+            skewedInfo=hms.SkewedInfo(
+                skewedColNames=list(d.skewed_col_names.get(sd_id, ())),
+                skewedColValues=values.get(sd_id, []),
+                skewedColValueLocationMaps=dict(locs.get(sd_id, {})),
+            ),
+            storedAsSubDirectories=bool(r.IS_STOREDASSUBDIRECTORIES),
+        )
+        return wire.encode(sd)
+
+
+# -- PostgreSQL: whole-table reads ---------------------------------------------------------------
+
+_PG_PARTITIONS = """
+SELECT p."PART_ID", p."PART_NAME", p."CREATE_TIME", p."LAST_ACCESS_TIME", p."WRITE_ID",
+       p."SD_ID", s."CD_ID", s."LOCATION", s."SERDE_ID", s."INPUT_FORMAT", s."OUTPUT_FORMAT",
+       s."IS_COMPRESSED", s."NUM_BUCKETS", s."IS_STOREDASSUBDIRECTORIES", se."NAME", se."SLIB",
+       se."DESCRIPTION", se."SERIALIZER_CLASS", se."DESERIALIZER_CLASS", se."SERDE_TYPE"
+FROM "PARTITIONS" p
+LEFT JOIN "SDS" s ON s."SD_ID" = p."SD_ID"
+LEFT JOIN "SERDES" se ON se."SERDE_ID" = s."SERDE_ID"
+WHERE p."TBL_ID" = %(tbl)s
+ORDER BY p."PART_NAME" COLLATE "C"
+"""
+
+_PG_CHILDREN = """
+SELECT 'kv', k."PART_ID", k."PART_KEY_VAL", NULL::text, k."INTEGER_IDX"
+FROM "PARTITION_KEY_VALS" k JOIN "PARTITIONS" p ON p."PART_ID" = k."PART_ID"
+WHERE p."TBL_ID" = %(tbl)s
+UNION ALL
+SELECT 'pp', x."PART_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+FROM "PARTITION_PARAMS" x JOIN "PARTITIONS" p ON p."PART_ID" = x."PART_ID"
+WHERE p."TBL_ID" = %(tbl)s
+UNION ALL
+SELECT 'ep', x."SERDE_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+FROM "SERDE_PARAMS" x JOIN "SDS" s ON s."SERDE_ID" = x."SERDE_ID"
+JOIN "PARTITIONS" p ON p."SD_ID" = s."SD_ID"
+WHERE p."TBL_ID" = %(tbl)s
+UNION ALL
+SELECT 'dp', x."SD_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+FROM "SD_PARAMS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
+WHERE p."TBL_ID" = %(tbl)s
+UNION ALL
+SELECT 'bc', x."SD_ID", x."BUCKET_COL_NAME", NULL::text, x."INTEGER_IDX"
+FROM "BUCKETING_COLS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
+WHERE p."TBL_ID" = %(tbl)s
+UNION ALL
+SELECT 'so', x."SD_ID", x."COLUMN_NAME", x."ORDER"::text, x."INTEGER_IDX"
+FROM "SORT_COLS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
+WHERE p."TBL_ID" = %(tbl)s
+UNION ALL
+SELECT 'sk', x."SD_ID", x."SKEWED_COL_NAME", NULL::text, x."INTEGER_IDX"
+FROM "SKEWED_COL_NAMES" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
+WHERE p."TBL_ID" = %(tbl)s
+"""
+"""Every child row of the table's partitions, descriptors and serdes, joined by TBL_ID (a few
+scans of the child tables instead of one index probe per partition and child table)."""
+
+
+
+def _partition_bytes_pg(
+    conn: Any, tbl_id: int, cat: str, db: str, name: str
+) -> list[PartitionBytes]:
+    # The DB-API cursor of this same connection: the same snapshot, without SQLAlchemy's
+    # per-row work (10,000 rows and more is the common case here).
+    cur = conn.connection.driver_connection.cursor()
+    try:
+        cur.execute(_PG_PARTITIONS, {"tbl": tbl_id})
+        rows = cur.fetchall()
+        if not rows:
+            return []
+        cur.execute(_PG_CHILDREN, {"tbl": tbl_id})
+        children = cur.fetchall()
+    finally:
+        cur.close()
+    i32 = wire.pack_i32
+    values: dict[int, list[tuple[int, str]]] = {}
+    # Partition parameters go straight to their encoded map entries (key, value).
+    params: dict[int, list[bytes]] = {}
+    keys: dict[str, bytes] = {}
+    other: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+    for kind, owner, a, b, idx in children:
+        if kind == "pp":
+            kb = keys.get(a)
+            if kb is None:
+                kb = keys[a] = wire.string(a)
+            vb = b.encode("utf-8") if b is not None else b""
+            piece = kb + i32(len(vb)) + vb
+            found_p = params.get(owner)
+            if found_p is None:
+                params[owner] = [piece]
+            else:
+                found_p.append(piece)
+        elif kind == "kv":
+            found = values.get(owner)
+            if found is None:
+                values[owner] = [(idx, a if a is not None else "")]
+            else:
+                found.append((idx, a if a is not None else ""))
+        else:
+            other.setdefault((kind, owner), []).append((a, b, idx))
+    names = _H_DB + wire.string(db) + _H_TBL + wire.string(name)
+    cat_bytes = _H_CAT + wire.string(cat)
+    times = struct.Struct(">bhibhi").pack
+    write_id = struct.Struct(">bhq").pack
+    string = wire.string
+    no_params = _H_PARAMS + b"\x0b\x0b" + i32(0)
+    cols: dict[Any, bytes] = {}
+    rests: dict[Any, bytes] = {}
+    no_other: list[tuple[Any, ...]] = []
+    # Descriptor parameters, bucket and sort columns are rare: look them up only if any.
+    sd_children = any(kind in ("dp", "bc", "so") for kind, _ in other)
+    out: list[PartitionBytes] = []
+    for r in rows:
+        part_id, part_name, ct, lat, wid, sd_id, cd_id, location, serde_id = r[:9]
+        vals_idx = values.get(part_id)
+        if vals_idx is None:
+            vals: tuple[str, ...] = ()
+        else:
+            if len(vals_idx) > 1:
+                vals_idx.sort()
+            vals = tuple(v for _, v in vals_idx)
+        head_parts = [_H_VALUES, i32(len(vals))]
+        for v in vals:
+            head_parts.append(string(v))
+        head_parts.append(names)
+        head_parts.append(times(8, 4, ct, 8, 5, lat))
+        tail_parts: list[bytes] = []
+        c = b""
+        if sd_id is not None:
+            head_parts.append(_H_SD)
+            c = cols.get(cd_id)
+            if c is None:
+                c = cols[cd_id] = _columns(conn, cd_id)
+            if location is not None:
+                tail_parts.append(_H_LOCATION)
+                tail_parts.append(string(location))
+            if ("sk", sd_id) in other:
+                rest = _sd_rest_of(conn, sd_id)  # skewed: rare, not shared
+            else:
+                ep = other.get(("ep", serde_id))
+                key = (r[9:], serde_id is None, tuple(sorted(ep)) if ep else ())
+                if sd_children:
+                    key += (
+                        tuple(sorted(other.get(("dp", sd_id), no_other))),
+                        tuple(sorted(other.get(("bc", sd_id), no_other), key=_idx)),
+                        tuple(sorted(other.get(("so", sd_id), no_other), key=_idx)),
+                    )
+                rest = rests.get(key)
+                if rest is None:
+                    rest = rests[key] = _sd_rest_of(conn, sd_id)
+            tail_parts.append(rest)
+        entries = params.get(part_id)
+        if entries is None:
+            tail_parts.append(no_params)
+        else:
+            tail_parts.append(_H_PARAMS + b"\x0b\x0b" + i32(len(entries)))
+            tail_parts.extend(entries)
+        tail_parts.append(cat_bytes)
+        tail_parts.append(write_id(10, 10, wid if wid is not None else 0))
+        tail_parts.append(_STOP)
+        out.append((part_name, vals, b"".join(head_parts), c, b"".join(tail_parts)))
+    return out
+
+
+def _idx(item: tuple[Any, ...]) -> Any:
+    return item[2]
+
+
+def _columns(conn: Any, cd_id: Any) -> bytes:
+    if cd_id is None:
+        return wire.encode_columns([])
+    return wire.encode_columns(load_details(conn, cds=[cd_id]).columns.get(cd_id, []))
+
+
+def _sd_rest_of(conn: Any, sd_id: int) -> bytes:
+    """Fields 3..12 of one storage descriptor, read the database path's way."""
+    row = conn.execute(
+        select(*SD_COLUMNS)
+        .select_from(s.SDS.outerjoin(s.SERDES, s.SERDES.c.SERDE_ID == s.SDS.c.SERDE_ID))
+        .where(s.SDS.c.SD_ID == sd_id)
+    ).one()
+    details = load_details(
+        conn,
+        sds=[sd_id],
+        serdes=[row.SERDE_ID] if row.SERDE_ID is not None else [],
+    )
+    skew = _skew_values(conn, [sd_id]) if sd_id in details.skewed_col_names else ({}, {})
+    return _Encoder("", "", "", details, skew)._encode_rest(row)

@@ -1,0 +1,196 @@
+"""The cache's pure parts: the binary encoder (equal to thriftpy2's), partition sets and their
+index, write-id advance on commit, installs that must not overwrite newer state, eviction."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from thriftpy2.protocol.cybin import TCyBinaryProtocolFactory
+from thriftpy2.utils import serialize
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.cache import wire
+from hms_cache_proxy.store.cache.cache import Cache
+from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, TableKey
+from hms_cache_proxy.store.cached.apply import advance_write_ids
+from hms_cache_proxy.store.txn.equivalence import check_equivalent_write_ids
+from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+
+FACTORY = TCyBinaryProtocolFactory()
+text = st.text(max_size=12)
+maybe = st.none() | text
+
+
+def _sd(
+    draw_cols: list, location: str | None, params: dict, skew: bool = True
+) -> hms.StorageDescriptor:
+    return hms.StorageDescriptor(
+        cols=draw_cols,
+        location=location,
+        inputFormat="in",
+        outputFormat="out",
+        compressed=False,
+        numBuckets=-1,
+        serdeInfo=hms.SerDeInfo(name=None, serializationLib="lib", parameters=params),
+        bucketCols=[],
+        sortCols=[hms.Order(col="a", order=1)],
+        parameters={},
+        skewedInfo=hms.SkewedInfo(
+            skewedColNames=["a"],
+            skewedColValues=[["1"]],
+            skewedColValueLocationMaps={("1",): "loc"} if skew else {},
+        ),
+        storedAsSubDirectories=False,
+    )
+
+
+partitions = st.builds(
+    lambda values, loc, params, cols, wid: hms.Partition(
+        values=values,
+        dbName="d",
+        tableName="t",
+        createTime=5,
+        lastAccessTime=0,
+        sd=_sd(cols, loc, params, skew=bool(values)),
+        parameters=params,
+        catName="hive",
+        writeId=wid,
+    ),
+    st.lists(text, max_size=3),
+    maybe,
+    st.dictionaries(text, text, max_size=4),
+    st.lists(st.builds(hms.FieldSchema, name=text, type=text, comment=maybe), max_size=4),
+    st.integers(-(2**63), 2**63 - 1),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(partitions)
+def test_encoding_equals_thriftpy2_and_pieces_join_to_it(p: hms.Partition) -> None:
+    expected = serialize(p, FACTORY)
+    assert wire.encode(p) == expected
+    head, cols, tail = wire.partition_pieces(p)
+    assert head + cols + tail == expected
+    if not p.sd.skewedInfo.skewedColValueLocationMaps:  # thriftpy2 cannot read list keys
+        assert wire.decode(hms.Partition, expected) == p
+
+
+def test_tables_databases_and_statistics_encode_as_thriftpy2_does() -> None:
+    table = hms.Table(
+        tableName="t",
+        dbName="d",
+        owner="o",
+        sd=_sd([hms.FieldSchema(name="a", type="int")], "file:/x", {"k": "v"}),
+        partitionKeys=[hms.FieldSchema(name="p", type="string")],
+        parameters={"transactional": "true"},
+        tableType="MANAGED_TABLE",
+        catName="hive",
+        id=3,
+    )
+    stats = hms.ColumnStatisticsObj(
+        colName="a",
+        colType="bigint",
+        statsData=hms.ColumnStatisticsData(
+            longStats=hms.LongColumnStatsData(numNulls=1, numDVs=2, bitVectors=b"\x00\xff")
+        ),
+    )
+    database = hms.Database(name="d", parameters={}, ownerType=hms.PrincipalType.ROLE)
+    for obj in (table, stats, database):
+        assert wire.encode(obj) == serialize(obj, FACTORY)
+    parts = [hms.Partition(values=[str(i)], dbName="d") for i in range(3)]
+    listed = wire.encode_list(parts, hms.Partition)
+    result = hms.ThriftHiveMetastore.get_partitions_result(success=parts)
+    assert wire.field_header(listed.ttype, 0) + listed + wire.STOP == serialize(result, FACTORY)
+
+
+def _part(values: tuple[str, ...]) -> Part:
+    return Part(values, b"h" + "".join(values).encode(), b"cols", b"t")
+
+
+def test_partition_set_orders_names_and_indexes_values() -> None:
+    ps = PartitionSet()
+    names = [f"a={a}/b={b}" for a in ("x", "y", "z") for b in ("1", "2")]
+    shuffled = names[:]
+    random.Random(3).shuffle(shuffled)
+    for n in shuffled[:3]:
+        a, b = (c.split("=")[1] for c in n.split("/"))
+        ps.put(n, _part((a, b)))
+    assert ps.candidates([(0, ("y",))], 2) == sorted(n for n in shuffled[:3] if "a=y" in n)
+    for n in shuffled[3:]:  # the index and the order follow later changes
+        a, b = (c.split("=")[1] for c in n.split("/"))
+        ps.put(n, _part((a, b)))
+    assert ps.names() == sorted(names)
+    assert ps.candidates([(0, ("y", "z")), (1, ("2",))], 2) == ["a=y/b=2", "a=z/b=2"]
+    assert ps.remove("a=y/b=2") and not ps.remove("a=y/b=2")
+    assert ps.candidates([(1, ("2",))], 2) == ["a=x/b=2", "a=z/b=2"]
+    assert ps.candidates([(0, ())], 2) == []
+    assert "a=y/b=2" not in ps.names()
+    # Equal column lists are kept once.
+    assert len({id(p.cols) for p in ps.by_name.values()}) == 1
+
+
+def _w(text: str) -> ValidReaderWriteIdList:
+    return ValidReaderWriteIdList.parse(text)
+
+
+def test_commits_move_w_forward_to_what_a_reader_computes() -> None:
+    w = _w("d.t:11:7:7,8:")  # Hive's design writes this [12:7,8]
+    # A reader that also sees 12 open is equivalent: the same committed ids.
+    assert check_equivalent_write_ids(w, _w("d.t:12:7:7,8,12:"))
+    assert not check_equivalent_write_ids(w, _w("d.t:11:7:7:"))  # 8 committed there
+    after = advance_write_ids(w, 12)  # 12 commits
+    assert after is not None and after.to_string() == "d.t:12:7:7,8:"
+    assert advance_write_ids(after, 8).to_string() == "d.t:12:7:7:"
+    # Ids skipped above the hwm stay invalid until their own commits.
+    skipped = advance_write_ids(after, 15)
+    assert skipped is not None and skipped.invalid_write_ids() == (7, 8, 13, 14)
+    assert advance_write_ids(_w("d.t:3:9223372036854775807::"), 2).to_string() == (
+        "d.t:3:9223372036854775807::"
+    )
+
+
+def _entry(name: str, n: int, as_of: int) -> TableEntry:
+    table = hms.Table(tableName=name, dbName="d", parameters={}, partitionKeys=[])
+    parts = PartitionSet()
+    for i in range(n):
+        parts.put(f"p={i}", _part((str(i),)))
+    return TableEntry(TableKey("hive", "d", name), table, b"x" * 100, as_of=as_of,
+                      write_ids=None, parts=parts)
+
+
+def test_installs_never_replace_newer_state_or_miss_an_event() -> None:
+    cache = Cache(10**9)
+    key = TableKey("hive", "d", "a")
+    cache.begin_load(key)
+    assert cache.install(_entry("a", 1, 0), 10)
+    newer = _entry("a", 2, 0)
+    with cache.lock:
+        cache.get_locked(key).as_of = 12  # an event the entry already reflects
+    assert not cache.install(newer, 11)
+    cache.begin_load(key)
+    with cache.lock:
+        cache.drop_locked(key)
+        cache.touched_locked(key, 15)  # the table changed while this load was reading it
+    assert not cache.install(_entry("a", 1, 0), 14)
+    cache.begin_load(key)
+    assert cache.install(_entry("a", 1, 0), 16)
+
+
+def test_eviction_keeps_the_budget_dropping_least_recently_used_tables() -> None:
+    evicted: list[TableKey] = []
+    one = _entry("a", 50, 0).size()
+    cache = Cache(int(one * 2.5), on_evict=evicted.append)
+    for name in ("a", "b"):
+        cache.begin_load(TableKey("hive", "d", name))
+        assert cache.install(_entry(name, 50, 0), 1)
+    with cache.lock:
+        cache.get_locked(TableKey("hive", "d", "a"))  # a is now the most recently used
+    cache.begin_load(TableKey("hive", "d", "c"))
+    assert cache.install(_entry("c", 50, 0), 1)
+    assert evicted == [TableKey("hive", "d", "b")]
+    assert cache.nbytes <= cache.max_bytes
+    assert cache.partitions == 100
+    with cache.lock:
+        assert cache.was_evicted_locked(TableKey("hive", "d", "b"))
