@@ -45,8 +45,9 @@ def fill(url: str, warehouse: str, big_tables: int) -> int:
     init_db(db, warehouse)
     store = SqlStore(db, warehouse_uri=warehouse)
     store.create_database(
-        hms.Database(name=BENCH_DB, locationUri=f"{warehouse}/b.db", parameters={},
-                     catalogName="hive")
+        hms.Database(
+            name=BENCH_DB, locationUri=f"{warehouse}/b.db", parameters={}, catalogName="hive"
+        )
     )
     plain = table("get_table", partitioned=False)
     plain.catName = "hive"
@@ -133,16 +134,18 @@ def main() -> None:
         print(f"filled: {total} partitions in {time.perf_counter() - t0:.0f}s", flush=True)
 
         # Prewarm rate: a fresh server over everything, reading its own log line.
-        cache = serve(url, warehouse, work / "cache.log", metrics_port=free_port(),
-                      prewarm_threads=2)
+        cache = serve(
+            url, warehouse, work / "cache.log", metrics_port=free_port(), prewarm_threads=2
+        )
         procs.append(cache)
         log_text = ""
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and "prewarm finished" not in log_text:
             time.sleep(0.2)
             log_text = (work / "cache.log").read_text()
-        m = re.search(r"prewarm finished: (\d+) partitions in ([\d.]+)s \((\d+) partitions/s\)",
-                      log_text)
+        m = re.search(
+            r"prewarm finished: (\d+) partitions in ([\d.]+)s \((\d+) partitions/s\)", log_text
+        )
         print(f"prewarm: {m.group(0) if m else 'not finished'}", flush=True)
 
         db_path = serve(url, warehouse, work / "db.log", cache_enabled="false")
@@ -155,9 +158,18 @@ def main() -> None:
         c.close()
         floor_port = free_port()
         floor = subprocess.Popen(
-            [sys.executable, "-m", "hms_cache_proxy.bench.floor", "--port", str(floor_port),
-             "--table", str(table_file)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+            [
+                sys.executable,
+                "-m",
+                "hms_cache_proxy.bench.floor",
+                "--port",
+                str(floor_port),
+                "--table",
+                str(table_file),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
         )
         procs += [db_path, strong, other]
         time.sleep(2)
@@ -175,32 +187,51 @@ def main() -> None:
                 metrics_port = int(mm.group(1))
         found = scrape(metrics_port) if metrics_port else {}
         if found.get("hms_cache_partitions"):
-            print(f"memory: {found['hms_cache_bytes'] / found['hms_cache_partitions']:.0f} "
-                  f"bytes accounted per cached partition ({found['hms_cache_partitions']:.0f} "
-                  f"partitions, {found['hms_cache_bytes'] / 2**20:.1f} MiB)", flush=True)
+            print(
+                f"memory: {found['hms_cache_bytes'] / found['hms_cache_partitions']:.0f} "
+                f"bytes accounted per cached partition ({found['hms_cache_partitions']:.0f} "
+                f"partitions, {found['hms_cache_bytes'] / 2**20:.1f} MiB)",
+                flush=True,
+            )
         cached_rss, db_rss = rss(cache.proc.pid), rss(db_path.proc.pid)
-        print(f"rss: cache server {cached_rss / 2**20:.0f} MiB, db-path server "
-              f"{db_rss / 2**20:.0f} MiB; difference per partition "
-              f"{(cached_rss - db_rss) / total:.0f} bytes", flush=True)
+        print(
+            f"rss: cache server {cached_rss / 2**20:.0f} MiB, db-path server "
+            f"{db_rss / 2**20:.0f} MiB; difference per partition "
+            f"{(cached_rss - db_rss) / total:.0f} bytes",
+            flush=True,
+        )
 
         # get_table, one client (thriftpy2 client, decodes the reply).
-        for name, srv_port in (("floor", floor_port), ("cache", cache.port),
-                               ("strong", strong.port), ("db path", db_path.port)):
+        for name, srv_port in (
+            ("floor", floor_port),
+            ("cache", cache.port),
+            ("strong", strong.port),
+            ("db path", db_path.port),
+        ):
             c = connect("127.0.0.1", srv_port)
             rate, p50, p99 = timed(lambda c=c: c.get_table(BENCH_DB, "get_table"), seconds)
             c.close()
-            print(f"get_table 1 client, {name}: {rate:.0f} calls/s, p50 {p50:.3f} ms, "
-                  f"p99 {p99:.3f} ms", flush=True)
+            print(
+                f"get_table 1 client, {name}: {rate:.0f} calls/s, p50 {p50:.3f} ms, "
+                f"p99 {p99:.3f} ms",
+                flush=True,
+            )
 
         # get_table again, timed with the raw client (the server only, no client decoding).
         request = encode_call("get_table", {"dbname": BENCH_DB, "tbl_name": "get_table"})
-        for name, srv_port in (("floor", floor_port), ("cache", cache.port),
-                               ("strong", strong.port)):
+        for name, srv_port in (
+            ("floor", floor_port),
+            ("cache", cache.port),
+            ("strong", strong.port),
+        ):
             rc = RawClient("127.0.0.1", srv_port)
             rate, p50, p99 = timed(lambda rc=rc: rc.call(request), seconds)
             rc.close()
-            print(f"get_table 1 raw client, {name}: {rate:.0f} calls/s, p50 {p50:.3f} ms, "
-                  f"p99 {p99:.3f} ms", flush=True)
+            print(
+                f"get_table 1 raw client, {name}: {rate:.0f} calls/s, p50 {p50:.3f} ms, "
+                f"p99 {p99:.3f} ms",
+                flush=True,
+            )
 
         # Large replies, timed with the raw client (no decoding on the client).
         cases = {
@@ -209,13 +240,21 @@ def main() -> None:
             ),
             "get_partitions_by_filter 1 of 10,000": encode_call(
                 "get_partitions_by_filter",
-                {"db_name": BENCH_DB, "tbl_name": "p10k", "filter": 'dt = "p0004321"',
-                 "max_parts": -1},
+                {
+                    "db_name": BENCH_DB,
+                    "tbl_name": "p10k",
+                    "filter": 'dt = "p0004321"',
+                    "max_parts": -1,
+                },
             ),
             "get_partitions_by_filter 1 of 10,000, a range": encode_call(
                 "get_partitions_by_filter",
-                {"db_name": BENCH_DB, "tbl_name": "p10k",
-                 "filter": 'dt >= "p0004321" and dt <= "p0004321"', "max_parts": -1},
+                {
+                    "db_name": BENCH_DB,
+                    "tbl_name": "p10k",
+                    "filter": 'dt >= "p0004321" and dt <= "p0004321"',
+                    "max_parts": -1,
+                },
             ),
         }
         for case, request in cases.items():
@@ -223,8 +262,10 @@ def main() -> None:
                 rc = RawClient("127.0.0.1", srv_port)
                 rate, p50, p99 = timed(lambda rc=rc, r=request: rc.call(r), seconds)
                 rc.close()
-                print(f"{case}, {name}: p50 {p50:.3f} ms, p99 {p99:.3f} ms, {rate:.0f} calls/s",
-                      flush=True)
+                print(
+                    f"{case}, {name}: p50 {p50:.3f} ms, p99 {p99:.3f} ms, {rate:.0f} calls/s",
+                    flush=True,
+                )
 
         # Propagation A -> B: alter through `cache`, poll `other` until it shows the change.
         ca = connect("127.0.0.1", cache.port)
@@ -243,11 +284,13 @@ def main() -> None:
             lags.append(seen - acked)
         lags.sort()
         writes.sort()
-        print(f"lag A->B (from alter_table acknowledged by A until B's cache answers with it): "
-              f"p50 {statistics.median(lags) * 1e3:.2f} ms, p99 "
-              f"{lags[int(len(lags) * 0.99)] * 1e3:.2f} ms, max {lags[-1] * 1e3:.2f} ms "
-              f"(the alter_table itself: p50 {statistics.median(writes) * 1e3:.2f} ms)",
-              flush=True)
+        print(
+            f"lag A->B (from alter_table acknowledged by A until B's cache answers with it): "
+            f"p50 {statistics.median(lags) * 1e3:.2f} ms, p99 "
+            f"{lags[int(len(lags) * 0.99)] * 1e3:.2f} ms, max {lags[-1] * 1e3:.2f} ms "
+            f"(the alter_table itself: p50 {statistics.median(writes) * 1e3:.2f} ms)",
+            flush=True,
+        )
         ca.close()
         cb.close()
         floor.terminate()

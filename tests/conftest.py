@@ -73,8 +73,10 @@ def sqlite_url(tmp_path: Path) -> str:
 # -- the service ---------------------------------------------------------------------------------
 
 
-# The PostgreSQL side clones a template holding Hive's schema (0.06 s instead of 0.7 s).
-from tests.support.pg_template import database_url, pg_template  # noqa: E402, F401
+# `database_url` and `pg_template` (tests/support/pg_template.py): every service test runs on
+# SQLite and on PostgreSQL, the PostgreSQL side a clone of a template holding Hive's schema
+# (0.06 s instead of 0.7 s per test).
+pytest_plugins = ["tests.support.pg_template"]
 
 
 @pytest.fixture

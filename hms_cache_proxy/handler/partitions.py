@@ -192,9 +192,7 @@ class PartitionHandlers(PartitionAddHandlers):
     ) -> hms.GetPartitionNamesPsResponse:
         cat, db, tbl = self._names(req.dbName, req.tblName, req.catName)
         return hms.GetPartitionNamesPsResponse(
-            names=self._names_ps(
-                cat, db, tbl, req.partValues, req.maxParts, req.validWriteIdList
-            )
+            names=self._names_ps(cat, db, tbl, req.partValues, req.maxParts, req.validWriteIdList)
         )
 
     def get_partitions_by_filter(

@@ -202,9 +202,7 @@ def test_the_seven_step_update_flow(pair, T) -> None:
     wid = allocate(ca, T, DB, "t", txn)
     new = ca.get_table(DB, "t")
     new.parameters["flow"] = "after"
-    ca.alter_table_req(
-        T.AlterTableRequest(dbName=DB, tableName="t", table=new, writeId=wid)
-    )
+    ca.alter_table_req(T.AlterTableRequest(dbName=DB, tableName="t", table=new, writeId=wid))
     # 3. Instance 1's cache has the change, uncommitted.
     assert not entry(a, DB, "t").committed
     # 4. Instance 2's poller applies the ALTER_TABLE event, as uncommitted.
@@ -303,9 +301,7 @@ def test_a_multi_statement_transaction_is_never_seen_in_part(pair, T) -> None:
                 for p in news:
                     p.parameters["txn"] = "done"
                 ca.alter_partitions_req(
-                    T.AlterPartitionsRequest(
-                        dbName=DB, tableName="m", partitions=news, writeId=wid
-                    )
+                    T.AlterPartitionsRequest(dbName=DB, tableName="m", partitions=news, writeId=wid)
                 )
             commit(ca, T, txn)
         settle(a, b)

@@ -50,9 +50,12 @@ def test_eviction_keeps_the_budget_and_an_evicted_table_is_never_stale(
     sqlite_url: str, tmp_path: Path, T
 ) -> None:
     budget = 1024 * 1024
-    with instances(sqlite_url, tmp_path, cache_max_bytes=budget) as (a, b), clients(a, b) as (
-        ca,
-        cb,
+    with (
+        instances(sqlite_url, tmp_path, cache_max_bytes=budget) as (a, b),
+        clients(a, b) as (
+            ca,
+            cb,
+        ),
     ):
         ca.create_database(T.Database(name=DB))
         for name in ("t1", "t2", "t3", "t4"):
@@ -150,9 +153,13 @@ def test_a_purged_log_behind_a_lagging_instance_empties_its_cache(
             # Meanwhile b still answers from what it had (eventual mode, lagging).
             assert cb.get_table(DB, "t").parameters.get("marker") is None
         b.cache.poller.wake()
-        wait_until(lambda: entry(b, DB, "t") is None or
-                   entry(b, DB, "t").table.parameters.get("marker") == "new",
-                   what="b forgot what it could not update")
+        wait_until(
+            lambda: (
+                entry(b, DB, "t") is None
+                or entry(b, DB, "t").table.parameters.get("marker") == "new"
+            ),
+            what="b forgot what it could not update",
+        )
         assert cb.get_table(DB, "t").parameters["marker"] == "new"
         assert "ds=d00001" not in cb.get_partition_names(DB, "t", -1)
         settle(b)

@@ -200,9 +200,7 @@ def _compare_everything(svcs: list[Any], T: Any) -> None:
                         T.GetTableRequest(dbName=DB, tblName=tbl, validWriteIdList=s)
                     ).table
                     parts = c.get_partitions_req(
-                        T.PartitionsRequest(
-                            dbName=DB, tblName=tbl, maxParts=-1, validWriteIdList=s
-                        )
+                        T.PartitionsRequest(dbName=DB, tblName=tbl, maxParts=-1, validWriteIdList=s)
                     ).partitions
                     names = c.get_partition_names(DB, tbl, -1)
                 assert ours(t) == svc.store.get_table("hive", DB, tbl), (svc.name, tbl)

@@ -11,7 +11,6 @@ from hms_cache_proxy.idl import hms
 from tests.support.apache_thrift import apache_client
 from tests.support.cache import Counted, clients, instances, ours, settle
 from tests.support.metastore import partition, table
-from tests.support.pg_template import database_url, pg_template  # noqa: F401, F811
 
 DB = "shop"
 
@@ -143,7 +142,9 @@ def _plain(value: Any) -> Any:
 
 
 def test_every_cached_read_equals_the_database_path(
-    database_url: str, tmp_path: Path, T  # noqa: F811
+    database_url: str,
+    tmp_path: Path,
+    T,  # noqa: F811
 ) -> None:
     with instances(database_url, tmp_path, n=1) as (svc,), clients(svc) as (c,):
         _fill(c, T)
@@ -193,7 +194,8 @@ def test_replies_are_written_from_bytes_or_decoded_for_the_compact_protocol(
 
 
 def test_loads_build_the_bytes_the_database_path_objects_encode_to(
-    database_url: str, tmp_path: Path  # noqa: F811
+    database_url: str,
+    tmp_path: Path,  # noqa: F811
 ) -> None:
     """The lean load (rows to bytes, no objects) on unusual descriptors: own columns, no
     location, descriptor parameters, bucket and sort columns, skew, serde parameters, a null
@@ -225,33 +227,57 @@ def test_loads_build_the_bytes_the_database_path_objects_encode_to(
 
         keys = [hms.FieldSchema(name="k1", type="string"), hms.FieldSchema(name="k2", type="int")]
         store.create_table(
-            hms.Table(tableName="odd", dbName=DB, catName="hive", owner="o", sd=sd(),
-                      partitionKeys=keys, parameters={}, tableType="MANAGED_TABLE")
+            hms.Table(
+                tableName="odd",
+                dbName=DB,
+                catName="hive",
+                owner="o",
+                sd=sd(),
+                partitionKeys=keys,
+                parameters={},
+                tableType="MANAGED_TABLE",
+            )
         )
         variants = [
             sd(),
             sd(cols=[hms.FieldSchema(name="b", type="string", comment=None)]),
             sd(location=None),
-            sd(parameters={"p": "1"}, bucketCols=["a"], numBuckets=4,
-               sortCols=[hms.Order(col="a", order=0)]),
-            sd(serdeInfo=hms.SerDeInfo(name="n", serializationLib="other", parameters={},
-                                      description="d", serdeType=1)),
-            sd(skewedInfo=hms.SkewedInfo(skewedColNames=["a"], skewedColValues=[["1"], ["2"]],
-                                         skewedColValueLocationMaps={("1",): "file:/s"}),
-               storedAsSubDirectories=True),
+            sd(
+                parameters={"p": "1"},
+                bucketCols=["a"],
+                numBuckets=4,
+                sortCols=[hms.Order(col="a", order=0)],
+            ),
+            sd(
+                serdeInfo=hms.SerDeInfo(
+                    name="n", serializationLib="other", parameters={}, description="d", serdeType=1
+                )
+            ),
+            sd(
+                skewedInfo=hms.SkewedInfo(
+                    skewedColNames=["a"],
+                    skewedColValues=[["1"], ["2"]],
+                    skewedColValueLocationMaps={("1",): "file:/s"},
+                ),
+                storedAsSubDirectories=True,
+            ),
         ]
         parts = [
-            hms.Partition(values=[f"v{i}", str(i)], dbName=DB, tableName="odd", sd=v,
-                          parameters={"only": str(i)}, catName="hive")
+            hms.Partition(
+                values=[f"v{i}", str(i)],
+                dbName=DB,
+                tableName="odd",
+                sd=v,
+                parameters={"only": str(i)},
+                catName="hive",
+            )
             for i, v in enumerate(variants)
         ]
         store.add_partitions("hive", DB, "odd", parts)
         loaded = cacheload.load_table(store, "hive", DB, "odd")
         entry = build_entry(TableKey("hive", DB, "odd"), loaded)
         expected = store.get_partitions("hive", DB, "odd")
-        assert entry.parts.names() == [
-            f"k1=v{i}/k2={i}" for i in range(len(variants))
-        ]
+        assert entry.parts.names() == [f"k1=v{i}/k2={i}" for i in range(len(variants))]
         for name, obj in zip(entry.parts.names(), expected, strict=True):
             assert entry.parts.by_name[name].encoded() == wire.encode(obj), name
         assert wire.encode(loaded.table) == wire.encode(store.get_table("hive", DB, "odd"))

@@ -49,9 +49,7 @@ def _table(T: object, db: str, name: str) -> object:
     )
 
 
-def test_concurrent_writes_on_two_servers_never_collide(
-    pg_server: object, tmp_path: Path
-) -> None:
+def test_concurrent_writes_on_two_servers_never_collide(pg_server: object, tmp_path: Path) -> None:
     url = pg_server.new_database()  # type: ignore[attr-defined]
     servers = [
         ServerProcess(url, tmp_path / "warehouse", tmp_path / f"server{i}.log") for i in range(2)
@@ -131,7 +129,9 @@ def test_concurrent_writes_on_two_servers_never_collide(
         assert conn.execute(text('SELECT count(*) FROM "SDS"')).scalar() == tables + parts
         # Events: one per create (database, tables) and one per add_partitions call,
         # numbered 1..N without a hole, matching NOTIFICATION_SEQUENCE.
-        ids = [r[0] for r in conn.execute(text('SELECT "EVENT_ID" FROM "NOTIFICATION_LOG" ORDER BY 1'))]
+        ids = [
+            r[0] for r in conn.execute(text('SELECT "EVENT_ID" FROM "NOTIFICATION_LOG" ORDER BY 1'))
+        ]
         assert ids == list(range(1, 1 + 1 + 2 * tables))
         nxt = conn.execute(text('SELECT "NEXT_EVENT_ID" FROM "NOTIFICATION_SEQUENCE"')).scalar()
         assert nxt == ids[-1] + 1

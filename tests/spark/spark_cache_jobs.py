@@ -38,9 +38,7 @@ def session(uri: str, warehouse: str, name: str) -> Any:
 def writer(uri: str, warehouse: str, rounds: int) -> dict[str, Any]:
     spark = session(uri, warehouse, "cache-writer")
     spark.sql("CREATE DATABASE IF NOT EXISTS c")
-    spark.sql(
-        "CREATE TABLE c.t (id INT, v STRING) PARTITIONED BY (dt STRING) STORED AS PARQUET"
-    )
+    spark.sql("CREATE TABLE c.t (id INT, v STRING) PARTITIONED BY (dt STRING) STORED AS PARQUET")
     for i in range(rounds):
         spark.sql(f"INSERT INTO c.t PARTITION (dt='d{i:02d}') VALUES ({i}, 'x{i}')")
     spark.sql("ALTER TABLE c.t ADD COLUMNS (extra STRING)")

@@ -56,7 +56,9 @@ def snapshot(uri: str) -> dict[str, Any]:
                 "serde": t.sd.serdeInfo.serializationLib,
                 "params": dict(t.parameters),
                 "partitions": {
-                    "/".join(f"{k.name}={v}" for k, v in zip(t.partitionKeys, p.values)): {
+                    "/".join(
+                        f"{k.name}={v}" for k, v in zip(t.partitionKeys, p.values, strict=False)
+                    ): {
                         "location": p.sd.location,
                         "location_exists": _exists(p.sd.location),
                         "params": dict(p.parameters),
@@ -128,7 +130,8 @@ def main() -> None:
                 step["rows"] = []
             else:
                 step["rows"] = [
-                    [None if v is None else str(v) for v in row] for row in spark.sql(stmt).collect()
+                    [None if v is None else str(v) for v in row]
+                    for row in spark.sql(stmt).collect()
                 ]
             step["ok"] = True
         except Exception as exc:  # noqa: BLE001 - recorded for the test to report

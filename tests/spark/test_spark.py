@@ -99,7 +99,10 @@ def test_every_spark_statement_works_and_leaves_the_expected_metastore_state(
     analyzed = s["ANALYZE TABLE d.t COMPUTE STATISTICS"]["state"]["tables"]["t"]["params"]
     assert analyzed.get("spark.sql.statistics.numRows") == "2", analyzed
     part_stats = s["ANALYZE TABLE d.t PARTITION (dt) COMPUTE STATISTICS"]["state"]["tables"]["t"]
-    assert part_stats["partitions"]["dt=2024-01-01"]["params"].get("spark.sql.statistics.numRows") == "2"
+    assert (
+        part_stats["partitions"]["dt=2024-01-01"]["params"].get("spark.sql.statistics.numRows")
+        == "2"
+    )
 
     ctas = s["CREATE TABLE d.c STORED AS PARQUET AS SELECT id, name FROM d.t"]["state"]["tables"]
     assert ctas["c"]["columns"] == [["id", "int"], ["name", "string"]]

@@ -32,8 +32,7 @@ def _start(role: str, uri: str, warehouse: Path, log: Path) -> subprocess.Popen[
     env = dict(os.environ)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     return subprocess.Popen(
-        [sys.executable, str(HERE / "spark_cache_jobs.py"), role, uri, str(warehouse),
-         str(ROUNDS)],
+        [sys.executable, str(HERE / "spark_cache_jobs.py"), role, uri, str(warehouse), str(ROUNDS)],
         stdout=subprocess.PIPE,
         stderr=open(log, "w"),  # noqa: SIM115 - closed with the process
         text=True,

@@ -32,7 +32,7 @@ def tokenize(text: str) -> list[str]:
         if m is None:
             if text[pos:].strip() == "":
                 break
-            raise ValueError(f"cannot read IDL at {text[pos:pos + 40]!r}")
+            raise ValueError(f"cannot read IDL at {text[pos : pos + 40]!r}")
         pos = m.end()
         if m.lastgroup != "comment":
             out.append(m.group(m.lastgroup))
@@ -183,17 +183,20 @@ def read_idl(path: Path) -> dict[str, Any]:
                 returns = r.type_()
                 mname = r.next()
                 r.expect("(")
-                args = [
-                    {k: f[k] for k in ("id", "name", "type", "default")} for f in r.fields(")")
-                ]
+                args = [{k: f[k] for k in ("id", "name", "type", "default")} for f in r.fields(")")]
                 throws: list[dict[str, Any]] = []
                 if r.peek() == "throws":
                     r.next()
                     r.expect("(")
                     throws = [{k: f[k] for k in ("id", "name", "type")} for f in r.fields(")")]
                 methods.append(
-                    {"name": mname, "oneway": oneway, "returns": returns, "args": args,
-                     "throws": throws}
+                    {
+                        "name": mname,
+                        "oneway": oneway,
+                        "returns": returns,
+                        "args": args,
+                        "throws": throws,
+                    }
                 )
                 r.skip_sep()
             r.next()

@@ -156,8 +156,9 @@ def _entry(name: str, n: int, as_of: int) -> TableEntry:
     parts = PartitionSet()
     for i in range(n):
         parts.put(f"p={i}", _part((str(i),)))
-    return TableEntry(TableKey("hive", "d", name), table, b"x" * 100, as_of=as_of,
-                      write_ids=None, parts=parts)
+    return TableEntry(
+        TableKey("hive", "d", name), table, b"x" * 100, as_of=as_of, write_ids=None, parts=parts
+    )
 
 
 def test_installs_never_replace_newer_state_or_miss_an_event() -> None:

@@ -93,10 +93,18 @@ def test_service_methods_match(facts: dict, ours: dict) -> None:
     diffs = []
     for name, r in ref_methods.items():
         m = my_methods[name]
-        want = (r["oneway"], r["returns"], [(a["id"], a["name"], a["type"], _default(a["default"]))
-                                           for a in r["args"]], r["throws"])
-        got = (m["oneway"], m["returns"], [(a["id"], a["name"], a["type"], _default(a["default"]))
-                                          for a in m["args"]], m["throws"])
+        want = (
+            r["oneway"],
+            r["returns"],
+            [(a["id"], a["name"], a["type"], _default(a["default"])) for a in r["args"]],
+            r["throws"],
+        )
+        got = (
+            m["oneway"],
+            m["returns"],
+            [(a["id"], a["name"], a["type"], _default(a["default"])) for a in m["args"]],
+            m["throws"],
+        )
         if want != got:
             diffs.append(f"{name}:\n  ours {got}\n  hive {want}")
     assert not diffs, "\n".join(diffs)
@@ -113,11 +121,14 @@ def test_fb303_matches(facts: dict, ours_fb303: dict) -> None:
     ref = facts["included"]["fb303"]
     assert ours_fb303["enums"] == ref["enums"]
     mine = ours_fb303["services"]["FacebookService"]["methods"]
-    assert [
-        (m["name"], m["oneway"], m["returns"], m["args"], m["throws"]) for m in mine
-    ] == [
-        (m["name"], m["oneway"], m["returns"],
-         [{k: a[k] for k in ("id", "name", "type", "default")} for a in m["args"]], m["throws"])
+    assert [(m["name"], m["oneway"], m["returns"], m["args"], m["throws"]) for m in mine] == [
+        (
+            m["name"],
+            m["oneway"],
+            m["returns"],
+            [{k: a[k] for k in ("id", "name", "type", "default")} for a in m["args"]],
+            m["throws"],
+        )
         for m in ref["services"]["FacebookService"]["methods"]
     ]
 
@@ -138,7 +149,7 @@ def test_reader_tells_optional_from_default() -> None:
     """The checker itself must see requiredness, or the comparison above proves nothing."""
     from tests.support.idl_text import _Reader, tokenize
 
-    r = _Reader(tokenize('1: optional i64 a = -1, 2: string b, 3: required list<X> c }'))
+    r = _Reader(tokenize("1: optional i64 a = -1, 2: string b, 3: required list<X> c }"))
     assert [(f["required"], f["default"]) for f in r.fields("}")] == [
         ("optional", -1),
         ("default", None),

@@ -179,8 +179,12 @@ class EventApplier:
             try:
                 op = self._prepare(ev)
             except Exception:  # noqa: BLE001 - a message we cannot read: forget its scope
-                log.warning("cannot read event %s (%s); invalidating", ev.eventId, ev.eventType,
-                            exc_info=True)
+                log.warning(
+                    "cannot read event %s (%s); invalidating",
+                    ev.eventId,
+                    ev.eventType,
+                    exc_info=True,
+                )
                 op = self._invalidate_scope(ev)
             prepared.append((ev.eventId, ev.eventType, op))
         batch = _Batch(self.cache, self)
@@ -190,8 +194,9 @@ class EventApplier:
                 try:
                     op(batch)
                 except Exception:  # noqa: BLE001 - never serve on after a change went wrong
-                    log.exception("applying event %s (%s) failed; emptying the cache",
-                                  event_id, event_type)
+                    log.exception(
+                        "applying event %s (%s) failed; emptying the cache", event_id, event_type
+                    )
                     batch.reload.update(self.cache.clear_locked())
                     metrics.INVALIDATIONS.labels("apply_error").inc()
                 self.cache.position = event_id
@@ -326,9 +331,7 @@ class EventApplier:
         values = tuple(p.values or ())
         return partnames.make_part_name(keys, list(values)), Part(values, head, cols, tail)
 
-    def _put_partitions(
-        self, cat: str, table: Any, parts: list[Any], write_id: int | None
-    ) -> Op:
+    def _put_partitions(self, cat: str, table: Any, parts: list[Any], write_id: int | None) -> Op:
         key = self._key(cat, table)
         keys = [k.name for k in table.partitionKeys or []]
         pieces = [self._part(keys, p) for p in parts if p is not None]
@@ -418,9 +421,7 @@ class EventApplier:
 
     # -- statistics ----------------------------------------------------------------------------
 
-    def _stats(
-        self, t: str, cat: str, ev: Any, body: dict[str, Any], write_id: int | None
-    ) -> Op:
+    def _stats(self, t: str, cat: str, ev: Any, body: dict[str, Any], write_id: int | None) -> Op:
         key = TableKey(cat, _norm(ev.dbName), _norm(ev.tableName))
         table = msg.table(body) if body.get("tableObjJson") else None
         table_data = wire.encode(table) if table is not None else None

@@ -254,9 +254,7 @@ class Loader:
 
     def load_databases(self) -> bool:
         at, found = cacheload.load_databases(self.sql)
-        return self.cache.install_databases(
-            {k: (v, wire.encode(v)) for k, v in found.items()}, at
-        )
+        return self.cache.install_databases({k: (v, wire.encode(v)) for k, v in found.items()}, at)
 
     def load_stats(self, key: TableKey) -> bool:
         """Statistics rows of a cached table, kept only if nothing changed them since."""

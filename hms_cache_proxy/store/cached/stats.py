@@ -280,9 +280,7 @@ class StatsReads:
                 if not prows:
                     continue
                 objs = [
-                    stats_obj_from_row(r)
-                    for (e, c), r in prows.items()
-                    if e == eng and c in wanted
+                    stats_obj_from_row(r) for (e, c), r in prows.items() if e == eng and c in wanted
                 ]
                 if objs:
                     stats[n] = objs

@@ -172,8 +172,9 @@ class CachedStore(StatsReads):
         try:
             self._catch_up()
         except Exception:  # noqa: BLE001 - the write itself succeeded
-            log.warning("could not catch up with the log after a write; emptying the cache",
-                        exc_info=True)
+            log.warning(
+                "could not catch up with the log after a write; emptying the cache", exc_info=True
+            )
             self.flush_all()
 
     # -- the rules -----------------------------------------------------------------------------
@@ -348,9 +349,7 @@ class CachedStore(StatsReads):
         pick: Callable[[TableEntry], Any],
         from_db: Callable[[], Any],
     ) -> Any:
-        return self._read(
-            method, TableKey(cat, db, tbl), snapshot, pick, from_db, partitions=True
-        )
+        return self._read(method, TableKey(cat, db, tbl), snapshot, pick, from_db, partitions=True)
 
     @staticmethod
     def _parts(entry: TableEntry, names: Sequence[str], encoded: bool) -> Any:
@@ -482,9 +481,7 @@ class CachedStore(StatsReads):
             )
         )
 
-    def _filtered(
-        self, entry: TableEntry, filter_text: str, max_parts: int | None
-    ) -> list[str]:
+    def _filtered(self, entry: TableEntry, filter_text: str, max_parts: int | None) -> list[str]:
         """Names of the partitions the filter accepts, in order (the database path's rules:
         the same evaluator, narrowed first by the exact values the filter pins)."""
         node = pfilter.parse(filter_text or "")

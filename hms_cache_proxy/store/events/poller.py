@@ -200,8 +200,11 @@ class Poller:
             self._listener = listen_connection(self.db)
             self.listening = True
         except Exception:  # noqa: BLE001 - fall back to polling, try again later
-            log.warning("cannot LISTEN for notification events; polling every %gs", self.interval,
-                        exc_info=True)
+            log.warning(
+                "cannot LISTEN for notification events; polling every %gs",
+                self.interval,
+                exc_info=True,
+            )
             self._retry_at = now + 5.0
             self._listener = None
         return self._listener

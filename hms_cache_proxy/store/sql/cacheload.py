@@ -69,9 +69,7 @@ def load_databases(store: Any) -> tuple[int, dict[tuple[str, str], hms.Database]
         at = current_event(store, conn)
         rows = conn.execute(select(s.DBS)).all()
         params = _db_params(conn, [r.DB_ID for r in rows]) if rows else {}
-        return at, {
-            (r.CTLG_NAME, r.NAME): _database(r, params.get(r.DB_ID, {})) for r in rows
-        }
+        return at, {(r.CTLG_NAME, r.NAME): _database(r, params.get(r.DB_ID, {})) for r in rows}
 
 
 def load_table(
@@ -314,7 +312,6 @@ WHERE p."TBL_ID" = %(tbl)s
 """
 """Every child row of the table's partitions, descriptors and serdes, joined by TBL_ID (a few
 scans of the child tables instead of one index probe per partition and child table)."""
-
 
 
 def _partition_bytes_pg(

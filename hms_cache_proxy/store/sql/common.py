@@ -75,9 +75,7 @@ class SqlStoreBase:
     ) -> None:
         self.db = db
         self.ids = IdAllocator(db, id_block_size)
-        self.events = EventLog(
-            self.ids, message_format, max_event_response=notification_max_events
-        )
+        self.events = EventLog(self.ids, message_format, max_event_response=notification_max_events)
         self.messages = MessageBuilder(server=server_uri, writer=WRITER_NAME)
         self.warehouse_uri = warehouse_uri.rstrip("/")
 
@@ -94,7 +92,9 @@ class SqlStoreBase:
             raise hms.NoSuchObjectException(message=f"database {cat}.{name}")
         return row
 
-    def _table_row(self, conn: Connection, cat: str, db: str, name: str, *, lock: bool = False) -> Any:
+    def _table_row(
+        self, conn: Connection, cat: str, db: str, name: str, *, lock: bool = False
+    ) -> Any:
         """The TBLS row (with DB_ID) of a table, or NoSuchObjectException."""
         t, d = s.TBLS, s.DBS
         stmt = (

@@ -52,7 +52,9 @@ class DatabasesMixin(SqlStoreBase):
                 )
             )
             created = _catalog(self._catalog_row(conn, name))  # as stored
-            self._emit(conn, [NewEvent(msg.CREATE_CATALOG, self.messages.create_catalog(created), name)])
+            self._emit(
+                conn, [NewEvent(msg.CREATE_CATALOG, self.messages.create_catalog(created), name)]
+            )
             return created
 
         return self.db.transaction(run)
@@ -90,7 +92,10 @@ class DatabasesMixin(SqlStoreBase):
                 .values(DESC=after.description, LOCATION_URI=after.locationUri)
             )
             after = _catalog(self._catalog_row(conn, name))  # as stored
-            self._emit(conn, [NewEvent(msg.ALTER_CATALOG, self.messages.alter_catalog(before, after), name)])
+            self._emit(
+                conn,
+                [NewEvent(msg.ALTER_CATALOG, self.messages.alter_catalog(before, after), name)],
+            )
 
         self.db.transaction(run)
 
@@ -108,7 +113,9 @@ class DatabasesMixin(SqlStoreBase):
                     + ", ".join(sorted(r[0] for r in dbs))
                 )
             conn.execute(delete(s.CTLGS).where(s.CTLGS.c.NAME == name))
-            self._emit(conn, [NewEvent(msg.DROP_CATALOG, self.messages.drop_catalog(_catalog(row)), name)])
+            self._emit(
+                conn, [NewEvent(msg.DROP_CATALOG, self.messages.drop_catalog(_catalog(row)), name)]
+            )
 
         self.db.transaction(run)
 
@@ -131,9 +138,7 @@ class DatabasesMixin(SqlStoreBase):
         if cat == DEFAULT_CATALOG:
             root = self.warehouse_uri
         else:
-            root = (self._require_catalog(conn, cat).LOCATION_URI or self.warehouse_uri).rstrip(
-                "/"
-            )
+            root = (self._require_catalog(conn, cat).LOCATION_URI or self.warehouse_uri).rstrip("/")
         return f"{root}/{name}.db"
 
     def create_database(self, database: hms.Database) -> hms.Database:
@@ -147,9 +152,7 @@ class DatabasesMixin(SqlStoreBase):
                 )
             ).first()
             if exists is not None:
-                raise hms.AlreadyExistsException(
-                    message=f"Database {database.name} already exists"
-                )
+                raise hms.AlreadyExistsException(message=f"Database {database.name} already exists")
             created = hms.Database(
                 name=database.name,
                 description=database.description,
@@ -167,13 +170,18 @@ class DatabasesMixin(SqlStoreBase):
             )
             (db_id,) = self.ids.allocate(conn, idseq.DATABASE)
             conn.execute(insert(s.DBS).values(DB_ID=db_id, **_db_values(created)))
-            insert_rows(
-                conn, s.DATABASE_PARAMS, param_rows("DB_ID", db_id, created.parameters)
-            )
+            insert_rows(conn, s.DATABASE_PARAMS, param_rows("DB_ID", db_id, created.parameters))
             created = self._load_database(conn, cat, database.name)  # as stored
             self._emit(
                 conn,
-                [NewEvent(msg.CREATE_DATABASE, self.messages.create_database(created), cat, created.name)],
+                [
+                    NewEvent(
+                        msg.CREATE_DATABASE,
+                        self.messages.create_database(created),
+                        cat,
+                        created.name,
+                    )
+                ],
             )
             return created
 
@@ -232,13 +240,15 @@ class DatabasesMixin(SqlStoreBase):
             del values["NAME"], values["CTLG_NAME"], values["CREATE_TIME"]
             conn.execute(update(s.DBS).where(s.DBS.c.DB_ID == row.DB_ID).values(**values))
             conn.execute(delete(s.DATABASE_PARAMS).where(s.DATABASE_PARAMS.c.DB_ID == row.DB_ID))
-            insert_rows(
-                conn, s.DATABASE_PARAMS, param_rows("DB_ID", row.DB_ID, after.parameters)
-            )
+            insert_rows(conn, s.DATABASE_PARAMS, param_rows("DB_ID", row.DB_ID, after.parameters))
             after = self._load_database(conn, cat, name)  # as stored
             self._emit(
                 conn,
-                [NewEvent(msg.ALTER_DATABASE, self.messages.alter_database(before, after), cat, name)],
+                [
+                    NewEvent(
+                        msg.ALTER_DATABASE, self.messages.alter_database(before, after), cat, name
+                    )
+                ],
             )
 
         self.db.transaction(run)
@@ -274,7 +284,8 @@ class DatabasesMixin(SqlStoreBase):
             conn.execute(delete(s.DATABASE_PARAMS).where(s.DATABASE_PARAMS.c.DB_ID == row.DB_ID))
             conn.execute(delete(s.DBS).where(s.DBS.c.DB_ID == row.DB_ID))
             self._emit(
-                conn, [NewEvent(msg.DROP_DATABASE, self.messages.drop_database(database), cat, name)]
+                conn,
+                [NewEvent(msg.DROP_DATABASE, self.messages.drop_database(database), cat, name)],
             )
             return database
 

@@ -116,9 +116,8 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A connection inside one read snapshot; rolled back (nothing to keep) on exit."""
-        with self.read_engine.connect() as conn:
-            with conn.begin():
-                yield conn
+        with self.read_engine.connect() as conn, conn.begin():
+            yield conn
 
     def transaction(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn(conn)`` as one write transaction, committing on return.
@@ -152,9 +151,8 @@ class Database:
         if self.dialect == "sqlite":
             yield conn
             return
-        with self.write_engine.connect() as side:
-            with side.begin():
-                yield side
+        with self.write_engine.connect() as side, side.begin():
+            yield side
 
     def is_retryable(self, exc: DBAPIError) -> bool:
         if self.dialect == "postgresql":

@@ -52,7 +52,7 @@ TXN_WRITE_NOTIFICATION_LOG = IdSequence(
 
 
 class IdAllocator:
-    """Hands out ids for one process, reserving ``block_size`` at a time per sequence (PostgreSQL)."""
+    """Hands out ids for one process; on PostgreSQL, ``block_size`` at a time per sequence."""
 
     def __init__(self, db: Database, block_size: int = 100) -> None:
         self._db = db
@@ -82,7 +82,6 @@ class IdAllocator:
             return list(range(start, start + n))
 
 
-
 def reserve(conn: Connection, seq: IdSequence, n: int) -> int:
     """Reserve ``n`` consecutive ids under the sequence row's lock; returns the first."""
     st = s.SEQUENCE_TABLE
@@ -90,9 +89,7 @@ def reserve(conn: Connection, seq: IdSequence, n: int) -> int:
     current = conn.execute(row_sel).scalar()
     if current is None:
         current = _create_row(conn, seq)
-    conn.execute(
-        update(st).where(st.c.SEQUENCE_NAME == seq.name).values(NEXT_VAL=current + n)
-    )
+    conn.execute(update(st).where(st.c.SEQUENCE_NAME == seq.name).values(NEXT_VAL=current + n))
     return int(current)
 
 

@@ -73,9 +73,15 @@ class NotificationsMixin(PartitionsMixin):
                         )
                     part = found[0]
                 events.append(
-                    NewEvent(msg.INSERT, self.messages.insert(
-                        table, part, replace=bool(data.replace), files=data.filesAdded or []
-                    ), cat, db, tbl)
+                    NewEvent(
+                        msg.INSERT,
+                        self.messages.insert(
+                            table, part, replace=bool(data.replace), files=data.filesAdded or []
+                        ),
+                        cat,
+                        db,
+                        tbl,
+                    )
                 )
             return self._emit(conn, events)
 
@@ -85,7 +91,9 @@ class NotificationsMixin(PartitionsMixin):
         """The database's identity (METASTORE_DB_PROPERTIES 'guid'), created on first use."""
         p = s.METASTORE_DB_PROPERTIES.c
         with self.db.read() as conn:
-            found = conn.execute(select(p.PROPERTY_VALUE).where(p.PROPERTY_KEY == UUID_KEY)).scalar()
+            found = conn.execute(
+                select(p.PROPERTY_VALUE).where(p.PROPERTY_KEY == UUID_KEY)
+            ).scalar()
         if found:
             return found
 

@@ -23,7 +23,6 @@ from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql import ids as idseq
 from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.batch import chunks, fetch_in
-from hms_cache_proxy.store.sql.details import load_details
 from hms_cache_proxy.store.sql.common import (
     SqlStoreBase,
     TxnWrite,
@@ -32,6 +31,7 @@ from hms_cache_proxy.store.sql.common import (
     now,
     table_ref,
 )
+from hms_cache_proxy.store.sql.details import load_details
 from hms_cache_proxy.store.sql.storage import (
     SD_COLUMNS,
     build_storage_descriptors,
@@ -99,6 +99,7 @@ def _partitions_by_id(dialect: str) -> Any:
         _statements[key] = stmt
     return stmt
 
+
 MISSING_PARTITIONS = "Some partitions to drop are missing"
 """drop_partitions' NoSuchObjectException when a named partition is absent (HMSHandler)."""
 
@@ -133,9 +134,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         t, d, k = s.TBLS, s.DBS, s.PARTITION_KEYS
         stmt = (
             select(t.c.TBL_ID, t.c.SD_ID, k.c.PKEY_NAME, k.c.PKEY_TYPE, k.c.PKEY_COMMENT)
-            .select_from(
-                t.join(d, t.c.DB_ID == d.c.DB_ID).outerjoin(k, k.c.TBL_ID == t.c.TBL_ID)
-            )
+            .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID).outerjoin(k, k.c.TBL_ID == t.c.TBL_ID))
             .where(d.c.CTLG_NAME == cat, d.c.NAME == db, t.c.TBL_NAME == name)
             .order_by(k.c.INTEGER_IDX)
         )
@@ -286,7 +285,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             )
         return parts[0]
 
-    def get_partitions(self, cat: str, db: str, tbl: str, max_parts: int = -1) -> list[hms.Partition]:
+    def get_partitions(
+        self, cat: str, db: str, tbl: str, max_parts: int = -1
+    ) -> list[hms.Partition]:
         with self.db.read() as conn:
             tk = self._table_keys(conn, cat, db, tbl)
             if max_parts == 0:
@@ -302,17 +303,23 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             tk = self._table_keys(conn, cat, db, tbl)
             return self._by_names(conn, tk, names)
 
-    def _by_names(self, conn: Connection, tk: TableKeys, names: Sequence[str]) -> list[hms.Partition]:
+    def _by_names(
+        self, conn: Connection, tk: TableKeys, names: Sequence[str]
+    ) -> list[hms.Partition]:
         wanted = sorted(set(names))
-        ids = [
-            r[0]
-            for r in fetch_in(
-                conn,
-                _P.c.PART_NAME,
-                wanted,
-                lambda cond: select(_P.c.PART_ID).where(_P.c.TBL_ID == tk.tbl_id, cond),
-            )
-        ] if wanted else []
+        ids = (
+            [
+                r[0]
+                for r in fetch_in(
+                    conn,
+                    _P.c.PART_NAME,
+                    wanted,
+                    lambda cond: select(_P.c.PART_ID).where(_P.c.TBL_ID == tk.tbl_id, cond),
+                )
+            ]
+            if wanted
+            else []
+        )
         return self._load_partitions(conn, tk, ids) if ids else []
 
     def get_partitions_by_filter(
@@ -446,9 +453,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 for p in parts:
                     name = self._name_for(tk, p.values)
                     if name in named:
-                        raise hms.MetaException(
-                            message=f"Duplicate partitions in the list: {name}"
-                        )
+                        raise hms.MetaException(message=f"Duplicate partitions in the list: {name}")
                     named[name] = p
                 existing = self._existing_names(conn, tk, list(named))
                 if existing and not if_not_exists:
@@ -518,9 +523,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         table_cols = table.sd.cols if table.sd is not None else []
         table_cd = None
         if tk.sd_id is not None:
-            table_cd = conn.execute(
-                select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == tk.sd_id)
-            ).scalar()
+            table_cd = conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == tk.sd_id)).scalar()
         # Partitions whose columns equal the table's share its column descriptor; the others
         # get one new descriptor per distinct column list.
         cd_for: dict[tuple[tuple[str, str, str | None], ...], int | None] = {}
@@ -577,7 +580,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         )
         part_ids = self.ids.allocate(conn, idseq.PARTITION, len(added))
         rows, kv_rows, param_rows_ = [], [], []
-        for (name, _), part, part_id in zip(todo, added, part_ids):
+        for (name, _), part, part_id in zip(todo, added, part_ids, strict=True):
             rows.append(
                 {
                     "PART_ID": part_id,
@@ -731,9 +734,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         if COLUMN_STATS_ACCURATE in (new.parameters or {}) and not stats_valid_for_query(
             old.parameters, old.writeId, tw.valid_write_ids, True
         ):
-            new.parameters = {
-                k: v for k, v in new.parameters.items() if k != COLUMN_STATS_ACCURATE
-            }
+            new.parameters = {k: v for k, v in new.parameters.items() if k != COLUMN_STATS_ACCURATE}
 
     def _replace_partitions(
         self,
@@ -762,9 +763,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         # New descriptors first, so a column descriptor the old and new share stays alive.
         table_cd = None
         if tk.sd_id is not None:
-            table_cd = conn.execute(
-                select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == tk.sd_id)
-            ).scalar()
+            table_cd = conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == tk.sd_id)).scalar()
         old_cd = {
             r.SD_ID: r.CD_ID
             for r in fetch_in(
@@ -789,13 +788,16 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 pending.append(len(cd_ids))
                 cd_ids.append(None)
                 new_lists.append(new.sd.cols or [])
-        for idx, cd in zip(pending, insert_column_descriptors(conn, self.ids, new_lists)):
+        for idx, cd in zip(
+            pending, insert_column_descriptors(conn, self.ids, new_lists), strict=True
+        ):
             cd_ids[idx] = cd
         with_sd = [(n, new) for n, _, new in pairs if new.sd is not None]
         sd_ids = dict(
             zip(
                 [n for n, _ in with_sd],
                 insert_storage_descriptors(conn, self.ids, [p.sd for _, p in with_sd], cd_ids),
+                strict=True,
             )
         )
         kv_rows, prm = [], []
@@ -853,9 +855,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 )
             old = found[0]
             new = _copy_partition(new_part, dbName=tk.db, tableName=tk.name, catName=tk.cat)
-            tw = self._partition_txn_write(
-                conn, tk, table, None, [(new, old)], valid_write_id_list
-            )
+            tw = self._partition_txn_write(conn, tk, table, None, [(new, old)], valid_write_id_list)
             if prepare is not None:
                 prepare(table, old, new)
             self._stamp_partition(new, old, tw)
@@ -927,15 +927,15 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 conn,
                 _P.c.PART_NAME,
                 [p_name(tk, p) for p in found],
-                lambda cond: select(_P.c.PART_ID, _P.c.SD_ID).where(
-                    _P.c.TBL_ID == tk.tbl_id, cond
-                ),
+                lambda cond: select(_P.c.PART_ID, _P.c.SD_ID).where(_P.c.TBL_ID == tk.tbl_id, cond),
             )
             self._delete_partition_rows(conn, [r.PART_ID for r in ids], [r.SD_ID for r in ids])
             self._emit(
                 conn,
                 [
-                    NewEvent(msg.DROP_PARTITION, self.messages.drop_partition(table, [p]), cat, db, tbl)
+                    NewEvent(
+                        msg.DROP_PARTITION, self.messages.drop_partition(table, [p]), cat, db, tbl
+                    )
                     for p in found
                 ],
             )
@@ -996,5 +996,3 @@ def _copy_partition(p: hms.Partition, **changes: Any) -> hms.Partition:
     for k, v in changes.items():
         setattr(new, k, v)
     return new
-
-

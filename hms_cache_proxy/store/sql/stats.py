@@ -1244,9 +1244,7 @@ class StatsMixin(PartitionsMixin):
                         and snapshot is not None
                         and not (
                             self.txn_stats_enabled
-                            and stats_valid_for_query(
-                                target.params, prow.WRITE_ID, snapshot, False
-                            )
+                            and stats_valid_for_query(target.params, prow.WRITE_ID, snapshot, False)
                         )
                     ):
                         invalid.append(target)

@@ -66,14 +66,16 @@ def _skew_values(
         conn,
         v.SD_ID_OID,
         list(sd_ids),
-        lambda cond: select(v.SD_ID_OID, v.INTEGER_IDX, sv.STRING_LIST_VALUE)
-        .select_from(
-            s.SKEWED_VALUES.outerjoin(
-                s.SKEWED_STRING_LIST_VALUES, sv.STRING_LIST_ID == v.STRING_LIST_ID_EID
+        lambda cond: (
+            select(v.SD_ID_OID, v.INTEGER_IDX, sv.STRING_LIST_VALUE)
+            .select_from(
+                s.SKEWED_VALUES.outerjoin(
+                    s.SKEWED_STRING_LIST_VALUES, sv.STRING_LIST_ID == v.STRING_LIST_ID_EID
+                )
             )
-        )
-        .where(cond)
-        .order_by(v.SD_ID_OID, v.INTEGER_IDX, sv.INTEGER_IDX),
+            .where(cond)
+            .order_by(v.SD_ID_OID, v.INTEGER_IDX, sv.INTEGER_IDX)
+        ),
     )
     values: dict[int, list[list[str]]] = {}
     last: tuple[int, int] | None = None
@@ -88,14 +90,16 @@ def _skew_values(
         conn,
         m.SD_ID,
         list(sd_ids),
-        lambda cond: select(m.SD_ID, m.STRING_LIST_ID_KID, m.LOCATION, sv.STRING_LIST_VALUE)
-        .select_from(
-            s.SKEWED_COL_VALUE_LOC_MAP.outerjoin(
-                s.SKEWED_STRING_LIST_VALUES, sv.STRING_LIST_ID == m.STRING_LIST_ID_KID
+        lambda cond: (
+            select(m.SD_ID, m.STRING_LIST_ID_KID, m.LOCATION, sv.STRING_LIST_VALUE)
+            .select_from(
+                s.SKEWED_COL_VALUE_LOC_MAP.outerjoin(
+                    s.SKEWED_STRING_LIST_VALUES, sv.STRING_LIST_ID == m.STRING_LIST_ID_KID
+                )
             )
-        )
-        .where(cond)
-        .order_by(m.SD_ID, m.STRING_LIST_ID_KID, sv.INTEGER_IDX),
+            .where(cond)
+            .order_by(m.SD_ID, m.STRING_LIST_ID_KID, sv.INTEGER_IDX)
+        ),
     )
     locs: dict[int, dict[tuple[str, ...], str]] = {}
     keys: dict[tuple[int, int], tuple[list[str], str]] = {}
@@ -163,7 +167,8 @@ def same_columns(a: Sequence[hms.FieldSchema] | None, b: Sequence[hms.FieldSchem
     """Whether two column lists are equal field for field (names, types, comments)."""
     a, b = a or [], b or []
     return len(a) == len(b) and all(
-        (x.name, x.type, x.comment) == (y.name, y.type, y.comment) for x, y in zip(a, b)
+        (x.name, x.type, x.comment) == (y.name, y.type, y.comment)
+        for x, y in zip(a, b, strict=True)
     )
 
 
@@ -183,7 +188,7 @@ def insert_column_descriptors(
             "COMMENT": col.comment,
             "INTEGER_IDX": idx,
         }
-        for cd, cols in zip(cd_ids, col_lists)
+        for cd, cols in zip(cd_ids, col_lists, strict=True)
         for idx, col in enumerate(cols or [])
     ]
     if rows:
@@ -206,7 +211,7 @@ def insert_storage_descriptors(
     serde_rows, serde_params, sd_rows, sd_params = [], [], [], []
     buckets, sorts, skew_names = [], [], []
     skewed: list[tuple[int, hms.SkewedInfo]] = []
-    for sd, sd_id, serde_id, cd_id in zip(sds, sd_ids, serde_ids, cd_ids):
+    for sd, sd_id, serde_id, cd_id in zip(sds, sd_ids, serde_ids, cd_ids, strict=True):
         serde = sd.serdeInfo or hms.SerDeInfo()
         serde_rows.append(
             {
@@ -280,7 +285,7 @@ def _insert_skew_values(
         s.SKEWED_STRING_LIST_VALUES,
         [
             {"STRING_LIST_ID": list_id, "STRING_LIST_VALUE": v, "INTEGER_IDX": i}
-            for list_id, values in zip(list_ids, lists)
+            for list_id, values in zip(list_ids, lists, strict=True)
             for i, v in enumerate(values)
         ],
     )
@@ -289,7 +294,7 @@ def _insert_skew_values(
         s.SKEWED_VALUES,
         [
             {"SD_ID_OID": sd_id, "STRING_LIST_ID_EID": list_id, "INTEGER_IDX": idx}
-            for list_id, (kind, sd_id, idx) in zip(list_ids, owners)
+            for list_id, (kind, sd_id, idx) in zip(list_ids, owners, strict=True)
             if kind == "v"
         ],
     )
@@ -298,7 +303,7 @@ def _insert_skew_values(
         s.SKEWED_COL_VALUE_LOC_MAP,
         [
             {"SD_ID": sd_id, "STRING_LIST_ID_KID": list_id, "LOCATION": loc}
-            for list_id, (kind, sd_id, loc) in zip(list_ids, owners)
+            for list_id, (kind, sd_id, loc) in zip(list_ids, owners, strict=True)
             if kind == "m"
         ],
     )
@@ -370,9 +375,7 @@ def drop_unused_column_descriptors(conn: Connection, cd_ids: set[int] | Sequence
     for part in chunks(cds):
         used = {
             r[0]
-            for r in conn.execute(
-                select(s.SDS.c.CD_ID).where(s.SDS.c.CD_ID.in_(part)).distinct()
-            )
+            for r in conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.CD_ID.in_(part)).distinct())
         }
         unused = [c for c in part if c not in used]
         if unused:
@@ -383,18 +386,14 @@ def drop_unused_column_descriptors(conn: Connection, cd_ids: set[int] | Sequence
 def cd_in_use_elsewhere(conn: Connection, cd_id: int, except_sd: int) -> bool:
     return bool(
         conn.execute(
-            select(
-                exists().where(and_(s.SDS.c.CD_ID == cd_id, s.SDS.c.SD_ID != except_sd))
-            )
+            select(exists().where(and_(s.SDS.c.CD_ID == cd_id, s.SDS.c.SD_ID != except_sd)))
         ).scalar()
     )
 
 
 def param_rows(owner_col: str, owner: int, params: dict[str, str] | None) -> list[dict[str, Any]]:
     """Rows for a *_PARAMS table."""
-    return [
-        {owner_col: owner, "PARAM_KEY": k, "PARAM_VALUE": v} for k, v in (params or {}).items()
-    ]
+    return [{owner_col: owner, "PARAM_KEY": k, "PARAM_VALUE": v} for k, v in (params or {}).items()]
 
 
 def insert_rows(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:

@@ -27,7 +27,6 @@ from hms_cache_proxy.store.patterns import compile_pattern, filter_names
 from hms_cache_proxy.store.sql import ids as idseq
 from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.batch import chunks, fetch_in
-from hms_cache_proxy.store.sql.details import load_details
 from hms_cache_proxy.store.sql.common import (
     SqlStoreBase,
     TxnWrite,
@@ -36,6 +35,7 @@ from hms_cache_proxy.store.sql.common import (
     principal_type,
     table_ref,
 )
+from hms_cache_proxy.store.sql.details import load_details
 from hms_cache_proxy.store.sql.storage import (
     SD_COLUMNS,
     build_storage_descriptors,
@@ -81,7 +81,9 @@ def table_select(*conditions: Any) -> Any:
 
 # Built once: statement construction costs more than the query on the hot path.
 TABLE_BY_NAME = table_select(
-    _D.c.CTLG_NAME == bindparam("cat"), _D.c.NAME == bindparam("db"), _T.c.TBL_NAME == bindparam("tbl")
+    _D.c.CTLG_NAME == bindparam("cat"),
+    _D.c.NAME == bindparam("db"),
+    _T.c.TBL_NAME == bindparam("tbl"),
 )
 TABLE_BY_ID = table_select(_T.c.TBL_ID == bindparam("tbl_id"))
 
@@ -249,8 +251,7 @@ class TablesMixin(SqlStoreBase):
                 write_id = held
             elif held != write_id:
                 raise hms.MetaException(
-                    message=f"write id {write_id} of {db}.{name} does not belong to "
-                    f"txnid:{txn_id}"
+                    message=f"write id {write_id} of {db}.{name} does not belong to txnid:{txn_id}"
                 )
         return self._txn_write(conn, db, name, table.parameters, write_id, valid_write_id_list)
 
@@ -306,9 +307,7 @@ class TablesMixin(SqlStoreBase):
                 after = prepare(conn, before, new_table) or new_table
             new_cat = after.catName or cat
             if new_cat != cat:
-                raise hms.InvalidOperationException(
-                    message="Cannot change the catalog of a table"
-                )
+                raise hms.InvalidOperationException(message="Cannot change the catalog of a table")
             new_db_id = row.DB_ID
             renamed = (after.dbName, after.tableName) != (db, name)
             if renamed:
@@ -445,9 +444,7 @@ class TablesMixin(SqlStoreBase):
             # ALTER ... CASCADE: partitions that shared the old columns take the new ones.
             sub = select(s.PARTITIONS.c.SD_ID).where(s.PARTITIONS.c.TBL_ID == tbl_id)
             conn.execute(
-                update(s.SDS)
-                .where(s.SDS.c.SD_ID.in_(sub.scalar_subquery()))
-                .values(CD_ID=cd_id)
+                update(s.SDS).where(s.SDS.c.SD_ID.in_(sub.scalar_subquery())).values(CD_ID=cd_id)
             )
         if old_cd_id is not None and cd_id != old_cd_id:
             drop_unused_column_descriptors(conn, [old_cd_id])
@@ -521,7 +518,9 @@ class TablesMixin(SqlStoreBase):
             .where(p.TBL_ID == tbl_id)
         ).all()
         locations = [r.LOCATION for r in part_rows if r.LOCATION]
-        self._delete_partition_rows(conn, [r.PART_ID for r in part_rows], [r.SD_ID for r in part_rows])
+        self._delete_partition_rows(
+            conn, [r.PART_ID for r in part_rows], [r.SD_ID for r in part_rows]
+        )
         for table, col in (
             (s.TAB_COL_STATS, "TBL_ID"),
             (s.TBL_COL_PRIVS, "TBL_ID"),
@@ -532,7 +531,9 @@ class TablesMixin(SqlStoreBase):
             conn.execute(delete(table).where(table.c[col] == tbl_id))
         kc = s.KEY_CONSTRAINTS.c
         conn.execute(
-            delete(s.KEY_CONSTRAINTS).where(or_(kc.PARENT_TBL_ID == tbl_id, kc.CHILD_TBL_ID == tbl_id))
+            delete(s.KEY_CONSTRAINTS).where(
+                or_(kc.PARENT_TBL_ID == tbl_id, kc.CHILD_TBL_ID == tbl_id)
+            )
         )
         conn.execute(delete(_T).where(_T.c.TBL_ID == tbl_id))
         if sd_id is not None:
@@ -624,4 +625,3 @@ def _copy_table(t: hms.Table, **changes: Any) -> hms.Table:
     for k, v in changes.items():
         setattr(new, k, v)
     return new
-
