@@ -96,9 +96,7 @@ class EventLog:
         nl_ids = self.ids.allocate(conn, ids_module.NOTIFICATION_LOG, n)
         event_time = int(self._clock())
 
-        first = self._lock_sequence(conn)
-        seq = s.NOTIFICATION_SEQUENCE
-        conn.execute(update(seq).values(NEXT_EVENT_ID=first + n))
+        first = self._take_event_ids(conn, n)
         event_ids = list(range(first, first + n))
         rows = [
             {
@@ -120,19 +118,26 @@ class EventLog:
         return event_ids
 
     @staticmethod
-    def _lock_sequence(conn: Connection) -> int:
-        """NEXT_EVENT_ID under the row lock, creating the row (1) if the table is empty."""
+    def _take_event_ids(conn: Connection, n: int) -> int:
+        """The first of ``n`` event ids, advancing NEXT_EVENT_ID by ``n``.
+
+        One UPDATE ... RETURNING both takes the row lock (held to commit, so ids follow commit
+        order) and moves the sequence: a round trip less than select-for-update, then update.
+        The row (1) is created if the table is empty.
+        """
         seq = s.NOTIFICATION_SEQUENCE
-        locked = select(seq.c.NEXT_EVENT_ID).with_for_update()
-        current = conn.execute(locked).scalar()
-        if current is None:
+        advance = (
+            update(seq).values(NEXT_EVENT_ID=seq.c.NEXT_EVENT_ID + n).returning(seq.c.NEXT_EVENT_ID)
+        )
+        after = conn.execute(advance).scalar()
+        if after is None:
             try:
                 with conn.begin_nested():
                     conn.execute(insert(seq).values(NNI_ID=1, NEXT_EVENT_ID=1))
             except IntegrityError:
-                pass  # created by a concurrent writer; its row is read under the lock below
-            current = conn.execute(locked).scalar_one()
-        return int(current)
+                pass  # created by a concurrent writer; its row is advanced under the lock below
+            after = conn.execute(advance).scalar_one()
+        return int(after) - n
 
     # -- reading ---------------------------------------------------------------------------------
 
