@@ -138,6 +138,14 @@ class PostgresServer:
                 self._kill_postmaster()
         shutil.rmtree(self.base_dir, ignore_errors=True)
 
+    def restart(self, mode: str = "fast") -> None:
+        """Stop the server (``fast``: every connection is cut; ``immediate``: as a crash) and
+        start it again on the same port and data: a fault the consistency checker injects."""
+        if mode not in ("smart", "fast", "immediate"):
+            raise ValueError(f"restart mode {mode!r}: use smart, fast or immediate")
+        self._pg_ctl("stop", "-m", mode, "-w", "-t", "60")
+        self._pg_ctl("start", "-w", "-t", "60", "-l", str(self.log_file))
+
     # -- databases -------------------------------------------------------------------------------
 
     def url_for(self, dbname: str) -> str:

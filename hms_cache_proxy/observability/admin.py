@@ -37,6 +37,16 @@ class AdminTarget(Protocol):
     ) -> dict[str, Any]: ...
 
 
+class PollerPause(Protocol):
+    """A target that can stall its poller (``POST /admin/poller/pause?seconds=N``)."""
+
+    def pause_poller(self, seconds: float) -> dict[str, Any]: ...
+
+
+MAX_PAUSE_SECONDS = 300.0
+"""Longest poller pause accepted: a fault for tests, not a way to switch the cache off."""
+
+
 def scope(db: str, table: str | None, partition: str | None) -> dict[str, str]:
     """The named scope as a dict without the parts left out."""
     out = {"db": db}

@@ -13,6 +13,8 @@ connection, which keeps every error path simple (nothing left half-read on a kep
 - POST /admin/refresh   reload (refresh) or drop (flush) a database, table or partition from the
 - POST /admin/flush     cache; ``db``, ``table``, ``partition`` as JSON, form or query fields;
                         needs the admin token.
+- POST /admin/poller/pause?seconds=N   stall the cache's poller for N seconds (a fault the
+                        consistency checker injects); needs the admin token.
 
 The admin token is compared in constant time and never logged; with no token configured the
 endpoints that need it answer 403. Bodies above ``MAX_BODY_BYTES`` are refused unread.
@@ -39,7 +41,7 @@ from prometheus_client.exposition import choose_encoder
 from hms_cache_proxy import __version__
 from hms_cache_proxy.config import Settings
 from hms_cache_proxy.observability import metrics
-from hms_cache_proxy.observability.admin import AdminError, AdminTarget, scope
+from hms_cache_proxy.observability.admin import MAX_PAUSE_SECONDS, AdminError, AdminTarget, scope
 from hms_cache_proxy.observability.health import DatabaseHealth
 from hms_cache_proxy.observability.readiness import Readiness
 
@@ -61,6 +63,7 @@ _GET_ROUTES = {
     "/config": "_get_config",
 }
 _POST_ROUTES = {"/admin/refresh": "refresh", "/admin/flush": "flush"}
+_PAUSE_ROUTE = "/admin/poller/pause"
 _ADMIN_FIELDS = ("db", "table", "partition")
 
 
@@ -211,7 +214,9 @@ class _Handler(BaseHTTPRequestHandler):
                 getattr(self, _GET_ROUTES[path])()
             elif self.command == "POST" and path in _POST_ROUTES:
                 self._admin(_POST_ROUTES[path])
-            elif path in _GET_ROUTES or path in _POST_ROUTES:
+            elif self.command == "POST" and path == _PAUSE_ROUTE:
+                self._pause_poller()
+            elif path in _GET_ROUTES or path in _POST_ROUTES or path == _PAUSE_ROUTE:
                 allow = "GET, HEAD" if path in _GET_ROUTES else "POST"
                 raise _Reply(405, f"{self.command} not allowed on {path}", (("Allow", allow),))
             else:
@@ -283,6 +288,25 @@ class _Handler(BaseHTTPRequestHandler):
         except AdminError as exc:
             raise _Reply(exc.status, str(exc)) from exc
         self._json(200, answer)
+
+    def _pause_poller(self) -> None:
+        self._authorize()
+        self._read_body()
+        fields = _form_fields(urlsplit(self.path).query, "query string")
+        unknown = sorted(set(fields) - {"seconds"})
+        if unknown:
+            raise _Reply(400, f"unknown field(s) {unknown}; expected seconds")
+        try:
+            seconds = float(fields.get("seconds", ""))
+        except ValueError:
+            raise _Reply(400, "seconds must be a number, e.g. ?seconds=2") from None
+        if not 0 < seconds <= MAX_PAUSE_SECONDS:
+            raise _Reply(400, f"seconds must be in (0, {MAX_PAUSE_SECONDS:g}]")
+        pause = getattr(self.server.endpoints.admin, "pause_poller", None)
+        if pause is None:
+            raise _Reply(409, "this instance has no cache (cache_enabled: false): no poller")
+        log.warning("admin poller pause %gs requested by %s", seconds, self.client_address[0])
+        self._json(200, pause(seconds))
 
     # -- admin helpers ---------------------------------------------------------------------------
 

@@ -160,5 +160,12 @@ class CacheService:
             out["note"] = "partitions are cached per table: the whole table was loaded again"
         return out
 
+    def pause_poller(self, seconds: float) -> dict[str, Any]:
+        """Stall this instance's poller for ``seconds`` (``POST /admin/poller/pause``): a fault
+        for the consistency checker; reads stay correct, they only stop hitting."""
+        held = self.poller.stall(seconds)
+        log.warning("poller paused for %gs by an admin request (held: %s)", seconds, held)
+        return {"paused_seconds": seconds, "held": held, "position": self.poller.position}
+
     def flush_all(self) -> int:
         return self.store.flush_all()

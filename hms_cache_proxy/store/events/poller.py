@@ -95,6 +95,23 @@ class Poller:
             except OSError:
                 pass
 
+    def stall(self, seconds: float, wait: float = 30.0) -> bool:
+        """Hold the poll lock for ``seconds`` from a thread of its own, as a poll stuck on a
+        slow database would: nothing is applied meanwhile (the poller, writers' catch-ups and
+        strong-mode waits all queue behind it). A fault the consistency checker injects
+        (``POST /admin/poller/pause``); ``stop`` ends a stall early. Returns once the stall
+        holds the lock (True; a poll under way finishes first, so ``position`` then stays
+        put until the stall ends), or False if it could not take it within ``wait`` seconds."""
+        held = threading.Event()
+
+        def hold() -> None:
+            with self._poll_lock:
+                held.set()
+                self._stopped.wait(seconds)
+
+        threading.Thread(target=hold, name="hms-cache-poller-stall", daemon=True).start()
+        return held.wait(wait)
+
     def wake(self) -> None:
         """Poll now (a strong-mode read is waiting)."""
         try:
