@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import io
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -451,6 +452,10 @@ def _set_timeouts(sock: socket.socket, recv_seconds: float, send_seconds: float)
         sec = int(seconds)
         return struct.pack("@ll", sec, int((seconds - sec) * 1_000_000))
 
+    if isinstance(sock, ssl.SSLSocket):
+        # SSL reads retry a kernel time-out forever; Python's own time-out raises instead.
+        sock.settimeout(recv_seconds)
+        return
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv(recv_seconds))
         if send_seconds > 0:

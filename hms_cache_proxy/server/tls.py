@@ -1,0 +1,106 @@
+"""TLS on the Thrift port: the server context (checked at start-up) and the per-connection
+handshake, which runs in the connection's own thread so a slow or silent client never holds up
+the accept loop. docs/security.md shows how to make a certificate.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+
+_CLIENT_AUTH = {
+    "none": ssl.CERT_NONE,
+    "optional": ssl.CERT_OPTIONAL,
+    "required": ssl.CERT_REQUIRED,
+}
+
+
+class TlsConfigError(ValueError):
+    """The TLS settings cannot be used (a missing file, a key that does not fit, ...)."""
+
+
+def _readable(path: str, setting: str) -> None:
+    if not os.path.isfile(path):
+        raise TlsConfigError(f"{setting}: {path} does not exist or is not a file")
+    if not os.access(path, os.R_OK):
+        raise TlsConfigError(f"{setting}: {path} is not readable by this process")
+
+
+def server_context(
+    cert_file: str,
+    key_file: str,
+    *,
+    key_password: str | None = None,
+    ca_file: str | None = None,
+    client_auth: str = "none",
+) -> ssl.SSLContext:
+    """A server context (TLS 1.2 or later) from PEM files; raises TlsConfigError saying which
+    file is wrong, so the service refuses to start instead of failing every handshake."""
+    _readable(cert_file, "tls_cert_file")
+    _readable(key_file, "tls_key_file")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+
+    def password() -> str:
+        # Without this callback OpenSSL would prompt on the terminal for an encrypted key.
+        if key_password is None:
+            raise TlsConfigError(
+                f"tls_key_file {key_file} is encrypted: set tls_key_password "
+                "(or HMS_CACHE_PROXY_TLS_KEY_PASSWORD)"
+            )
+        return key_password
+
+    try:
+        ctx.load_cert_chain(cert_file, key_file, password=password)
+    except TlsConfigError:
+        raise
+    except ssl.SSLError as exc:
+        reason = exc.reason or str(exc)
+        if "KEY_VALUES_MISMATCH" in reason.upper():
+            what = f"the key in {key_file} does not belong to the certificate in {cert_file}"
+        elif "BAD_DECRYPT" in reason.upper():
+            what = f"tls_key_password does not decrypt {key_file}"
+        else:
+            what = f"{cert_file} / {key_file} are not a PEM certificate and its private key"
+        raise TlsConfigError(f"cannot use the TLS certificate: {what} ({reason})") from None
+    if client_auth not in _CLIENT_AUTH:
+        raise TlsConfigError(f"tls_client_auth must be one of {sorted(_CLIENT_AUTH)}")
+    if client_auth != "none" and not ca_file:
+        raise TlsConfigError(f"tls_client_auth: {client_auth} needs tls_ca_file")
+    if ca_file:
+        _readable(ca_file, "tls_ca_file")
+        try:
+            ctx.load_verify_locations(cafile=ca_file)
+        except ssl.SSLError as exc:
+            raise TlsConfigError(
+                f"tls_ca_file {ca_file} holds no PEM certificate ({exc.reason or exc})"
+            ) from None
+    ctx.verify_mode = _CLIENT_AUTH[client_auth]
+    return ctx
+
+
+def handshake(ctx: ssl.SSLContext, sock: socket.socket, timeout: float | None) -> ssl.SSLSocket:
+    """Wrap an accepted socket and complete the server handshake within ``timeout`` seconds.
+
+    Raises ssl.SSLError (a plaintext client, an untrusted client certificate), TimeoutError or
+    OSError; the caller closes the connection. The returned socket is left in blocking mode.
+    """
+    sock.settimeout(timeout)
+    tls = ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+    tls.do_handshake()
+    tls.settimeout(None)
+    return tls
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A short reason for the log: what went wrong in a handshake, without a traceback."""
+    if isinstance(exc, ssl.SSLError):
+        reason = exc.reason or exc.strerror or str(exc)
+        hint = ""
+        if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL"):
+            hint = " (a client without TLS?)"
+        return f"TLS handshake failed: {reason}{hint}"
+    if isinstance(exc, TimeoutError):
+        return "TLS handshake timed out"
+    return f"TLS handshake failed: {exc}"

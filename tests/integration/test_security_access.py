@@ -1,0 +1,145 @@
+"""Read-only mode and database allow-lists over a real socket on SQLite: what a client sees,
+what it is refused, and that a refused write leaves the metastore as it was."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from thriftpy2.rpc import make_client
+from thriftpy2.thrift import TApplicationException
+
+from hms_cache_proxy.handler import Handler
+from hms_cache_proxy.handler.access import READ_ONLY_MESSAGE, WRITE_CALLS
+from hms_cache_proxy.idl import hms, service
+from tests.support.metastore import partition, table
+from tests.support.security import sasl_client
+from tests.support.server import running_service
+
+
+def _client(port: int) -> Any:
+    return make_client(service, "127.0.0.1", port, timeout=30_000)
+
+
+@pytest.fixture
+def populated(sqlite_url: str, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A SQLite metastore holding sales.orders (partitioned) and secret_db.keys."""
+    with running_service(sqlite_url, tmp_path / "wh", cache_enabled=False) as svc:
+        c = _client(svc.port)
+        for db in ("sales", "secret_db"):
+            c.create_database(hms.Database(name=db, description=db, parameters={}))
+        c.create_table(table(hms, "sales", "orders", keys=["day:string"]))
+        c.add_partition(partition(hms, "sales", "orders", ["2024-01-01"]))
+        c.create_table(table(hms, "secret_db", "keys"))
+        c.close()
+    yield sqlite_url, tmp_path / "wh"
+
+
+# -- read-only -------------------------------------------------------------------------------------
+
+
+def test_read_only_serves_reads_and_refuses_every_write(populated: tuple[str, Path]) -> None:
+    url, wh = populated
+    with running_service(url, wh, read_only=True) as svc:
+        c = _client(svc.port)
+        before = c.get_current_notificationEventId().eventId
+        assert c.get_all_databases() == ["default", "sales", "secret_db"]
+        assert c.get_table("sales", "orders").tableName == "orders"
+        assert len(c.get_partitions("sales", "orders", -1)) == 1
+        assert c.get_open_txns().open_txns == []
+
+        implemented = sorted(n for n in WRITE_CALLS if hasattr(Handler, n))
+        assert "create_table" in implemented and "open_txns" in implemented
+        for name in implemented:
+            with pytest.raises((hms.MetaException, TApplicationException)) as refused:
+                getattr(c, name)()  # arguments do not matter: refused before they are read
+            assert refused.value.message == READ_ONLY_MESSAGE, name
+            if hms.MetaException in _declared(name):
+                assert isinstance(refused.value, hms.MetaException), name
+
+        # refused with real arguments too, and nothing was written
+        with pytest.raises(hms.MetaException, match="read-only"):
+            c.create_table(table(hms, "sales", "new_one"))
+        with pytest.raises(hms.MetaException, match="read-only"):
+            c.drop_table("sales", "orders", True)
+        with pytest.raises(hms.MetaException, match="read-only"):
+            c.add_partition(partition(hms, "sales", "orders", ["2024-01-02"]))
+        assert c.get_all_tables("sales") == ["orders"]
+        assert len(c.get_partitions("sales", "orders", -1)) == 1
+        assert c.get_current_notificationEventId().eventId == before
+        assert c.get_open_txns().open_txns == []
+        c.close()
+
+
+def _declared(name: str) -> list[type]:
+    spec = getattr(service, name + "_result").thrift_spec
+    return [s[2] for fid, s in spec.items() if fid != 0]
+
+
+# -- allow-lists -----------------------------------------------------------------------------------
+
+
+def test_hidden_database_is_absent_everywhere(populated: tuple[str, Path]) -> None:
+    url, wh = populated
+    with running_service(url, wh, allowed_databases=["default", "sal.*"]) as svc:
+        c = _client(svc.port)
+        assert c.get_all_databases() == ["default", "sales"]
+        assert c.get_databases("*") == ["default", "sales"]
+        assert {m.dbName for m in c.get_table_meta("*", "*", None)} == {"sales"}
+        assert c.get_table("sales", "orders").tableName == "orders"
+
+        with pytest.raises(hms.NoSuchObjectException) as absent:
+            c.get_database("no_such_db")
+        for db in ("secret_db", "SECRET_DB", "@hive#secret_db"):
+            with pytest.raises(hms.NoSuchObjectException) as hidden:
+                c.get_database(db)
+            assert hidden.value.message == absent.value.message.replace("no_such_db", "secret_db")
+            with pytest.raises(hms.NoSuchObjectException):
+                c.get_table(db, "keys")
+        with pytest.raises(hms.NoSuchObjectException):
+            c.get_table_req(hms.GetTableRequest(dbName="secret_db", tblName="keys"))
+        assert c.get_all_tables("secret_db") == []  # as for an absent database
+        assert c.get_tables("secret_db", "*") == []
+        with pytest.raises(hms.UnknownDBException):
+            c.get_fields("secret_db", "keys")
+        with pytest.raises(hms.NoSuchObjectException):
+            c.create_table(table(hms, "secret_db", "sneaky"))
+        with pytest.raises(hms.NoSuchObjectException):
+            c.drop_database("secret_db", True, True)
+        with pytest.raises(hms.MetaException, match="may not be created here"):
+            c.create_database(hms.Database(name="other_db", parameters={}))
+
+        events = c.get_next_notification(hms.NotificationEventRequest(lastEvent=0)).events
+        assert events and {e.dbName for e in events} <= {"sales", "default", None}
+        c.close()
+    # nothing was written into the hidden database, which still exists unfiltered
+    with running_service(url, wh) as svc:
+        c = _client(svc.port)
+        assert c.get_all_tables("secret_db") == ["keys"]
+        assert "other_db" not in c.get_all_databases()
+        c.close()
+
+
+def test_allow_list_per_sasl_user(populated: tuple[str, Path]) -> None:
+    url, wh = populated
+    with running_service(
+        url,
+        wh,
+        sasl_enabled=True,
+        sasl_users={"alice": "alice-pw", "bob": "bob-pw"},
+        allowed_databases=["default", "sales"],
+        allowed_databases_by_user={"bob": ["secret_db"]},
+    ) as svc:
+        alice = sasl_client(svc.port, "alice", "alice-pw")
+        bob = sasl_client(svc.port, "bob", "bob-pw")
+        assert alice.get_all_databases() == ["default", "sales"]
+        assert bob.get_all_databases() == ["secret_db"]
+        assert bob.get_table("secret_db", "keys").tableName == "keys"
+        with pytest.raises(hms.NoSuchObjectException):
+            alice.get_table("secret_db", "keys")
+        with pytest.raises(hms.NoSuchObjectException):
+            bob.get_table("sales", "orders")
+        alice.close()
+        bob.close()
