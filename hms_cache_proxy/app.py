@@ -11,14 +11,17 @@ from typing import Any
 from sqlalchemy import event
 
 from hms_cache_proxy.config import Settings
-from hms_cache_proxy.handler import Handler
+from hms_cache_proxy.handler import Handler, access
 from hms_cache_proxy.idl import service
-from hms_cache_proxy.observability import metrics
+from hms_cache_proxy.observability import metrics, redact
 from hms_cache_proxy.observability.admin import AdminTarget, NoCacheAdmin
 from hms_cache_proxy.observability.health import DatabaseHealth
 from hms_cache_proxy.observability.http import Endpoints, ObservabilityServer
 from hms_cache_proxy.observability.readiness import Readiness
+from hms_cache_proxy.server import tls
 from hms_cache_proxy.server.processor import Processor
+from hms_cache_proxy.server.sasl import PlainAuthenticator
+from hms_cache_proxy.server.secure import SecureOpener
 from hms_cache_proxy.server.thrift_server import ThriftServer
 from hms_cache_proxy.server.wire import Limits
 from hms_cache_proxy.store.cached.direct import DirectStore
@@ -126,6 +129,8 @@ class Service:
 
 def build_service(settings: Settings) -> Service:
     """Check the database (creating the schema if allowed) and wire every layer together."""
+    redact.install(settings.secrets())  # before anything can log them
+    opener = secure_opener(settings)  # a bad certificate stops us before the database is touched
     database = Database(
         settings.database_url,
         pool_size=settings.database_pool_size,
@@ -152,15 +157,18 @@ def build_service(settings: Settings) -> Service:
     # The handler reads through the cache (or, with cache_enabled false, the database only).
     cache = CacheService(store, settings, readiness) if settings.cache_enabled else None
     handler = Handler(cache.store if cache is not None else DirectStore(store), settings)
-    processor = Processor(service, handler, observer=metrics.observe_call)
+    # read_only and allowed_databases (the handler itself when neither is set: no cost per call)
+    processor = Processor(service, access.guard(handler, settings), observer=metrics.observe_call)
     server = ThriftServer(
         processor,
         settings.host,
         settings.port,
-        transport=settings.transport,
+        # After SASL negotiation every message travels in a length-prefixed frame.
+        transport="framed" if settings.sasl_enabled else settings.transport,
         protocol=settings.protocol,
         max_connections=settings.max_connections,
         limits=Limits.of(settings),
+        opener=opener,
     )
     if cache is None:
         readiness.mark_ready()  # nothing to prewarm (with a cache, its loader says when)
@@ -186,6 +194,33 @@ def build_service(settings: Settings) -> Service:
         endpoints = Endpoints(settings, svc.serving, health, readiness, svc.admin)
         svc.http = ObservabilityServer(settings.metrics_host, settings.metrics_port, endpoints)
     return svc
+
+
+def secure_opener(settings: Settings) -> SecureOpener | None:
+    """TLS and SASL for the Thrift port as configured (None when neither is on)."""
+    ctx = None
+    if settings.tls_cert_file is not None and settings.tls_key_file is not None:
+        password = settings.tls_key_password
+        ctx = tls.server_context(
+            settings.tls_cert_file,
+            settings.tls_key_file,
+            key_password=password.get_secret_value() if password is not None else None,
+            ca_file=settings.tls_ca_file,
+            client_auth=settings.tls_client_auth,
+        )
+    sasl = None
+    if settings.sasl_enabled:
+        users = {u: p.get_secret_value() for u, p in settings.sasl_users.items()}
+        sasl = PlainAuthenticator(users)
+    if ctx is None and sasl is None:
+        return None
+    timeout = settings.message_timeout_seconds or settings.client_timeout_seconds or None
+    log.info(
+        "Thrift port security: TLS %s, SASL PLAIN %s",
+        f"on (client certificates: {settings.tls_client_auth})" if ctx is not None else "off",
+        f"on ({len(settings.sasl_users)} users)" if sasl is not None else "off",
+    )
+    return SecureOpener(ctx, sasl, timeout, on_user=access.set_user)
 
 
 def _count_database_errors(database: Database) -> None:

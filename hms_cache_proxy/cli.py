@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -65,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="logging threshold (default INFO)",
     )
     serve.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        help="text lines, or one JSON object per line with request ids (default text)",
+    )
+    serve.add_argument(
         "--metrics-host",
         metavar="HOST",
         help="address of the HTTP endpoint (/metrics, /healthz, /readyz, /config, /admin); "
@@ -76,6 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PORT",
         help="port of the HTTP endpoint (default 9090; 0 = any free port; -1 = off)",
     )
+    serve.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="PEM certificate (chain) of the Thrift port: with --tls-key, the port speaks TLS "
+        "only (docs/security.md)",
+    )
+    serve.add_argument("--tls-key", metavar="FILE", help="PEM private key of --tls-cert")
 
     status = sub.add_parser(
         "status",
@@ -131,6 +142,43 @@ def build_parser() -> argparse.ArgumentParser:
     from hms_cache_proxy.bench.command import add_arguments
 
     add_arguments(bench)
+
+    pipeline = sub.add_parser(
+        "pipeline",
+        help="PySpark ETL, backfill and cross-instance verification jobs (needs the spark extra)",
+        description="Spark jobs that use a metastore as a daily ETL deployment does: etl "
+        "(MSCK REPAIR, static and dynamic partition inserts, statistics), backfill (many "
+        "partitions at once) and verify (visibility lag and pruned reads through another "
+        "instance). See docs/pipeline.md.",
+    )
+    from hms_cache_proxy.pipeline.args import add_arguments as add_pipeline_arguments
+
+    add_pipeline_arguments(pipeline)
+
+    soak = sub.add_parser(
+        "soak",
+        help="load and soak run: 8 to 32 clients at full speed, bounded, on loopback only",
+        description="Call a server (one the command starts on a throwaway PostgreSQL, or a "
+        "running one at --uri on this machine) with a read-heavy mix from 8 to 32 client "
+        "processes at full speed for a capped time and number of calls; report calls/s, "
+        "p50/p99, errors and the server's memory per time window, and judge them: no errors, "
+        "p99 stable, memory flat. Exit status: 0 pass, 1 errors, 2 bad options, 3 p99 or "
+        "memory not steady. See docs/soak.md.",
+    )
+    from hms_cache_proxy.bench.soak import add_arguments as add_soak_arguments
+
+    add_soak_arguments(soak)
+
+    from hms_cache_proxy.check.command import DESCRIPTION as CHECK_DESCRIPTION
+    from hms_cache_proxy.check.command import add_arguments as add_check_arguments
+
+    check = sub.add_parser(
+        "check",
+        help="consistency checker: instances, random workloads and faults, every call checked "
+        "against the cache's invariants",
+        description=CHECK_DESCRIPTION,
+    )
+    add_check_arguments(check)
     return parser
 
 
@@ -145,11 +193,10 @@ def _settings(args: argparse.Namespace, **extra: Any) -> Any:
     )
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def _configure_logging(level: str, log_format: str = "text") -> None:
+    from hms_cache_proxy import logs
+
+    logs.configure(level, log_format)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -161,39 +208,44 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_level=args.log_level,
+        log_format=args.log_format,
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
+        tls_cert_file=args.tls_cert,
+        tls_key_file=args.tls_key,
     )
-    _configure_logging(settings.log_level)
+    _configure_logging(settings.log_level, settings.log_format)
     log = logging.getLogger("hms_cache_proxy")
     log.info("settings: %s", settings.redacted())
-    try:
-        service = build_service(settings)
-    except SchemaError as exc:
-        print(f"hms-cache-proxy: {exc}", file=sys.stderr)
-        return 2
-    try:
-        service.bind()
-    except OSError as exc:
-        service.database.dispose()
-        print(f"hms-cache-proxy: {exc}", file=sys.stderr)
-        return 2
+    from hms_cache_proxy.shutdown import StopOnSignal
 
-    def _stop(signum: int, _frame: Any) -> None:
-        log.info("signal %d: shutting down", signum)
-        import threading
-
-        threading.Thread(target=service.stop, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    http = f"; metrics on {service.metrics_url}/metrics" if service.metrics_url else ""
-    print(
-        f"hms-cache-proxy {__version__} serving thrift://{settings.host}:{service.port} "
-        f"on {service.database.describe()}{http}",
-        flush=True,
-    )
-    service.serve_forever()
+    # SIGTERM/SIGINT are held from here (before any thread starts) and taken by one thread.
+    with StopOnSignal(settings.shutdown_grace_seconds, log) as stopper:
+        try:
+            service = build_service(settings)
+        except SchemaError as exc:
+            print(f"hms-cache-proxy: {exc}", file=sys.stderr)
+            return 2
+        try:
+            service.bind()
+        except OSError as exc:
+            service.database.dispose()
+            print(f"hms-cache-proxy: {exc}", file=sys.stderr)
+            return 2
+        stopper.watch(service)
+        http = f"; metrics on {service.metrics_url}/metrics" if service.metrics_url else ""
+        banner = (
+            f"hms-cache-proxy {__version__} serving thrift://{settings.host}:{service.port} "
+            f"on {service.database.describe()}{http}"
+        )
+        if settings.log_format == "json":
+            log.info("%s", banner)  # every line of a JSON log stays JSON
+        else:
+            print(banner, flush=True)
+        service.serve_forever()
+        # The accept loop ends as soon as the listener closes; calls in flight and the
+        # database pool are still being finished by the stopping thread: wait for it.
+        stopper.wait()
     return 0
 
 
@@ -202,7 +254,7 @@ def cmd_init_db(args: argparse.Namespace) -> int:
     from hms_cache_proxy.store.sql.engine import Database
 
     settings = _settings(args)
-    _configure_logging(settings.log_level)
+    _configure_logging(settings.log_level, settings.log_format)
     db = Database(settings.database_url, timeout_seconds=settings.database_timeout_seconds)
     try:
         print(init_db(db, settings.warehouse_uri()))
@@ -230,6 +282,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             from hms_cache_proxy.bench.command import run
 
             return run(args)
+        if args.command == "check":
+            from hms_cache_proxy.check.command import run as run_check
+
+            return run_check(args)
+        if args.command == "pipeline":
+            from hms_cache_proxy.pipeline.command import run as run_pipeline
+
+            return run_pipeline(args)
+        if args.command == "soak":
+            from hms_cache_proxy.bench.soak import run as run_soak
+
+            return run_soak(args)
     except (ValidationError, FileNotFoundError, ValueError) as exc:
         print(f"hms-cache-proxy: {exc}", file=sys.stderr)
         return 2

@@ -5,10 +5,11 @@ variables, then command-line flags. conf/hms-cache-proxy.yaml documents every fi
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -78,9 +79,25 @@ class Settings(BaseSettings):
 
     # -- logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+
+    # -- shutdown (SIGTERM, SIGINT)
+    shutdown_grace_seconds: float = Field(10.0, ge=0)
 
     # -- secrets (never logged; shown as ********)
     admin_token: SecretStr | None = None
+
+    # -- security of the Thrift port (docs/security.md)
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_key_password: SecretStr | None = None
+    tls_ca_file: str | None = None
+    tls_client_auth: Literal["none", "optional", "required"] = "none"
+    sasl_enabled: bool = False
+    sasl_users: dict[str, SecretStr] = Field({})
+    read_only: bool = False
+    allowed_databases: list[str] = Field([".*"])
+    allowed_databases_by_user: dict[str, list[str]] = Field({})
 
     @field_validator("database_url")
     @classmethod
@@ -96,6 +113,32 @@ class Settings(BaseSettings):
         if isinstance(v, str) and v.strip().lower() in ("", "off", "null", "none"):
             return None
         return v
+
+    @field_validator("allowed_databases")
+    @classmethod
+    def _regexes(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _security_consistent(self) -> Settings:
+        for patterns in self.allowed_databases_by_user.values():
+            self._regexes(patterns)
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file must be set together")
+        if self.tls_client_auth != "none" and not self.tls_ca_file:
+            raise ValueError(f"tls_client_auth: {self.tls_client_auth} needs tls_ca_file")
+        if self.sasl_enabled and not self.sasl_users:
+            raise ValueError("sasl_enabled needs at least one user in sasl_users")
+        if self.sasl_enabled and self.transport != "buffered":
+            raise ValueError(
+                "sasl_enabled needs transport: buffered (SASL already frames every message)"
+            )
+        return self
 
     @classmethod
     def settings_customise_sources(
@@ -126,7 +169,23 @@ class Settings(BaseSettings):
             if isinstance(getattr(self, key), SecretStr) and value is not None:
                 out[key] = "********"
         out["database_url"] = _hide_password(self.database_url)
+        out["sasl_users"] = {user: "********" for user in self.sasl_users}
         return out
+
+    def secrets(self) -> list[str]:
+        """Every secret value, for the log scrubber (observability/redact.py)."""
+        from sqlalchemy.engine import make_url
+
+        found = [s.get_secret_value() for s in (self.admin_token, self.tls_key_password) if s]
+        found += [p.get_secret_value() for p in self.sasl_users.values()]
+        try:
+            url = make_url(self.database_url)
+            found += [url.password or ""] + [
+                str(v) for k, v in url.query.items() if "password" in k.lower()
+            ]
+        except Exception:  # noqa: BLE001 - an unparsable URL is refused elsewhere
+            pass
+        return [s for s in found if s]
 
 
 def to_uri(path_or_uri: str) -> str:

@@ -15,6 +15,7 @@ if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb 
   missing+=(postgresql)
 fi
 command -v thrift >/dev/null 2>&1 || missing+=(thrift-compiler)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # throwaway certificates (TLS tests)
 command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 # The stock metastore needs a PostgreSQL JDBC driver: the Maven cache's, else Debian's.
 if ! ls ~/.m2/repository/org/postgresql/postgresql/*/postgresql-*.jar >/dev/null 2>&1 &&

@@ -161,6 +161,7 @@ class Processor:
                 )
             result.success = fn(*(getattr(args, n) for n in info.arg_names))
         except TApplicationException as exc:
+            log.debug("%s failed: TApplicationException: %s", api, exc.message)
             self._observe(api, started, "application_error")
             if not info.oneway:
                 self._send_exception(oprot, api, seqid, exc)
@@ -183,6 +184,10 @@ class Processor:
                             TApplicationException(TApplicationException.INTERNAL_ERROR, message),
                         )
                     return
+            else:
+                # One line per failed call (its request id is on the record); DEBUG, since
+                # clients ask for absent objects routinely (NoSuchObjectException).
+                log.debug("%s failed: %s: %s", api, outcome, getattr(exc, "message", exc))
             setattr(result, field, exc)
         if not info.oneway:
             if isinstance(getattr(result, "success", None), Encoded):  # the cache's bytes

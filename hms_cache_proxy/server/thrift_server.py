@@ -17,6 +17,7 @@ import functools
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from thriftpy2.protocol import TCompactProtocolFactory
@@ -25,6 +26,7 @@ from thriftpy2.transport import TSocket, TTransportException
 from thriftpy2.transport.buffered import TCyBufferedTransportFactory
 from thriftpy2.transport.framed import TCyFramedTransportFactory
 
+from hms_cache_proxy import logs
 from hms_cache_proxy.server import wire
 from hms_cache_proxy.server.processor import Processor
 from hms_cache_proxy.server.wire import (
@@ -62,8 +64,10 @@ class ThriftServer:
         max_connections: int = 1000,
         max_message_bytes: int | None = None,
         limits: Limits | None = None,
+        opener: Callable[[socket.socket, Any], socket.socket] | None = None,
     ) -> None:
         self.processor = processor
+        self.opener = opener  # TLS handshake / SASL negotiation (server/secure.py)
         self.host = host
         self.port = port
         self.max_connections = max_connections
@@ -182,9 +186,12 @@ class ThriftServer:
     # -- one connection --------------------------------------------------------------------------
 
     def _serve_connection(self, conn: _Connection) -> None:
+        if self.opener is not None and not self._open(conn):
+            return
         sock, peer = conn.sock, conn.peer
         trans = self.trans_factory.get_transport(TSocket(sock=sock))  # replies
         oprot = self.proto_factory.get_protocol(trans)
+        call = logs.bind_connection(_peer(peer))  # request ids on this thread's log records
         try:
             reader = MessageReader(
                 sock, self.limits, framed=self.framed, compact=self.compact, engine=self.engine
@@ -193,9 +200,11 @@ class ThriftServer:
                 msg = reader.read_message()
                 with self._lock:
                     conn.busy = True
+                call.begin(msg.name)
                 try:
                     self.processor.process_message(msg, oprot, self._decode)
                 finally:
+                    call.end()
                     with self._lock:
                         conn.busy = False
                         self._idle.notify_all()
@@ -228,6 +237,24 @@ class ThriftServer:
                 sock.close()
             except OSError:
                 pass
+
+    def _open(self, conn: _Connection) -> bool:
+        """Run the opener in this connection's thread; on failure log why and close."""
+        try:
+            conn.sock = self.opener(conn.sock, conn.peer)  # type: ignore[misc]
+            return True
+        except Exception as exc:  # noqa: BLE001 - a refused client ends only its connection
+            from hms_cache_proxy.server.secure import describe_failure
+
+            log.warning("closing %s: %s", _peer(conn.peer), describe_failure(exc))
+            with self._lock:
+                self._connections.discard(conn)
+                self._idle.notify_all()
+            try:
+                conn.sock.close()
+            except OSError:
+                pass
+            return False
 
     def _refuse(self, peer: Any, exc: WireError) -> None:
         """One log line; the connection is then closed (its stream cannot be followed further)."""
