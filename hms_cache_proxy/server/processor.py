@@ -19,6 +19,7 @@ from typing import Any
 
 from thriftpy2.thrift import TApplicationException, TMessageType, TType
 
+from hms_cache_proxy.handler.access import READ_CALLS
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.server.encoded_reply import decoded_result, write_encoded
 from hms_cache_proxy.server.wire import Message
@@ -159,7 +160,17 @@ class Processor:
                     TApplicationException.UNKNOWN_METHOD,
                     f"Method '{api}' is not implemented by hms-cache-proxy",
                 )
-            result.success = fn(*(getattr(args, n) for n in info.arg_names))
+            call_args = [getattr(args, n) for n in info.arg_names]
+            try:
+                result.success = fn(*call_args)
+            except Exception as exc:
+                # A database restart cut a pooled connection (the pool has now dropped every
+                # connection of before the cut). A read is safe to run again, once; a write's
+                # outcome is unknown (the cut may have come at its commit), so it fails.
+                if not (getattr(exc, "connection_invalidated", False) and api in READ_CALLS):
+                    raise
+                log.warning("%s: database connection lost (%s); reading again", api, exc.orig)
+                result.success = fn(*call_args)
         except TApplicationException as exc:
             log.debug("%s failed: TApplicationException: %s", api, exc.message)
             self._observe(api, started, "application_error")
