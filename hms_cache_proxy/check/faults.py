@@ -18,23 +18,19 @@ import threading
 import time
 from typing import Any
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
 from hms_cache_proxy.check.history import History
 from hms_cache_proxy.check.instances import Instance
 from hms_cache_proxy.check.proxy import CuttingProxy
+from hms_cache_proxy.store.events.log import EventLog
 
 log = logging.getLogger(__name__)
 
 KINDS = ("kill", "pg-restart", "stall", "purge", "drop")
-PURGE_SQL = text(
-    'DELETE FROM "NOTIFICATION_LOG" WHERE "EVENT_ID" < (SELECT max("EVENT_ID") FROM '
-    '"NOTIFICATION_LOG")'
-)
 PURGE_EXTRA_STALL_SECONDS = 5.0
 """A purge's stall lasts this much longer than --stall-seconds (writes and the purge fit)."""
-NEWEST_SQL = text('SELECT max("EVENT_ID") FROM "NOTIFICATION_LOG"')
 GAP_MESSAGE = "no longer in the log (purged)"
 """What an instance logs when its poller finds a hole (store/events/poller.py)."""
 
@@ -167,8 +163,8 @@ class FaultInjector:
         engine = create_engine(self.database_url, poolclass=NullPool)
         try:
             with engine.begin() as conn:
-                newest = conn.execute(NEWEST_SQL).scalar() or 0
-                purged = conn.execute(PURGE_SQL).rowcount
+                newest = EventLog.newest_event_id(conn) or 0
+                purged = EventLog.purge_before(conn, newest)
         finally:
             engine.dispose()
         in_time = time.monotonic() - stalled_at < stall

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.idl import hms
@@ -159,6 +159,19 @@ class EventLog:
     def prepare_current_event_id(cursor: Any) -> None:
         """PostgreSQL: plan the single-row read once for this session."""
         cursor.execute(f"PREPARE {_PREPARED} AS {CURRENT_EVENT_ID_SQL}")
+
+    @staticmethod
+    def newest_event_id(conn: Connection) -> int | None:
+        """The largest EVENT_ID in the log, None when it is empty."""
+        value = conn.execute(select(func.max(s.NOTIFICATION_LOG.c.EVENT_ID))).scalar()
+        return None if value is None else int(value)
+
+    @staticmethod
+    def purge_before(conn: Connection, event_id: int) -> int:
+        """Delete the events older than ``event_id``, as Hive's event cleaner does by age, and
+        return how many went (the consistency checker purges behind a lagging instance)."""
+        log_table = s.NOTIFICATION_LOG
+        return conn.execute(delete(log_table).where(log_table.c.EVENT_ID < event_id)).rowcount
 
     def oldest_event_id(self, conn: Connection) -> int | None:
         """The smallest EVENT_ID still in the log (older ones were purged), None when empty."""
