@@ -18,6 +18,8 @@ from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
 from hms_cache_proxy.store.sql.stats import (
     DEFAULT_ENGINE,
     aggregate_partition_stats,
+    column_statistics,
+    compliant_by_partition,
     stats_obj_from_row,
     stats_valid_for_query,
 )
@@ -60,17 +62,6 @@ class StatsReads:
             self.counters.miss(method, metrics.MISS_NOT_CACHED)  # type: ignore[attr-defined]
             return from_db()
 
-    def _flags(self, bit_vectors: bool | None, histograms: bool | None) -> dict[str, bool]:
-        flags = {
-            "bit_vectors": self.sql.stats_fetch_bitvector,
-            "histograms": self.sql.stats_fetch_kll,
-        }
-        if bit_vectors is not None:
-            flags["bit_vectors"] = bit_vectors
-        if histograms is not None:
-            flags["histograms"] = histograms
-        return flags
-
     def get_table_column_statistics(
         self,
         cat: str,
@@ -83,7 +74,7 @@ class StatsReads:
         bit_vectors: bool | None = None,
         histograms: bool | None = None,
     ) -> hms.ColumnStatistics | None:
-        flags = self._flags(bit_vectors, histograms)
+        flags = self.sql.fetch_flags(bit_vectors, histograms)
         cols = list(dict.fromkeys(col_names or []))
         eng = engine or DEFAULT_ENGINE
 
@@ -103,19 +94,7 @@ class StatsReads:
                         params, entry.table.writeId, valid_write_id_list, False
                     )
                 )
-            desc = hms.ColumnStatisticsDesc(
-                isTblLevel=True,
-                dbName=db,
-                tableName=tbl,
-                lastAnalyzed=min(r.LAST_ANALYZED for r in rows),
-                catName=cat,
-            )
-            return hms.ColumnStatistics(
-                statsDesc=desc,
-                statsObj=[stats_obj_from_row(r, **flags) for r in rows],
-                isStatsCompliant=compliant,
-                engine=eng,
-            )
+            return column_statistics(cat, db, tbl, rows, flags, compliant, eng)
 
         return self._stats_read(
             "get_table_column_statistics",
@@ -149,7 +128,7 @@ class StatsReads:
         bit_vectors: bool | None = None,
         histograms: bool | None = None,
     ) -> list[hms.ColumnStatistics]:
-        flags = self._flags(bit_vectors, histograms)
+        flags = self.sql.fetch_flags(bit_vectors, histograms)
         eng = engine or DEFAULT_ENGINE
         names = sorted(set(part_names or []))
         cols = list(dict.fromkeys(col_names))
@@ -178,22 +157,7 @@ class StatsReads:
                             part.parameters or {}, part.writeId, valid_write_id_list, False
                         )
                 ordered = [rows[c] for c in cols if c in rows]
-                desc = hms.ColumnStatisticsDesc(
-                    isTblLevel=False,
-                    dbName=db,
-                    tableName=tbl,
-                    partName=name,
-                    lastAnalyzed=min(r.LAST_ANALYZED for r in ordered),
-                    catName=cat,
-                )
-                out.append(
-                    hms.ColumnStatistics(
-                        statsDesc=desc,
-                        statsObj=[stats_obj_from_row(r, **flags) for r in ordered],
-                        isStatsCompliant=compliant,
-                        engine=eng,
-                    )
-                )
+                out.append(column_statistics(cat, db, tbl, ordered, flags, compliant, eng, name))
             return out
 
         return self._stats_read(
@@ -228,19 +192,11 @@ class StatsReads:
         *,
         valid_write_id_list: str | None = None,
     ) -> dict[str, list[hms.ColumnStatisticsObj]]:
-        return {
-            cs.statsDesc.partName: cs.statsObj
-            for cs in self.partition_column_statistics(
-                cat,
-                db,
-                tbl,
-                part_names,
-                col_names,
-                engine,
-                valid_write_id_list=valid_write_id_list,
+        return compliant_by_partition(
+            self.partition_column_statistics(
+                cat, db, tbl, part_names, col_names, engine, valid_write_id_list=valid_write_id_list
             )
-            if cs.isStatsCompliant is not False
-        }
+        )
 
     def get_aggr_stats_for(
         self,

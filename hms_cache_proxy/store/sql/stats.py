@@ -510,6 +510,42 @@ def stats_obj_from_row(
 # ==============================================================================================
 
 
+def column_statistics(
+    cat: str,
+    db: str,
+    tbl: str,
+    rows: Sequence[Any],
+    flags: Mapping[str, bool],
+    compliant: bool | None,
+    engine: str,
+    part_name: str | None = None,
+) -> hms.ColumnStatistics:
+    """Statistics rows of one table or partition (in answer order) as Thrift's
+    ColumnStatistics: the database path and the cache build answers alike through here."""
+    desc = hms.ColumnStatisticsDesc(
+        isTblLevel=part_name is None,
+        dbName=db,
+        tableName=tbl,
+        partName=part_name,
+        lastAnalyzed=min(r.LAST_ANALYZED for r in rows),
+        catName=cat,
+    )
+    return hms.ColumnStatistics(
+        statsDesc=desc,
+        statsObj=[stats_obj_from_row(r, **flags) for r in rows],
+        isStatsCompliant=compliant,
+        engine=engine,
+    )
+
+
+def compliant_by_partition(
+    stats: Iterable[hms.ColumnStatistics],
+) -> dict[str, list[hms.ColumnStatisticsObj]]:
+    """Partition name -> statistics, leaving out those not valid for the snapshot asked
+    (what get_partitions_statistics_req answers)."""
+    return {cs.statsDesc.partName: cs.statsObj for cs in stats if cs.isStatsCompliant is not False}
+
+
 def _range_key(member: str, value: Any) -> Any:
     """A comparable form of a low/high value (None stays None)."""
     if value is None:
@@ -1041,8 +1077,14 @@ class StatsMixin(PartitionsMixin):
             )
         return out
 
-    def _fetch_flags(self) -> dict[str, bool]:
-        return {"bit_vectors": self.stats_fetch_bitvector, "histograms": self.stats_fetch_kll}
+    def fetch_flags(
+        self, bit_vectors: bool | None = None, histograms: bool | None = None
+    ) -> dict[str, bool]:
+        """Whether answers carry bit vectors and histograms: the settings unless the call says."""
+        return {
+            "bit_vectors": self.stats_fetch_bitvector if bit_vectors is None else bit_vectors,
+            "histograms": self.stats_fetch_kll if histograms is None else histograms,
+        }
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -1522,11 +1564,7 @@ class StatsMixin(PartitionsMixin):
         With ``valid_write_id_list`` the answer's isStatsCompliant says whether the statistics
         are valid for that snapshot (ObjectStore.getTableColumnStatistics).
         """
-        flags = self._fetch_flags()
-        if bit_vectors is not None:
-            flags["bit_vectors"] = bit_vectors
-        if histograms is not None:
-            flags["histograms"] = histograms
+        flags = self.fetch_flags(bit_vectors, histograms)
         cols = list(dict.fromkeys(col_names or []))
         with self.db.read() as conn:
             row = self._stats_table_row(conn, cat, db, tbl)
@@ -1545,19 +1583,7 @@ class StatsMixin(PartitionsMixin):
                     and stats_valid_for_query(params, row.WRITE_ID, valid_write_id_list, False)
                 )
         rows = [found[(row.TBL_ID, c)] for c in cols if (row.TBL_ID, c) in found]
-        desc = hms.ColumnStatisticsDesc(
-            isTblLevel=True,
-            dbName=db,
-            tableName=tbl,
-            lastAnalyzed=min(r.LAST_ANALYZED for r in rows),
-            catName=cat,
-        )
-        return hms.ColumnStatistics(
-            statsDesc=desc,
-            statsObj=[stats_obj_from_row(r, **flags) for r in rows],
-            isStatsCompliant=compliant,
-            engine=engine or DEFAULT_ENGINE,
-        )
+        return column_statistics(cat, db, tbl, rows, flags, compliant, engine or DEFAULT_ENGINE)
 
     def partition_column_statistics(
         self,
@@ -1577,11 +1603,7 @@ class StatsMixin(PartitionsMixin):
         With ``valid_write_id_list`` each carries isStatsCompliant (ObjectStore
         .getPartitionColumnStatistics).
         """
-        flags = self._fetch_flags()
-        if bit_vectors is not None:
-            flags["bit_vectors"] = bit_vectors
-        if histograms is not None:
-            flags["histograms"] = histograms
+        flags = self.fetch_flags(bit_vectors, histograms)
         with self.db.read() as conn:
             row = self._stats_table_row(conn, cat, db, tbl)
             grouped, part_rows = self._partition_stat_rows(
@@ -1603,25 +1625,13 @@ class StatsMixin(PartitionsMixin):
                         for n in grouped
                     }
         cols = list(dict.fromkeys(col_names))
+        eng = engine or DEFAULT_ENGINE
         out = []
         for name in sorted(grouped):
             rows = {r.COLUMN_NAME: r for r in grouped[name]}
             ordered = [rows[c] for c in cols if c in rows]
-            desc = hms.ColumnStatisticsDesc(
-                isTblLevel=False,
-                dbName=db,
-                tableName=tbl,
-                partName=name,
-                lastAnalyzed=min(r.LAST_ANALYZED for r in ordered),
-                catName=cat,
-            )
             out.append(
-                hms.ColumnStatistics(
-                    statsDesc=desc,
-                    statsObj=[stats_obj_from_row(r, **flags) for r in ordered],
-                    isStatsCompliant=compliance.get(name),
-                    engine=engine or DEFAULT_ENGINE,
-                )
+                column_statistics(cat, db, tbl, ordered, flags, compliance.get(name), eng, name)
             )
         return out
 
@@ -1636,21 +1646,12 @@ class StatsMixin(PartitionsMixin):
         *,
         valid_write_id_list: str | None = None,
     ) -> dict[str, list[hms.ColumnStatisticsObj]]:
-        """Partition name -> statistics, leaving out partitions whose statistics are not valid
-        for ``valid_write_id_list`` (what get_partitions_statistics_req answers)."""
-        return {
-            cs.statsDesc.partName: cs.statsObj
-            for cs in self.partition_column_statistics(
-                cat,
-                db,
-                tbl,
-                part_names,
-                col_names,
-                engine,
-                valid_write_id_list=valid_write_id_list,
+        """Partition name -> statistics valid for ``valid_write_id_list``."""
+        return compliant_by_partition(
+            self.partition_column_statistics(
+                cat, db, tbl, part_names, col_names, engine, valid_write_id_list=valid_write_id_list
             )
-            if cs.isStatsCompliant is not False
-        }
+        )
 
     def _partition_stat_rows(
         self,
