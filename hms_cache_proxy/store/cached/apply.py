@@ -150,6 +150,23 @@ class _Batch:
         entry.as_of = self.event_id
         self.cache.resized_locked(entry, before_parts)
 
+    def update(
+        self,
+        key: TableKey,
+        write_id: int | None,
+        change: Callable[[_Batch, TableEntry], None],
+    ) -> None:
+        """``change`` the cached entry of ``key``, if there is one; a write id stays pending on
+        it until its commit, and the entry's size and event position follow the change."""
+        entry = self.entry(key)
+        if entry is None:
+            return
+        n = len(entry.parts) if entry.parts is not None else 0
+        change(self, entry)
+        if write_id is not None and entry.transactional:
+            entry.pending[write_id] = None
+        self.changed(entry, n)
+
     def drop(self, key: TableKey, reason: str, reload: bool = True) -> None:
         self.cache.touched_locked(key, self.event_id)
         if self.cache.drop_locked(key) is not None:
@@ -336,36 +353,22 @@ class EventApplier:
         keys = [k.name for k in table.partitionKeys or []]
         pieces = [self._part(keys, p) for p in parts if p is not None]
 
-        def op(b: _Batch) -> None:
-            entry = b.entry(key)
-            if entry is None:
-                return
-            n = len(entry.parts) if entry.parts is not None else 0
+        def change(_b: _Batch, entry: TableEntry) -> None:
             if entry.parts is not None:
                 for name, part in pieces:
                     entry.parts.put(name, part)
-            if write_id is not None and entry.transactional:
-                entry.pending[write_id] = None
-            b.changed(entry, n)
 
-        return op
+        return lambda b: b.update(key, write_id, change)
 
     def _reload_partitions(self, cat: str, table: Any, write_id: int | None) -> Op:
         """Many partitions in one event: loading the table again beats decoding them."""
         key = self._key(cat, table)
 
-        def op(b: _Batch) -> None:
-            entry = b.entry(key)
-            if entry is None:
-                return
-            n = len(entry.parts) if entry.parts is not None else 0
+        def change(b: _Batch, entry: TableEntry) -> None:
             entry.parts = None
             b.reload.add(key)
-            if write_id is not None and entry.transactional:
-                entry.pending[write_id] = None
-            b.changed(entry, n)
 
-        return op
+        return lambda b: b.update(key, write_id, change)
 
     def _alter_partition(self, cat: str, body: dict[str, Any], write_id: int | None) -> Op:
         table = msg.table(body)
@@ -375,22 +378,15 @@ class EventApplier:
         old_name = partnames.make_part_name(keys, list(before.values or ()))
         new_name, part = self._part(keys, msg.partition_after(body))
 
-        def op(b: _Batch) -> None:
-            entry = b.entry(key)
-            if entry is None:
-                return
-            n = len(entry.parts) if entry.parts is not None else 0
+        def change(b: _Batch, entry: TableEntry) -> None:
             if entry.parts is not None:
                 if old_name != new_name:
                     entry.parts.remove(old_name)
                     entry.stats = None
                     entry.stats_changed = b.event_id
                 entry.parts.put(new_name, part)
-            if write_id is not None and entry.transactional:
-                entry.pending[write_id] = None
-            b.changed(entry, n)
 
-        return op
+        return lambda b: b.update(key, write_id, change)
 
     def _drop_partitions(self, cat: str, body: dict[str, Any], write_id: int | None) -> Op:
         table = msg.table(body)
@@ -401,11 +397,7 @@ class EventApplier:
             for kv in body.get("partitions") or []
         ]
 
-        def op(b: _Batch) -> None:
-            entry = b.entry(key)
-            if entry is None:
-                return
-            n = len(entry.parts) if entry.parts is not None else 0
+        def change(b: _Batch, entry: TableEntry) -> None:
             if entry.parts is not None:
                 for name in names:
                     entry.parts.remove(name)
@@ -413,11 +405,8 @@ class EventApplier:
                 for name in names:
                     entry.stats.parts.pop(name, None)
             entry.stats_changed = b.event_id
-            if write_id is not None and entry.transactional:
-                entry.pending[write_id] = None
-            b.changed(entry, n)
 
-        return op
+        return lambda b: b.update(key, write_id, change)
 
     # -- statistics ----------------------------------------------------------------------------
 
@@ -431,11 +420,7 @@ class EventApplier:
         if t == msg.UPDATE_PART_COL_STAT_EVENT_BATCH:
             return self._invalidate_scope(ev, body)
 
-        def op(b: _Batch) -> None:
-            entry = b.entry(key)
-            if entry is None:
-                return
-            n = len(entry.parts) if entry.parts is not None else 0
+        def change(b: _Batch, entry: TableEntry) -> None:
             if t == msg.UPDATE_TBL_COL_STAT_EVENT and table is not None:
                 entry.set_table(table, table_data)  # type: ignore[arg-type]
             if part is not None and entry.parts is not None:
@@ -443,11 +428,8 @@ class EventApplier:
                 entry.parts.put(name, piece)
             entry.stats = None
             entry.stats_changed = b.event_id
-            if write_id is not None and entry.transactional:
-                entry.pending[write_id] = None
-            b.changed(entry, n)
 
-        return op
+        return lambda b: b.update(key, write_id, change)
 
     # -- databases -----------------------------------------------------------------------------
 
