@@ -154,7 +154,7 @@ def contents(conn: Connection) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def expected_pg_default(col: dict[str, Any]) -> str | None:
-    """The column default as pg_get_expr shows it, per FACTS-FORMAT.md."""
+    """The column default as pg_get_expr shows it, per tests/data/README.md."""
     if "serial_sequence" in col:
         return f"nextval('\"{col['serial_sequence']}\"'::regclass)"
     default = col["default"]

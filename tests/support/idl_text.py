@@ -2,7 +2,7 @@
 
 thriftpy2 keeps only "required or not" per field, so telling ``optional`` from no keyword
 needs the text itself. This reads enums, consts, structs/unions/exceptions and services into
-the layout of ../shared/reference/hive-metastore-thrift-4.0.json.
+the layout of tests/data/hive-metastore-thrift-4.0.json.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A PostgreSQL metastore database built the way Hive's schematool builds one.
 
 Stands in for running ``schematool -initSchema`` (which needs Java and Hive): the DDL is rendered
-at test time from the facts in ``../shared/reference/hive-4.0.0-postgres-schema.json``, which were
+at test time from the facts in ``tests/data/hive-4.0.0-postgres-schema.json``, which were
 parsed from Hive's own script, so the result is the database a stock metastore would be given,
 independent of the project's SQLAlchemy schema. Like schematool it stops at the script: no
 ``default`` database, and the ``hive`` catalog's location is still ``'TBD'``.
@@ -9,27 +9,16 @@ independent of the project's SQLAlchemy schema. Like schematool it stops at the 
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, text
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-REFERENCE_DIR = REPO_ROOT.parent / "shared" / "reference"
-SCHEMA_FACTS = REFERENCE_DIR / "hive-4.0.0-postgres-schema.json"
+from tests.support.facts import SCHEMA_FACTS, load_facts
 
 
-@cache
 def load_schema_facts() -> dict[str, Any]:
-    """The parsed facts of Hive 4.0.0's PostgreSQL schema (see FACTS-FORMAT.md there)."""
-    if not SCHEMA_FACTS.is_file():
-        raise FileNotFoundError(
-            f"Hive schema facts not found at {SCHEMA_FACTS}: the repository is expected to be "
-            "checked out next to the workspace's shared/ directory (../shared/reference/)."
-        )
-    return json.loads(SCHEMA_FACTS.read_text())
+    """The parsed facts of Hive 4.0.0's PostgreSQL schema (layout: tests/data/README.md)."""
+    return load_facts(SCHEMA_FACTS)
 
 
 def _q(name: str) -> str:

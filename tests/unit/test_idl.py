@@ -2,28 +2,22 @@
 
 Every enum, const, struct (field ids, names, types, requiredness, defaults) and method (return
 type, arguments, exceptions, oneway) the project defines must equal the reference, and the
-module thriftpy2 loads at run time must be built from that same text.
+module thriftpy2 loads at run time must be built from that same text. The facts are
+tests/data/hive-metastore-thrift-4.0.json (see tests/data/README.md).
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from hms_cache_proxy.idl import hms, idl_dir
+from tests.support.facts import THRIFT_FACTS, load_facts
 from tests.support.idl_text import read_idl
-
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference"
-FACTS_FILE = REFERENCE / "hive-metastore-thrift-4.0.json"
 
 
 @pytest.fixture(scope="module")
 def facts() -> dict:
-    if not FACTS_FILE.is_file():
-        pytest.fail(f"reference facts not found at {FACTS_FILE} (shared/ must sit beside the repo)")
-    return json.loads(FACTS_FILE.read_text())
+    return load_facts(THRIFT_FACTS)
 
 
 @pytest.fixture(scope="module")
