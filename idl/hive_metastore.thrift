@@ -2,7 +2,7 @@
 // Written for this project to be wire-compatible with Apache Hive 4.0: the same struct names,
 // field ids, types, requiredness and method signatures, including get_table and
 // get_table_objects_by_name, which Hive 2 and 3 clients still send.
-// tests/unit/test_idl.py checks every declaration against ../shared/reference.
+// tests/unit/test_idl.py checks every declaration against tests/data/hive-metastore-thrift-4.0.json.
 
 include "fb303.thrift"
 

@@ -555,7 +555,7 @@ def _strong_mode(
     bench: Run, url: str, workdir: Path, cache_settings: dict[str, Any]
 ) -> dict[str, Any]:
     """get_table, 1 client, on a cache server in strong mode and one in eventual mode (the
-    same database, one after the other), for DESIGN.md's "strong ≤ 1.5× eventual"."""
+    same database, one after the other), for docs/design.md's "strong ≤ 1.5× eventual"."""
     from hms_cache_proxy.bench.cases import FIXTURES, GET_TABLE, case_by_name, connect
 
     case = case_by_name("get_table")

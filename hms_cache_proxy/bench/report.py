@@ -30,7 +30,7 @@ HEADLINES = (
     (("get_partitions_by_filter_1_of_10000", 1, DECODED), "p50 ≤ 1 ms"),
     (("add_partitions_1000", 1, DECODED), "≥ 10× faster than stock"),
 )
-"""The rows DESIGN.md's performance targets name, with the target each is held against."""
+"""The rows docs/design.md's performance targets name, with the target each is held against."""
 
 MODE_TEXT = {
     DECODED: "decoded",
@@ -176,7 +176,9 @@ class Report:
 
     def headline_markdown(self) -> str:
         keys = [k for k in ORDER if k in self.target_keys()]
-        head = ["case", "clients", "client"] + [SHORT[k] for k in keys] + ["target (DESIGN.md)"]
+        head = (
+            ["case", "clients", "client"] + [SHORT[k] for k in keys] + ["target (docs/design.md)"]
+        )
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * len(keys) + "---|"]
         for key, goal in HEADLINES:
             if key not in self.rows():
@@ -262,7 +264,7 @@ class Report:
         ]
         headline = self.headline_markdown()
         if headline:
-            parts += ["Headline rows (DESIGN.md's performance targets):", "", headline, ""]
+            parts += ["Headline rows (docs/design.md's performance targets):", "", headline, ""]
         parts += [
             "All cases:",
             "",
@@ -458,7 +460,7 @@ DOCS_HEAD = """\
 `hms-cache-proxy bench` runs hmsbench-style cases against, in one run and side by side: this
 service with the cache, this service with the cache off (every call takes the database path),
 the stock Java Hive Metastore 2.3.10 that ships in PySpark's jars, and a floor. The targets
-these figures are held against are in DESIGN.md ("Performance targets").
+these figures are held against are in docs/design.md ("Performance targets").
 
 This page is written by the command (`--write-docs docs`): regenerate it whenever a change moves
 the figures. The raw figures of the run below are in `benchmarks.json`, the chart in

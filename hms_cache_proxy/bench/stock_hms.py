@@ -10,7 +10,7 @@ It runs against PostgreSQL in one of two ways:
   its schema: no table is created, altered or validated and the VERSION row is left alone, so
   DataNucleus simply ignores the columns Hive 2.3 does not know.
 
-What it takes (see reference/client-calls.md): PySpark's ``jars/`` (Hive, DataNucleus, DBCP,
+What it takes (see docs/client-calls.md): PySpark's ``jars/`` (Hive, DataNucleus, DBCP,
 libthrift), a Java runtime, and a PostgreSQL JDBC driver jar, which PySpark does not ship.
 Missing prerequisites raise :class:`StockUnavailable`, so callers can report "stock column
 unavailable" rather than fail; a server that starts but dies raises :class:`StockFailed` with

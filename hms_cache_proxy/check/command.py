@@ -17,7 +17,7 @@ DESCRIPTION = (
     "transactional writes (multi-statement, some aborted), plain creates/alters/drops of "
     "tables and partitions, and reads with snapshots, while faults are injected. Every call "
     "is recorded with its invocation and completion time and checked afterwards against "
-    "DESIGN.md's invariants; caches are compared with the database path at the end (and at "
+    "docs/design.md's invariants; caches are compared with the database path at the end (and at "
     "checkpoints). Prints a summary and every violation with its object's history; exit "
     "status 1 when there are violations. See docs/consistency.md."
 )

@@ -1,4 +1,4 @@
-"""The invariants of DESIGN.md, checked over a recorded history (after the run).
+"""The invariants of docs/design.md, checked over a recorded history (after the run).
 
 1. *Never older than the snapshot*: a read of a transactional table with snapshot ``S``
    reflects every transaction ``S`` reports committed: the table's ``wmax`` is at least the

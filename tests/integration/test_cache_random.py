@@ -1,5 +1,5 @@
 """Concurrent writers and readers on two instances over one PostgreSQL database, every read
-checked against DESIGN.md's invariants:
+checked against docs/design.md's invariants:
 
 1. a read of a transactional table with snapshot S never lacks a write S reports committed;
 2. after a transaction commits, no read returns some but not all of its metadata writes;

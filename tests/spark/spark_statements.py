@@ -1,4 +1,4 @@
-"""Runs the Spark statements of client-calls.md against a metastore and records what happened.
+"""Runs the Spark statements of docs/client-calls.md against a metastore and records what happened.
 
 Started by test_spark.py as its own process (one Spark JVM per metastore), with the metastore
 URI and a warehouse directory. After every statement it records the statement's rows and a

@@ -1,6 +1,6 @@
 """Unmodified Spark (local mode, Hive support, built-in Hive 2.3 client) against the service.
 
-Every statement of the Spark table in ../shared/reference/client-calls.md runs through a real
+Every statement of the Spark table in docs/client-calls.md runs through a real
 `hms-cache-proxy serve` process, on SQLite and on PostgreSQL. The test checks the statements'
 results and, after each one, the metastore state read back over Thrift, and the warehouse
 directories on disk.

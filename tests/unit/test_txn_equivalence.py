@@ -2,7 +2,8 @@
 
 Sources: "TestTxnIdUtils.<method>" is apache/hive
 storage-api/src/test/org/apache/hive/common/util/TestTxnIdUtils.java (the lists keep that
-test's variable names); "internals §2" is shared/reference/hive-internals.md section 2.
+test's variable names); "design §equivalence" is docs/design.md, "Equivalence of two write-id
+lists".
 """
 
 from __future__ import annotations
@@ -53,32 +54,32 @@ S2 = "TestTxnIdUtils.testCheckEquivalentWriteIds2"
 
 EQUIVALENCE_CASES = [
     (S1, "id1", id1, "id1", id1, True),
-    (S1 + " / internals §2: extra uncommitted ids", "id1", id1, "id2", id2, True),
+    (S1 + " / design §equivalence: extra uncommitted ids", "id1", id1, "id2", id2, True),
     (S1, "id2", id2, "id1", id1, True),
-    (S1 + " / internals §2: write 1 committed", "id1", id1, "id3", id3, False),
+    (S1 + " / design §equivalence: write 1 committed", "id1", id1, "id3", id3, False),
     (S1, "id3", id3, "id2", id2, False),
-    (S1 + " / internals §2: write 5 committed", "id1", id1, "id4", id4, False),
+    (S1 + " / design §equivalence: write 5 committed", "id1", id1, "id4", id4, False),
     (S1, "id4", id4, "id2", id2, False),
-    (S1 + " / internals §2: write 8 committed", "id1", id1, "id5", id5, False),
+    (S1 + " / design §equivalence: write 8 committed", "id1", id1, "id5", id5, False),
     (S1, "id5", id5, "id2", id2, False),
-    (S1 + " / internals §2: different table", "id1", id1, "id6", id6, False),
+    (S1 + " / design §equivalence: different table", "id1", id1, "id6", id6, False),
     (S1, "id1", id1, "id7", id7, False),
-    (S1 + " / internals §2: {},0 = {1..5},5", "id1", id1, "id8", id8, True),
+    (S1 + " / design §equivalence: {},0 = {1..5},5", "id1", id1, "id8", id8, True),
     (S1, "id8", id8, "id2", id2, True),
     (S1, "id8", id8, "id3", id3, False),
     (S1, "id8", id8, "id7", id7, False),
-    (S1 + " / internals §2: {},5 = {},5", "id9", id9, "id10", id10, True),
-    (S1 + " / internals §2: {},5 != {},0", "id8", id8, "id9", id9, False),
+    (S1 + " / design §equivalence: {},5 = {},5", "id9", id9, "id10", id10, True),
+    (S1 + " / design §equivalence: {},5 != {},0", "id8", id8, "id9", id9, False),
     (S1, "id9", id9, "id8", id8, False),
     (S1, "id9", id9, "id1", id1, False),
     (S1, "id9", id9, "id2", id2, False),
     (S1, "id9", id9, "id7", id7, False),
-    (S2 + " / internals §2: {},5 = {6a},6", "id1", e1, "id2", e2, True),
-    (S2 + " / internals §2: {},5 = {6a,7o},7", "id1", e1, "id3", e3, True),
-    (S2 + " / internals §2: {},5 = {6,7,8},8", "id1", e1, "id4", e4, True),
+    (S2 + " / design §equivalence: {},5 = {6a},6", "id1", e1, "id2", e2, True),
+    (S2 + " / design §equivalence: {},5 = {6a,7o},7", "id1", e1, "id3", e3, True),
+    (S2 + " / design §equivalence: {},5 = {6,7,8},8", "id1", e1, "id4", e4, True),
     (S2, "id2", e2, "id3", e3, True),
     (S2, "id2", e2, "id4", e4, True),
-    (S2 + " / internals §2: aborted ids cleaned up", "id1", e1, "id5", e5, False),
+    (S2 + " / design §equivalence: aborted ids cleaned up", "id1", e1, "id5", e5, False),
     (S2, "id2", e2, "id5", e5, False),
     (S2, "id3", e3, "id5", e5, False),
     (S2, "id4", e4, "id5", e5, False),
@@ -96,8 +97,8 @@ def test_check_equivalent_write_ids(source, name_a, a, name_b, b, expected) -> N
 
 
 def test_hive_test_bitset_marks_only_write_6_aborted() -> None:
-    # internals §2 lists {6a,7o,8a}; Java's BitSet.valueOf({1,0,1}) sets bits 0 and 16, so 8 is
-    # open there. Open and aborted are alike to the algorithm, so the outcome is the same.
+    # design §equivalence lists {6a,7o,8a}; Java's BitSet.valueOf({1,0,1}) sets bits 0 and 16,
+    # so 8 is open there. Open and aborted are alike to the algorithm, so the outcome is the same.
     assert e4.aborted_write_ids() == (6,)
     assert e4.open_write_ids() == (7, 8)
 
@@ -157,9 +158,9 @@ def test_min_open_write_id_is_ignored() -> None:
 
 
 def test_caveat_sign_flip_in_the_else_branch() -> None:
-    # internals §2 caveat 1. a = {2,3},hwm 3 sees only write 1 committed; b = {2},hwm 5 sees
-    # 1,3,4,5. b is newer, yet compare gives 1 both ways: the else branch computes
-    # signum(b.hwm - (A[m]-1)) where the first branch computes signum(a.hwm - (B[m]-1)).
+    # design §equivalence, last paragraph (the sign flip). a = {2,3},hwm 3 sees only write 1
+    # committed; b = {2},hwm 5 sees 1,3,4,5. b is newer, yet compare gives 1 both ways: the else
+    # branch computes signum(b.hwm - (A[m]-1)) where the first computes signum(a.hwm - (B[m]-1)).
     a = wl([2, 3], 3)
     b = wl([2], 5)
     assert compare(a, b) == 1
@@ -169,8 +170,9 @@ def test_caveat_sign_flip_in_the_else_branch() -> None:
 
 
 def test_none_table_name() -> None:
-    # internals §2 caveat 2: Java throws NullPointerException. compare raises ValueError;
-    # check_equivalent_write_ids answers False (nothing proven), even for the same list.
+    # design §equivalence, step 1 (a null name): Java throws NullPointerException. compare
+    # raises ValueError; check_equivalent_write_ids answers False (nothing proven), even for the
+    # same list.
     nameless = wl([], 5, name=None)
     for a, b in ((nameless, wl([], 5)), (wl([], 5), nameless), (nameless, nameless)):
         with pytest.raises(ValueError):

@@ -1,7 +1,7 @@
 """Hive's snapshot strings, read and written byte for byte.
 
 Sources named in the cases:
-- "internals §1": shared/reference/hive-internals.md, section 1 (worked examples);
+- "design §strings": docs/design.md, "Hive's snapshot strings" (worked examples);
 - "TestValidReaderWriteIdList" / "TestValidReadTxnList": apache/hive
   storage-api/src/test/org/apache/hadoop/hive/common/;
 - "TxnCommonUtils": standalone-metastore/metastore-common/.../txn/TxnCommonUtils.java.
@@ -100,10 +100,10 @@ def test_bitset_value_of_ignores_trailing_zero_bytes() -> None:
 
 WRITE_ID_STRINGS = [
     # (source, string, table, hwm, open ids, aborted ids, min open)
-    ("internals §1: no activity yet", f"default.t1:0:{MAX}::", "default.t1", 0, (), (), None),
-    ("internals §1: 5 committed", f"default.t1:5:{MAX}::", "default.t1", 5, (), (), None),
+    ("design §strings: no activity yet", f"default.t1:0:{MAX}::", "default.t1", 0, (), (), None),
+    ("design §strings: 5 committed", f"default.t1:5:{MAX}::", "default.t1", 5, (), (), None),
     (
-        "internals §1: HIVE-25372 TestTxnCommands",
+        "design §strings: HIVE-25372 TestTxnCommands",
         f"default.alter_table:4:{MAX}::",
         "default.alter_table",
         4,
@@ -112,7 +112,7 @@ WRITE_ID_STRINGS = [
         None,
     ),
     (
-        "internals §1: open 7, aborted 5,8",
+        "design §strings: open 7, aborted 5,8",
         "default.t1:10:7:7:5,8",
         "default.t1",
         10,
@@ -120,7 +120,15 @@ WRITE_ID_STRINGS = [
         (5, 8),
         7,
     ),
-    ("internals §1: only aborted", f"default.t1:6:{MAX}::3,4", "default.t1", 6, (), (3, 4), None),
+    (
+        "design §strings: only aborted",
+        f"default.t1:6:{MAX}::3,4",
+        "default.t1",
+        6,
+        (),
+        (3, 4),
+        None,
+    ),
     ("TestValidReaderWriteIdList.noExceptions", f"t1:1:{MAX}::", "t1", 1, (), (), None),
     ("TestValidReaderWriteIdList.exceptions", "t1:5:4:2,4:", "t1", 5, (2, 4), (), 4),
     (
@@ -157,7 +165,7 @@ def test_write_id_list_strings(source, text, table, hwm, opened, aborted, min_op
 
 
 def test_worked_example_exceptions_and_bits() -> None:
-    # internals §1: exceptions=[5,7,8], abortedBits={0,2}
+    # design §strings: exceptions=[5,7,8], abortedBits={0,2}
     wl = ValidReaderWriteIdList.parse("default.t1:10:7:7:5,8")
     assert wl.exceptions == (5, 7, 8)
     assert wl.aborted_bits == bits(0, 2)
@@ -371,9 +379,9 @@ def test_to_table_valid_write_ids_needs_a_table_name() -> None:
 
 TXN_STRINGS = [
     # (source, string, hwm, open, aborted, min open)
-    ("internals §1", f"100:{MAX}::", 100, (), (), None),
-    ("internals §1", "100:90:90,95:93", 100, (90, 95), (93,), 90),
-    ("internals §1", "100:10:10-20:", 100, tuple(range(10, 21)), (), 10),
+    ("design §strings", f"100:{MAX}::", 100, (), (), None),
+    ("design §strings", "100:90:90,95:93", 100, (90, 95), (93,), 90),
+    ("design §strings", "100:10:10-20:", 100, tuple(range(10, 21)), (), 10),
     ("TestValidReadTxnList.noExceptions", f"1:{MAX}::", 1, (), (), None),
     ("TestValidReadTxnList.exceptions", "5:4:2,4:", 5, (2, 4), (), 4),
     ("TestValidReadTxnList.testAbortedTxn", "11:4:4,6,10:2,8", 11, (4, 6, 10), (2, 8), 4),
@@ -557,7 +565,7 @@ def test_create_valid_read_txn_list_own_txn_is_invisible_but_not_an_exception() 
 
 
 def test_txn_write_id_list_worked_example() -> None:
-    # internals §1
+    # design §strings
     text = f"42$default.t1:5:{MAX}::$default.t2:3:2:2:"
     tw = ValidTxnWriteIdList.parse(text)
     assert tw.txn_id == 42

@@ -1,6 +1,6 @@
 """CachedStore: the database store with a transactionally consistent cache in front of its reads.
 
-The consistency rules live here, and only here (DESIGN.md, "The rules of the cache";
+The consistency rules live here, and only here (docs/design.md, "The rules of the cache";
 docs/cache.md says how the rest of the code keeps them):
 
 ====================================================  =========================================
