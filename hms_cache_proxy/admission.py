@@ -125,5 +125,5 @@ class QuietLog:
         if skipped:
             msg += " (and %d more like it since the last such line)"
             args = (*args, skipped)
-        self.logger.log(self.level, msg, *args)
+        self.logger.log(self.level, msg, *args, stacklevel=2)
         return True

@@ -26,7 +26,6 @@ from typing import Any
 from hms_cache_proxy.admission import Admission, QuietLog, client_address
 
 log = logging.getLogger(__name__)
-quiet = QuietLog(log)
 
 MAX_HEAD_BYTES = 64 * 1024
 """Longest request line plus headers; longer ones are answered 431."""
@@ -71,6 +70,7 @@ class RequestIntake:
         self.max_body_bytes = max_body_bytes
         self.handoff = handoff
         self._on_dropped = on_dropped  # (outcome "refused"/"timed_out", reason): metrics
+        self._quiet = QuietLog(log)  # refusals and deadlines come by the thousand under attack
         self._pending: dict[socket.socket, _Pending] = {}  # in arrival order = deadline order
         self._stop = threading.Event()
         self._done = threading.Event()
@@ -114,13 +114,13 @@ class RequestIntake:
                 return
             except OSError as exc:
                 if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    quiet.log("accept", "HTTP accept failed: %s", exc)
+                    self._quiet.log("accept", "HTTP accept failed: %s", exc)
                 return
             address = client_address(peer)
             refused = self.admission.admit(address)
             if refused is not None:
                 _answer_and_close(sock, status_only(503, "Service Unavailable"))
-                quiet.log(
+                self._quiet.log(
                     refused,
                     "refusing an HTTP connection from %s: %s reached (it holds %d)",
                     address,
@@ -200,7 +200,7 @@ class RequestIntake:
             if pending.deadline > now:
                 return
             got = "nothing" if not pending.data else f"{len(pending.data)} bytes"
-            quiet.log(
+            self._quiet.log(
                 "request_timeout",
                 "closing the HTTP connection from %s: no whole request within %g s of "
                 "connecting (http_request_timeout_seconds; got %s)",

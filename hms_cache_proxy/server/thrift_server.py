@@ -55,7 +55,6 @@ from hms_cache_proxy.server.wire import (
 )
 
 log = logging.getLogger(__name__)
-quiet = QuietLog(log)  # refusals and deadlines come by the thousand under attack
 
 HANDSHAKE = "handshake_timeout"
 FIRST_CALL = "first_call_timeout"
@@ -109,6 +108,7 @@ class ThriftServer:
         self.handshake_timeout = handshake_timeout_seconds
         self.first_call_timeout = first_call_timeout_seconds
         self._on_dropped = on_dropped  # (outcome "refused"/"timed_out", reason): metrics
+        self._quiet = QuietLog(log)  # refusals and deadlines come by the thousand under attack
         if limits is None:
             limits = Limits(
                 **({} if max_message_bytes is None else {"max_message_bytes": max_message_bytes})
@@ -245,7 +245,7 @@ class ThriftServer:
                 f"only the {lim.reserved} reserved slots are left (reserved_connections), kept "
                 f"for clients holding fewer than {lim.reserved_per_client}; {address} holds {held}"
             )
-        quiet.log(why, "refusing a connection from %s: %s", _peer(peer), detail)
+        self._quiet.log(why, "refusing a connection from %s: %s", _peer(peer), detail)
         if self._on_dropped is not None:
             self._on_dropped("refused", why)
 
@@ -389,7 +389,7 @@ class ThriftServer:
         else:
             what = "no complete first call within %g s of connecting"
             seconds, setting = self.first_call_timeout, "first_call_timeout_seconds"
-        quiet.log(reason, f"closing %s: {what} (%s)", _peer(conn.peer), seconds, setting)
+        self._quiet.log(reason, f"closing %s: {what} (%s)", _peer(conn.peer), seconds, setting)
         if self._on_dropped is not None:
             self._on_dropped("timed_out", reason)
 
