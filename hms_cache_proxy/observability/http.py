@@ -49,7 +49,11 @@ from hms_cache_proxy.config import Settings
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.observability.admin import MAX_PAUSE_SECONDS, AdminError, AdminTarget, scope
 from hms_cache_proxy.observability.health import DatabaseHealth
-from hms_cache_proxy.observability.http_intake import RequestIntake, status_only
+from hms_cache_proxy.observability.http_intake import (
+    RequestIntake,
+    answer_and_close,
+    status_only,
+)
 from hms_cache_proxy.observability.readiness import Readiness
 
 log = logging.getLogger(__name__)
@@ -171,9 +175,8 @@ class _Server:
     def _handoff(
         self, sock: socket.socket, peer: Any, request: bytes, release: Callable[[], None]
     ) -> None:
-        if not self._slots.acquire(blocking=False):
-            sock.settimeout(WRITE_TIMEOUT_SECONDS)
-            _close(sock, status_only(503, "Service Unavailable"))
+        if not self._slots.acquire(blocking=False):  # answered on the intake's thread: no wait
+            answer_and_close(sock, status_only(503, "Service Unavailable"))
             release()
             return
         try:
@@ -203,10 +206,8 @@ class _Server:
         self.listener.close()
 
 
-def _close(sock: socket.socket, answer: bytes = b"") -> None:
+def _close(sock: socket.socket) -> None:
     try:
-        if answer:
-            sock.sendall(answer)
         sock.shutdown(socket.SHUT_WR)
     except OSError:
         pass

@@ -88,10 +88,15 @@ class RequestIntake:
                     first = next(iter(self._pending.values()))
                     wait = min(wait, max(0.0, first.deadline - time.monotonic()))
                 for key, _ in selector.select(wait):
-                    if key.data is None:
-                        self._accept(selector)
-                    else:
-                        self._receive(selector, key.data)
+                    try:
+                        if key.data is None:
+                            self._accept(selector)
+                        else:
+                            self._receive(selector, key.data)
+                    except Exception:  # noqa: BLE001 - one connection must not stop the loop
+                        log.exception("HTTP intake: unexpected error")
+                        if key.data is not None and key.data.sock in self._pending:
+                            self._drop(selector, key.data)
                 self._expire(selector)
         finally:
             for pending in list(self._pending.values()):
@@ -119,7 +124,7 @@ class RequestIntake:
             address = client_address(peer)
             refused = self.admission.admit(address)
             if refused is not None:
-                _answer_and_close(sock, status_only(503, "Service Unavailable"))
+                answer_and_close(sock, status_only(503, "Service Unavailable"))
                 self._quiet.log(
                     refused,
                     "refusing an HTTP connection from %s: %s reached (it holds %d)",
@@ -154,7 +159,7 @@ class RequestIntake:
         selector.unregister(pending.sock)
         del self._pending[pending.sock]
         if not whole:
-            _answer_and_close(pending.sock, status_only(431, "Request Header Fields Too Large"))
+            answer_and_close(pending.sock, status_only(431, "Request Header Fields Too Large"))
             self.admission.release(pending.address)
             return
         pending.sock.setblocking(True)
@@ -169,7 +174,7 @@ class RequestIntake:
             self.handoff(pending.sock, pending.peer, bytes(pending.data), release)
         except Exception:  # noqa: BLE001 - the loop must survive any one request
             log.exception("HTTP request from %s could not be handed on", pending.address)
-            _answer_and_close(pending.sock, status_only(500, "Internal Server Error"))
+            answer_and_close(pending.sock, status_only(500, "Internal Server Error"))
             release()
 
     def _whole(self, data: bytearray) -> bool | None:
@@ -220,11 +225,11 @@ class RequestIntake:
         except (KeyError, ValueError):
             pass
         self._pending.pop(pending.sock, None)
-        _answer_and_close(pending.sock, answer)
+        answer_and_close(pending.sock, answer)
         self.admission.release(pending.address)
 
 
-def _answer_and_close(sock: socket.socket, answer: bytes) -> None:
+def answer_and_close(sock: socket.socket, answer: bytes) -> None:
     """Best effort, never blocking: a short answer if the socket takes it, then close.
 
     What the client sent and we did not read is swallowed first, as far as it has arrived:
