@@ -153,7 +153,7 @@ class RequestIntake:
             self._drop(selector, pending)
             return
         pending.data += chunk
-        whole = self._whole(pending.data)
+        whole = whole_request(pending.data, self.max_body_bytes)
         if whole is None:
             return
         selector.unregister(pending.sock)
@@ -176,27 +176,6 @@ class RequestIntake:
             log.exception("HTTP request from %s could not be handed on", pending.address)
             answer_and_close(pending.sock, status_only(500, "Internal Server Error"))
             release()
-
-    def _whole(self, data: bytearray) -> bool | None:
-        """True when ``data`` holds a whole request, False when its head is too long, else None.
-
-        The body counts only up to the size handlers accept: a longer one is refused by the
-        handler (413) from its headers, so waiting for it would only hold the connection."""
-        ends = [i for i in (data.find(b"\n\r\n"), data.find(b"\n\n")) if i >= 0]
-        if not ends:
-            return False if len(data) > MAX_HEAD_BYTES else None
-        head_end = min(ends)
-        head_end += 3 if data[head_end : head_end + 3] == b"\n\r\n" else 2
-        if head_end > MAX_HEAD_BYTES:
-            return False
-        head = bytes(data[:head_end])
-        if _CHUNKED.search(head):
-            return True  # answered 411 by the handler
-        match = _CONTENT_LENGTH.search(head)
-        length = int(match.group(1)) if match else 0
-        if length > self.max_body_bytes:
-            return True
-        return len(data) - head_end >= length or None
 
     def _expire(self, selector: selectors.BaseSelector) -> None:
         now = time.monotonic()
@@ -227,6 +206,29 @@ class RequestIntake:
         self._pending.pop(pending.sock, None)
         answer_and_close(pending.sock, answer)
         self.admission.release(pending.address)
+
+
+def whole_request(data: bytearray, max_body_bytes: int) -> bool | None:
+    """True when ``data`` holds a whole request, False when its head is too long, else None.
+
+    The body counts only up to ``max_body_bytes``, the size handlers accept: a longer one is
+    refused by the handler (413) from its headers, so waiting for it would only hold the
+    connection."""
+    ends = [i for i in (data.find(b"\n\r\n"), data.find(b"\n\n")) if i >= 0]
+    if not ends:
+        return False if len(data) > MAX_HEAD_BYTES else None
+    head_end = min(ends)
+    head_end += 3 if data[head_end : head_end + 3] == b"\n\r\n" else 2
+    if head_end > MAX_HEAD_BYTES:
+        return False
+    head = bytes(data[:head_end])
+    if _CHUNKED.search(head):
+        return True  # answered 411 by the handler
+    match = _CONTENT_LENGTH.search(head)
+    length = int(match.group(1)) if match else 0
+    if length > max_body_bytes:
+        return True
+    return len(data) - head_end >= length or None
 
 
 def answer_and_close(sock: socket.socket, answer: bytes) -> None:
