@@ -3,6 +3,7 @@ HTTP endpoint for metrics, health, readiness and admin operations."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -166,9 +167,12 @@ def build_service(settings: Settings) -> Service:
         # After SASL negotiation every message travels in a length-prefixed frame.
         transport="framed" if settings.sasl_enabled else settings.transport,
         protocol=settings.protocol,
-        max_connections=settings.max_connections,
         limits=Limits.of(settings),
         opener=opener,
+        connection_limits=settings.thrift_connection_limits(),
+        handshake_timeout_seconds=settings.handshake_timeout_seconds,
+        first_call_timeout_seconds=settings.first_call_timeout_seconds,
+        on_dropped=functools.partial(metrics.connection_dropped, "thrift"),
     )
     if cache is None:
         readiness.mark_ready()  # nothing to prewarm (with a cache, its loader says when)

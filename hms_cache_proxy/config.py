@@ -17,6 +17,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from hms_cache_proxy.admission import ConnectionLimits
+
 ENV_PREFIX = "HMS_CACHE_PROXY_"
 CONFIG_FILE_ENV = ENV_PREFIX + "CONFIG"
 
@@ -32,6 +34,11 @@ class Settings(BaseSettings):
     transport: Literal["buffered", "framed"] = "buffered"
     protocol: Literal["binary", "compact"] = "binary"
     max_connections: int = Field(1000, ge=1)
+    max_connections_per_client: int = Field(128, ge=0)  # per client IP address; 0: no share
+    reserved_connections: int = Field(32, ge=0)
+    reserved_connections_per_client: int = Field(4, ge=1)
+    handshake_timeout_seconds: float = Field(10.0, ge=0)
+    first_call_timeout_seconds: float = Field(30.0, ge=0)
     max_message_bytes: int = Field(100 * 1024 * 1024, ge=1024)
     max_string_bytes: int = Field(16 * 1024 * 1024, ge=1024)
     max_container_elements: int = Field(1_000_000, ge=1)
@@ -62,6 +69,11 @@ class Settings(BaseSettings):
     metrics_port: int | None = Field(9090, le=65535)  # 0: any free port; None or < 0: off
     health_timeout_seconds: float = Field(2.0, gt=0)
     health_cache_seconds: float = Field(1.0, ge=0)
+    http_max_connections: int = Field(256, ge=1)
+    http_max_connections_per_client: int = Field(16, ge=0)
+    http_reserved_connections: int = Field(32, ge=0)
+    http_reserved_connections_per_client: int = Field(2, ge=1)
+    http_request_timeout_seconds: float = Field(5.0, gt=0)
 
     # -- the cache (docs/cache.md)
     cache_enabled: bool = True
@@ -125,6 +137,20 @@ class Settings(BaseSettings):
         return v
 
     @model_validator(mode="after")
+    def _reserves_fit(self) -> Settings:
+        if self.reserved_connections >= self.max_connections:
+            raise ValueError(
+                f"reserved_connections ({self.reserved_connections}) must be smaller than "
+                f"max_connections ({self.max_connections})"
+            )
+        if self.http_reserved_connections >= self.http_max_connections:
+            raise ValueError(
+                f"http_reserved_connections ({self.http_reserved_connections}) must be smaller "
+                f"than http_max_connections ({self.http_max_connections})"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _security_consistent(self) -> Settings:
         for patterns in self.allowed_databases_by_user.values():
             self._regexes(patterns)
@@ -153,6 +179,22 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, YamlConfigSettingsSource(settings_cls))
 
     # -- derived values
+
+    def thrift_connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(
+            self.max_connections,
+            self.max_connections_per_client,
+            self.reserved_connections,
+            self.reserved_connections_per_client,
+        )
+
+    def http_connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(
+            self.http_max_connections,
+            self.http_max_connections_per_client,
+            self.http_reserved_connections,
+            self.http_reserved_connections_per_client,
+        )
 
     @property
     def metrics_enabled(self) -> bool:

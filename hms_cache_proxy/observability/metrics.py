@@ -131,6 +131,22 @@ THRIFT_CONNECTIONS = Gauge(
     registry=REGISTRY,
 )
 
+CONNECTIONS_REFUSED = Counter(
+    "hms_connections_refused_total",
+    "Connections closed right after accept because of a connection limit, by endpoint "
+    "(thrift, http) and the limit (max_connections, max_connections_per_client, "
+    "reserved_connections).",
+    ["endpoint", "reason"],
+    registry=REGISTRY,
+)
+CONNECTIONS_TIMED_OUT = Counter(
+    "hms_connections_timed_out_total",
+    "Connections closed because a deadline passed before they got going, by endpoint and "
+    "deadline (handshake_timeout, first_call_timeout, request_timeout).",
+    ["endpoint", "reason"],
+    registry=REGISTRY,
+)
+
 
 class ConnectionSource(Protocol):
     @property
@@ -185,3 +201,10 @@ def observe_call(method: str, seconds: float, outcome: str) -> None:
     if record is None:
         record = _recorder(method, outcome)
     record(seconds)
+
+
+def connection_dropped(endpoint: str, outcome: str, reason: str) -> None:
+    """Count a connection refused at accept (``outcome`` "refused") or cut by a deadline
+    ("timed_out"); ``reason`` names the limit or the deadline."""
+    counter = CONNECTIONS_REFUSED if outcome == "refused" else CONNECTIONS_TIMED_OUT
+    counter.labels(endpoint, reason).inc()
