@@ -88,6 +88,7 @@ def _parse(url: str | URL) -> URL:
     try:
         return make_url(url)
     except ArgumentError:
+        # Not echoed: where it does not parse, a password in it cannot be told apart.
         raise UnsupportedDatabaseURL(
-            f"database URL {masked(url)!r} is not a URL: use {FORMS}"
+            f"the database URL is not a URL (no scheme://): use {FORMS}"
         ) from None
