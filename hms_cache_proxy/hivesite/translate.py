@@ -34,21 +34,6 @@ SASL = ("metastore.sasl.enabled", "hive.metastore.sasl.enabled")
 AUTHENTICATION = ("metastore.authentication", "hive.metastore.authentication")
 USE_SSL = ("metastore.use.SSL", "hive.metastore.use.SSL")
 
-# Every property read, for --help and the README.
-READ = (
-    CONNECTION_URL
-    + CONNECTION_USER
-    + CONNECTION_PASSWORD
-    + WAREHOUSE
-    + PORT
-    + URIS
-    + DEFAULT_FS
-    + CREDENTIAL_PROVIDER
-    + SASL
-    + AUTHENTICATION
-    + USE_SSL
-)
-
 
 @dataclass
 class HiveSite:

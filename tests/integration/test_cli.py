@@ -29,8 +29,11 @@ def _cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subproces
 @pytest.mark.parametrize(
     ("command", "options"),
     [
-        ("serve", ["--config", "--host", "--port", "--database-url", "--warehouse-dir"]),
-        ("init-db", ["--config", "--database-url", "--warehouse-dir"]),
+        (
+            "serve",
+            ["--config", "--hive-site", "--host", "--port", "--database-url", "--warehouse-dir"],
+        ),
+        ("init-db", ["--config", "--hive-site", "--database-url", "--warehouse-dir"]),
         ("bench", ["--uri", "--database-url", "--output"]),
     ],
 )
