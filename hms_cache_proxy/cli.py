@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -266,6 +267,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except DBAPIError as exc:
             print(f"hms-cache-proxy: {_database_error(settings, exc)}", file=sys.stderr)
             return 2
+        except ValueError as exc:  # a setting that validated but does not work (a TLS file)
+            print(f"hms-cache-proxy: {_as_given(str(exc), args)}", file=sys.stderr)
+            return 2
         try:
             service.bind()
         except OSError as exc:
@@ -310,6 +314,15 @@ def cmd_init_db(args: argparse.Namespace) -> int:
     finally:
         db.dispose()
     return 0
+
+
+def _as_given(message: str, args: argparse.Namespace) -> str:
+    """``message`` with each setting the user gave as a flag named as that flag."""
+    dests = {"tls_cert_file": "tls_cert", "tls_key_file": "tls_key"}
+    for setting, flag in _FLAGS.items():
+        if getattr(args, dests.get(setting, setting), None) is not None:
+            message = re.sub(rf"\b{setting}\b", flag, message)
+    return message
 
 
 def _database_error(settings: Any, exc: DBAPIError) -> str:

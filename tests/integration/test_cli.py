@@ -153,3 +153,24 @@ def test_serve_on_an_empty_database_without_auto_create_says_to_run_init_db(
     assert "`hms-cache-proxy init-db` with the same settings" in out.stderr
     # no command to copy with a masked password in it, and no password at all
     assert "init-db --database-url" not in out.stderr and "pw-9" not in out.stderr
+
+
+def test_a_tls_file_that_does_not_exist_is_named_as_the_flag_given(tmp_path: Path) -> None:
+    out = _cli(
+        "serve",
+        "--database-url",
+        f"sqlite:///{tmp_path / 'm.db'}",
+        "--port",
+        "0",
+        "--metrics-port",
+        "-1",
+        "--tls-cert",
+        str(tmp_path / "missing.pem"),
+        "--tls-key",
+        str(tmp_path / "missing.key"),
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1] == (
+        f"hms-cache-proxy: --tls-cert: {tmp_path / 'missing.pem'} does not exist or is not a file"
+    )
