@@ -163,6 +163,11 @@ def test_jdbc_url_forms(tmp_path: Path) -> None:
         ({"hive.metastore.sasl.enabled": "true"}, "Kerberos"),
         ({"metastore.sasl.enabled": "true"}, "Kerberos"),
         ({"metastore.use.SSL": "true"}, "PEM files"),
+        ({"metastore.authentication": "LDAP"}, "SASL PLAIN"),
+        (
+            {"javax.jdo.option.ConnectionURL": "jdbc:postgresql://db/m?currentSchema=hive"},
+            "search_path",
+        ),
     ],
 )
 def test_what_cannot_be_served_is_refused_in_one_line(
@@ -257,3 +262,17 @@ def test_a_file_that_cannot_be_read_is_refused_naming_the_setting(
         load_settings(hive_site=str(path), flag_names=flags)
     message = str(info.value)
     assert message.startswith("--hive-site: ") and expected in message and "\n" not in message
+
+
+def test_a_bare_warehouse_path_is_qualified_with_the_files_default_filesystem(
+    tmp_path: Path,
+) -> None:
+    props = dict(POSTGRES, **{"fs.defaultFS": "hdfs://namenode:8020"})
+    notes: list[str] = []
+    s = load_settings(hive_site=str(hive_site(tmp_path, props)), notes=notes)
+    assert s.warehouse_dir == "hdfs://namenode:8020/data/warehouse"
+    assert any("neither made nor deleted" in n for n in notes)
+    local = dict(POSTGRES, **{"fs.defaultFS": "file:///"})
+    assert (
+        load_settings(hive_site=str(hive_site(tmp_path, local))).warehouse_dir == "/data/warehouse"
+    )
