@@ -6,16 +6,23 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+import yaml
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
 )
+from pydantic_settings import SettingsError as PydanticSettingsError
+
+from hms_cache_proxy import dburl
+from hms_cache_proxy.hivesite import ConfigurationFileError, read_hive_site
+from hms_cache_proxy.settings_origin import Origins, explain
 
 from hms_cache_proxy.admission import ConnectionLimits
 
@@ -44,6 +51,10 @@ class Settings(BaseSettings):
     max_container_elements: int = Field(1_000_000, ge=1)
     client_timeout_seconds: float = Field(600.0, ge=0)
     message_timeout_seconds: float = Field(60.0, ge=0)
+
+    # -- a stock metastore's hive-site.xml / metastore-site.xml to take the database, warehouse
+    # and port from (hms_cache_proxy/hivesite); every other source overrides it
+    hive_site: str | None = None
 
     # -- metastore database
     database_url: str = "sqlite:///hms-cache-proxy.db"
@@ -114,8 +125,7 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _known_database(cls, v: str) -> str:
-        if not (v.startswith("sqlite:") or v.startswith("postgresql")):
-            raise ValueError("database_url must start with sqlite:/// or postgresql://")
+        dburl.resolve(v)  # an unknown or uninstalled driver: one line naming the forms that work
         return v
 
     @field_validator("metrics_port", mode="before")
@@ -155,7 +165,11 @@ class Settings(BaseSettings):
         for patterns in self.allowed_databases_by_user.values():
             self._regexes(patterns)
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
-            raise ValueError("tls_cert_file and tls_key_file must be set together")
+            missing = "tls_key_file" if self.tls_key_file is None else "tls_cert_file"
+            raise ValueError(
+                f"tls_cert_file and tls_key_file must be set together (a PEM certificate and "
+                f"its private key): {missing} is missing"
+            )
         if self.tls_client_auth != "none" and not self.tls_ca_file:
             raise ValueError(f"tls_client_auth: {self.tls_client_auth} needs tls_ca_file")
         if self.sasl_enabled and not self.sasl_users:
@@ -210,7 +224,7 @@ class Settings(BaseSettings):
         for key, value in out.items():
             if isinstance(getattr(self, key), SecretStr) and value is not None:
                 out[key] = "********"
-        out["database_url"] = _hide_password(self.database_url)
+        out["database_url"] = dburl.masked(self.database_url)
         out["sasl_users"] = {user: "********" for user in self.sasl_users}
         return out
 
@@ -236,20 +250,6 @@ def to_uri(path_or_uri: str) -> str:
     return "file:" + str(Path(path_or_uri).expanduser().resolve())
 
 
-def _hide_password(url: str) -> str:
-    """The URL with its password masked, also one given as a query field (?password=...)."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        parsed = make_url(url)
-        secret_keys = [k for k in parsed.query if "password" in k.lower()]
-        if secret_keys:
-            parsed = parsed.update_query_dict({k: "***" for k in secret_keys})
-        return parsed.render_as_string(hide_password=True)
-    except Exception:
-        return "<unparsable database url>"
-
-
 def default_config_file() -> Path | None:
     """$HMS_CACHE_PROXY_CONFIG, else conf/hms-cache-proxy.yaml in the working directory if there."""
     env = os.environ.get(CONFIG_FILE_ENV)
@@ -259,20 +259,154 @@ def default_config_file() -> Path | None:
     return default if default.is_file() else None
 
 
-def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
-    """Settings from the given (or default) YAML file, the environment and explicit overrides.
+class SettingsError(ValueError):
+    """Settings the service cannot start with: one line per problem, each naming the setting
+    the way the user gave it (flag, variable, file key or hive-site property)."""
+
+
+class _YamlBeyondDefaults(YamlConfigSettingsSource):
+    """The YAML file less the keys that only repeat their default: a copy of the documented
+    conf/hms-cache-proxy.yaml (every key at its default) must not mask hive-site.xml."""
+
+    def __call__(self) -> dict[str, Any]:
+        return _beyond_defaults(super().__call__())
+
+
+def _beyond_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    fields = Settings.model_fields
+    return {k: v for k, v in data.items() if k not in fields or v != fields[k].default}
+
+
+class _HiveSiteSource(PydanticBaseSettingsSource):
+    """The values read from hive-site.xml: the lowest of all sources."""
+
+    def __init__(self, settings_cls: type[BaseSettings], values: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self.values = values
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self.values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None,
+    *,
+    flag_names: Mapping[str, str] | None = None,
+    notes: list[str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Settings from hive-site.xml (``hive_site``), the given (or default) YAML file, the
+    environment and explicit overrides, in rising precedence.
 
     ``overrides`` with the value None are ignored, so unset command-line flags do not mask
-    the file or the environment.
+    the file or the environment. ``flag_names`` (setting -> flag) lets errors name a setting
+    as the flag the user typed; ``notes`` receives what hive-site.xml gave that is not used
+    (for the log). Raises SettingsError (or FileNotFoundError for the YAML file).
     """
     path = Path(config_file) if config_file is not None else default_config_file()
-    cls: type[Settings] = Settings
-    if path is not None:
-        if not path.is_file():
-            raise FileNotFoundError(f"config file {path} does not exist")
+    given = {k: v for k, v in overrides.items() if v is not None}
+    origins = Origins(
+        ENV_PREFIX,
+        config_file=path,
+        file_keys=_file_keys(path),
+        flag_names=dict(flag_names or {}),
+        flags_given=frozenset(given),
+    )
+    cls = _settings_class(path, None)
+    try:
+        settings = cls(**given)
+    except ValidationError as exc:
+        raise SettingsError(explain(exc, origins, Settings.model_fields)) from None
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{path} is not valid YAML: {_one_line(exc)}") from None
+    except PydanticSettingsError as exc:
+        raise SettingsError(_unparsable(exc, origins)) from None
+    if not settings.hive_site:
+        return settings
+    try:
+        site = read_hive_site(Path(settings.hive_site))
+    except ConfigurationFileError as exc:
+        raise SettingsError(f"{origins.name('hive_site')}: {exc}") from None
+    origins.hive_site = site.path
+    origins.hive_site_properties = site.properties
+    refused = [
+        f"{site.path}: {message}"
+        for setting, message in site.problems.items()
+        if not origins.given_above_hive_site(setting)
+    ]
+    if refused:
+        raise SettingsError("\n".join(refused))
+    try:
+        settings = _settings_class(path, site.values)(**given)
+    except ValidationError as exc:
+        raise SettingsError(explain(exc, origins, Settings.model_fields)) from None
+    if notes is not None:
+        notes.extend(f"{site.path}: {note}" for note in site.notes)
+        notes.extend(
+            f"{site.path}: {prop} is overridden by {origins.name(setting)}"
+            for setting, prop in site.properties.items()
+            if origins.given_above_hive_site(setting)
+        )
+    return settings
 
-        class FileSettings(Settings):
-            model_config = SettingsConfigDict(yaml_file=str(path))
 
-        cls = FileSettings
-    return cls(**{k: v for k, v in overrides.items() if v is not None})
+def _settings_class(path: Path | None, hive_site: dict[str, Any] | None) -> type[Settings]:
+    if path is None and hive_site is None:
+        return Settings
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    yaml_file = str(path) if path is not None else None
+
+    class LoadedSettings(Settings):
+        model_config = SettingsConfigDict(yaml_file=yaml_file)
+
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            if not hive_site:
+                return (init_settings, env_settings, YamlConfigSettingsSource(settings_cls))
+            return (
+                init_settings,
+                env_settings,
+                _YamlBeyondDefaults(settings_cls),
+                _HiveSiteSource(settings_cls, hive_site),
+            )
+
+    return LoadedSettings
+
+
+def _unparsable(exc: Exception, origins: Origins) -> str:
+    """pydantic-settings' 'error parsing value for field "x" from source ...' (a variable
+    holding a list or mapping that is not JSON), naming the variable and the form expected."""
+    found = re.search(r'field "(\w+)"', str(exc))
+    if found is None:
+        return _one_line(exc)
+    setting = found.group(1)
+    return (
+        f"{origins.name(setting)}: not a value of this setting; lists and mappings are "
+        'written as JSON, e.g. ["a", "b"] or {"name": "value"}'
+    )
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _file_keys(path: Path | None) -> frozenset[str]:
+    """The keys the YAML file sets (to tell which settings it, not hive-site, decides)."""
+    if path is None or not path.is_file():
+        return frozenset()
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return frozenset()  # pydantic-settings reports the error when it reads the file
+    return frozenset(_beyond_defaults(data)) if isinstance(data, dict) else frozenset()

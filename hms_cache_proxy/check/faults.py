@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
+from hms_cache_proxy import dburl
 from hms_cache_proxy.check.history import History
 from hms_cache_proxy.check.instances import Instance
 from hms_cache_proxy.check.proxy import CuttingProxy
@@ -160,7 +161,7 @@ class FaultInjector:
                 except Exception:  # noqa: BLE001 - a broken connection: once more, anew
                     self.writer.close()
                     self.writer.probe_write()
-        engine = create_engine(self.database_url, poolclass=NullPool)
+        engine = create_engine(dburl.resolve(self.database_url), poolclass=NullPool)
         try:
             with engine.begin() as conn:
                 newest = EventLog.newest_event_id(conn) or 0

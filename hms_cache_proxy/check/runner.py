@@ -69,7 +69,7 @@ class CheckConfig:
             raise ValueError("--duration must be positive")
         if self.consistency not in ("eventual", "strong"):
             raise ValueError("--consistency must be eventual or strong")
-        if self.database_url is not None and not self.database_url.startswith("postgresql"):
+        if self.database_url is not None and not self.database_url.startswith("postgres"):
             raise ValueError("--database-url must be a PostgreSQL URL (postgresql://...)")
         if self.fault_interval <= 0 or self.stall_seconds <= 0:
             raise ValueError("--fault-interval and --stall-seconds must be positive")

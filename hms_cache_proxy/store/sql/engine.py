@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import NullPool
+
+from hms_cache_proxy import dburl
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +40,9 @@ class Database:
         timeout_seconds: float = 30.0,
         write_retries: int = 5,
     ) -> None:
-        self.url = make_url(url)
+        # An explicit, installed driver (dburl.resolve raises one clear line otherwise).
+        self.url = dburl.resolve(url)
         self.dialect = self.url.get_backend_name()
-        if self.dialect not in ("sqlite", "postgresql"):
-            raise ValueError(
-                f"unsupported database {self.url.render_as_string(hide_password=True)!r}: "
-                "use sqlite:///PATH or postgresql://USER@HOST/DB"
-            )
         self.timeout_seconds = timeout_seconds
         self.write_retries = write_retries
         if self.dialect == "sqlite":
@@ -165,8 +162,8 @@ class Database:
             self.write_engine.dispose()
 
     def describe(self) -> str:
-        """The URL with any password hidden, for logs and messages."""
-        return self.url.render_as_string(hide_password=True)
+        """The URL with any password hidden (also a ?password= field), for logs and messages."""
+        return dburl.masked(self.url)
 
 
 def _sqlstate(exc: DBAPIError) -> str | None:
