@@ -21,10 +21,9 @@ from pydantic_settings import (
 from pydantic_settings import SettingsError as PydanticSettingsError
 
 from hms_cache_proxy import dburl
+from hms_cache_proxy.admission import ConnectionLimits
 from hms_cache_proxy.hivesite import ConfigurationFileError, read_hive_site
 from hms_cache_proxy.settings_origin import Origins, explain
-
-from hms_cache_proxy.admission import ConnectionLimits
 
 ENV_PREFIX = "HMS_CACHE_PROXY_"
 CONFIG_FILE_ENV = ENV_PREFIX + "CONFIG"
