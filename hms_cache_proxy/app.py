@@ -113,6 +113,7 @@ class Service:
 
     def stop(self, grace_seconds: float = 10.0) -> None:
         # Probes answer 503 from here on, while calls in flight drain; HTTP stops last.
+        self.readiness.mark_stopping()
         self._serving.clear()
         self.server.stop(grace_seconds)
         if self.housekeeper is not None:

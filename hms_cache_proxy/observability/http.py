@@ -263,13 +263,17 @@ class _Handler(BaseHTTPRequestHandler):
         ready = bool(snap["ready"]) and serving
         reason = None
         if not ready:
-            if not snap["schema_checked"]:
+            if snap["stopping"]:
+                reason = snap["reason"]
+            elif not snap["schema_checked"]:
                 reason = "database schema not checked yet"
             elif not serving:
                 reason = "Thrift server is not serving"
             else:
                 reason = snap["reason"] or "not ready"
-        body = {"ready": ready, "serving": serving, **snap, "reason": reason}
+        # "ready" says what the status code says (the flag alone may be true while stopping).
+        body = {"ready": ready, "serving": serving, **snap}
+        body["ready"], body["reason"] = ready, reason
         self._json(200 if ready else 503, body)
 
     def _get_config(self) -> None:

@@ -204,6 +204,7 @@ def test_healthz_and_readyz_when_serving(obs):
         "ready": True,
         "serving": True,
         "schema_checked": True,
+        "stopping": False,
         "reason": None,
         "prewarm": {
             "state": "not_started",
