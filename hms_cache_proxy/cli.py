@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hms_cache_proxy import __version__
+from hms_cache_proxy.closed_stdout import quiet_on_closed_stdout
 
 
 def _add_config(p: argparse.ArgumentParser) -> None:
@@ -266,6 +267,7 @@ def cmd_init_db(args: argparse.Namespace) -> int:
     return 0
 
 
+@quiet_on_closed_stdout  # `hms-cache-proxy status | head -5`: exit 141, no traceback
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

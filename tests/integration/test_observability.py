@@ -9,6 +9,7 @@ import http.client
 import io
 import json
 import logging
+import os
 import re
 import secrets
 import socket
@@ -580,6 +581,34 @@ def test_status_command_line(obs, thrift):
     assert proc.returncode == 0, proc.stderr
     assert "up:         yes" in proc.stdout and "ready:      yes" in proc.stdout
     assert re.search(r"rate:       [\d,.]+ calls/s over 0\.\d s", proc.stdout)
+
+
+def test_status_into_a_closed_pipe_exits_quietly(obs):
+    """`hms-cache-proxy status --interval 2 | head -5` once ended in a BrokenPipeError."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the report is written
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hms_cache_proxy",
+                "status",
+                "--url",
+                obs.metrics_url,
+                "--interval",
+                "0.2",
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141  # what a shell reports for a command SIGPIPE ended
+    assert proc.stderr == ""
 
 
 def test_status_of_nothing_is_exit_2(capsys):
