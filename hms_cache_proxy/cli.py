@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hms_cache_proxy import __version__
+from hms_cache_proxy.argtypes import non_negative_float, positive_float
 from hms_cache_proxy.closed_stdout import quiet_on_closed_stdout
 
 
@@ -106,14 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument(
         "--interval",
-        type=float,
+        type=non_negative_float,
         default=0.0,
         metavar="SECONDS",
         help="scrape twice this far apart and also print calls/s (default: one scrape)",
     )
     status.add_argument(
         "--timeout",
-        type=float,
+        type=positive_float,
         default=5.0,
         metavar="SECONDS",
         help="give up on an unanswered request after this long (default 5)",

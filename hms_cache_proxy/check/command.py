@@ -9,6 +9,7 @@ import logging
 import sys
 from pathlib import Path
 
+from hms_cache_proxy.argtypes import output_file
 from hms_cache_proxy.check.faults import KINDS, parse_kinds
 
 DESCRIPTION = (
@@ -106,7 +107,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(default 0: only at the end)",
     )
     p.add_argument(
-        "--report", metavar="FILE", help="write the full report (all violations) as JSON here"
+        "--report",
+        type=output_file,
+        metavar="FILE",
+        help="write the full report (all violations) as JSON here",
     )
     p.add_argument(
         "--workdir",
