@@ -101,6 +101,7 @@ class Service:
         if self.cache is not None:
             self.cache.start()
         metrics.track_connections(self.server)
+        metrics.track_pool(self.database)
         if self.http is not None:
             self.http.start()
 
@@ -125,6 +126,7 @@ class Service:
         if self.http is not None:
             self.http.stop()
         metrics.untrack_connections(self.server)
+        metrics.untrack_pool(self.database)
         self.database.dispose()
 
 

@@ -163,6 +163,20 @@ def test_metrics_count_and_time_thrift_calls_by_method_and_outcome(obs, thrift, 
     assert any(name == "python_info" for name, _ in after)
 
 
+def test_metrics_show_the_database_pool_in_use_and_its_limit(obs):
+    engine = "shared" if obs.database.dialect == "sqlite" else "read"
+    before = samples(obs.metrics_url)
+    assert value(before, "hms_database_pool_limit", engine=engine) >= 5 * 8  # pool_size x 5
+    with obs.database.read_engine.connect():  # what a call does while it runs
+
+        def one_more() -> None:
+            during = samples(obs.metrics_url)
+            in_use = value(during, "hms_database_pool_in_use", engine=engine)
+            assert in_use == value(before, "hms_database_pool_in_use", engine=engine) + 1
+
+        eventually(one_more)
+
+
 def test_metrics_content_type_and_gzip(obs):
     plain = request(obs.metrics_url, "GET", "/metrics")
     assert plain.status == 200
