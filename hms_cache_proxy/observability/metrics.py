@@ -94,6 +94,12 @@ POSITION = Gauge(
     "Id of the last notification event applied to this cache.",
     registry=REGISTRY,
 )
+LAST_POLL = Gauge(
+    "hms_cache_last_poll_timestamp_seconds",
+    "Unix time the poller last read the notification log to its end (every "
+    "cache_poll_interval_seconds when healthy; lag gauges stand still while it is stuck).",
+    registry=REGISTRY,
+)
 CACHE_BYTES = Gauge("hms_cache_bytes", "Bytes the cache accounts for.", registry=REGISTRY)
 CACHE_TABLES = Gauge("hms_cache_tables", "Tables held in the cache.", registry=REGISTRY)
 CACHE_PARTITIONS = Gauge("hms_cache_partitions", "Partitions held in the cache.", registry=REGISTRY)
