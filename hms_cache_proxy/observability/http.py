@@ -383,7 +383,14 @@ class _Handler(BaseHTTPRequestHandler):
             values[key] = value.strip() if isinstance(value, str) else None
         db, table, partition = values["db"], values["table"], values["partition"]
         if db is None:
-            raise _Reply(400, "db is required (the database to act on)")
+            path = urlsplit(self.path).path
+            raise _Reply(
+                400,
+                "db is required (the database to act on); the fields are db, table (optional) "
+                "and partition (optional, with table), as a query string "
+                f"({path}?db=sales&table=orders), a form or JSON "
+                '({"db": "sales", "table": "orders"}); see docs/operations.md',
+            )
         if partition is not None and table is None:
             raise _Reply(400, "partition needs table")
         # Hive names databases and tables case-insensitively; the cache keys them lower case.

@@ -493,6 +493,16 @@ def test_admin_rejects_invalid_bodies(obs, body, content_type, status, message):
     assert message in reply.json()["error"]
 
 
+def test_a_bare_admin_post_says_which_fields_it_takes(obs):
+    for path in ("/admin/refresh", "/admin/flush"):
+        reply = request(obs.metrics_url, "POST", path, b"", AUTH)
+        assert reply.status == 400
+        error = reply.json()["error"]
+        assert error.startswith("db is required")
+        assert "table (optional)" in error and "partition (optional, with table)" in error
+        assert f"{path}?db=sales&table=orders" in error and "docs/operations.md" in error
+
+
 def test_admin_refuses_oversize_bodies(obs):
     big = json.dumps({"db": "x" * (MAX_BODY_BYTES + 1)}).encode()
     reply = request(
