@@ -65,6 +65,8 @@ _GET_ROUTES = {
 _POST_ROUTES = {"/admin/refresh": "refresh", "/admin/flush": "flush"}
 _PAUSE_ROUTE = "/admin/poller/pause"
 _ADMIN_FIELDS = ("db", "table", "partition")
+ENDPOINTS = (*_GET_ROUTES, *_POST_ROUTES, _PAUSE_ROUTE)
+"""Every path served (docs/operations.md documents each; a test holds them to it)."""
 
 
 @dataclass
