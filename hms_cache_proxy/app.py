@@ -70,7 +70,14 @@ class Service:
         """Open the Thrift and HTTP listening sockets (a taken port fails here, before serving)."""
         if self._bound:
             return
-        self.server.bind()
+        try:
+            self.server.bind()
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"cannot listen for Thrift on {self.server.host}:{self.server.port}: "
+                f"{exc.strerror or exc}; set host and port (--host, --port)",
+            ) from exc
         if self.http is not None:
             try:
                 self.http.bind()

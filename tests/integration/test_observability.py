@@ -561,6 +561,24 @@ def test_a_taken_metrics_port_stops_the_start(sqlite_url, tmp_path):
             pass
 
 
+def test_a_taken_thrift_port_stops_serve_with_the_address(sqlite_url, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "hms_cache_proxy", "serve", "--database-url", sqlite_url]
+            + ["--host", "127.0.0.1", "--port", str(port), "--metrics-port", "-1"]
+            + ["--warehouse-dir", str(tmp_path / "wh")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
+    assert proc.returncode == 2
+    assert f"cannot listen for Thrift on 127.0.0.1:{port}: Address already in use" in proc.stderr
+
+
 # -- hms-cache-proxy status ------------------------------------------------------------------------
 
 
