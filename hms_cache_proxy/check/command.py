@@ -9,7 +9,7 @@ import logging
 import sys
 from pathlib import Path
 
-from hms_cache_proxy.argtypes import output_file
+from hms_cache_proxy.argtypes import non_negative_float, output_file, positive_float
 from hms_cache_proxy.check.faults import KINDS, parse_kinds
 
 DESCRIPTION = (
@@ -93,14 +93,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--eventual-bound",
-        type=float,
+        type=positive_float,
         default=30.0,
         metavar="SECONDS",
         help="in eventual mode, how far a read may lag an acknowledged write (default 30)",
     )
     p.add_argument(
         "--checkpoint-every",
-        type=float,
+        type=non_negative_float,
         default=0.0,
         metavar="SECONDS",
         help="pause the clients this often and compare every cache with the database path "

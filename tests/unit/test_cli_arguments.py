@@ -38,6 +38,8 @@ VERIFY = ["pipeline", "verify", "--metastore-uri", "thrift://127.0.0.1:9", "--wa
         (["bench", "--render", "{tmp}/none.json"], "argument --render: no such file"),
         (["soak", "--output", "{tmp}/no/s.json"], "argument --output: the directory"),
         (["check", "--report", "{tmp}/no/c.json"], "argument --report: the directory"),
+        (["check", "--eventual-bound", "-1"], "argument --eventual-bound: expected a number above"),
+        (["check", "--checkpoint-every", "-5"], "argument --checkpoint-every: expected a number"),
         (["status", "--timeout", "0"], "argument --timeout: expected a number above 0"),
         (["status", "--interval", "-2"], "argument --interval: expected a number of at least 0"),
     ],
