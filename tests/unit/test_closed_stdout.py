@@ -55,8 +55,13 @@ def test_a_loop_stops_at_the_closed_pipe_and_cleans_up() -> None:
 
 
 def test_help_into_a_closed_pipe_is_quiet() -> None:
-    for command in (["--help"], ["soak", "--help"], ["pipeline", "verify", "--help"]):
-        done = _run_into_closed_pipe([sys.executable, "-m", "hms_cache_proxy", *command])
+    for command in (
+        ["hms_cache_proxy", "--help"],
+        ["hms_cache_proxy", "soak", "--help"],
+        ["hms_cache_proxy", "pipeline", "verify", "--help"],
+        ["hms_cache_proxy.pipeline", "etl", "--help"],  # what spark-submit runs
+    ):
+        done = _run_into_closed_pipe([sys.executable, "-m", *command])
         assert done.returncode == EXIT_STDOUT_CLOSED, command
         assert done.stderr == b"", command
 
