@@ -107,10 +107,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(default 0: only at the end)",
     )
     p.add_argument(
-        "--report",
-        type=output_file,
-        metavar="FILE",
-        help="write the full report (all violations) as JSON here",
+        "--report", metavar="FILE", help="write the full report (all violations) as JSON here"
     )
     p.add_argument(
         "--workdir",
@@ -124,6 +121,11 @@ def run(args: argparse.Namespace) -> int:
     from hms_cache_proxy.check.runner import CheckConfig, run_check
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.report:  # written at the end: a path that cannot be written must not cost the run
+        try:
+            output_file(args.report)
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"check --report: {exc}") from None
     duration = args.duration
     if args.operations is None and duration is None:
         duration = 30.0

@@ -37,7 +37,6 @@ VERIFY = ["pipeline", "verify", "--metastore-uri", "thrift://127.0.0.1:9", "--wa
         (["bench", "--lag-writes", "0"], "argument --lag-writes: expected a whole number"),
         (["bench", "--render", "{tmp}/none.json"], "argument --render: no such file"),
         (["soak", "--output", "{tmp}/no/s.json"], "argument --output: the directory"),
-        (["check", "--report", "{tmp}/no/c.json"], "argument --report: the directory"),
         (["check", "--eventual-bound", "-1"], "argument --eventual-bound: expected a number above"),
         (["check", "--checkpoint-every", "-5"], "argument --checkpoint-every: expected a number"),
         (["status", "--timeout", "0"], "argument --timeout: expected a number above 0"),
@@ -54,6 +53,15 @@ def test_bad_values_are_refused_while_parsing(
     out, err = capsys.readouterr()
     assert message in err
     assert out == ""  # nothing ran, nothing printed
+
+
+def test_check_refuses_a_report_it_could_not_write_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["check", "--report", str(tmp_path / "no" / "c.json")]) == 2
+    assert f"check --report: the directory '{tmp_path / 'no'}' does not exist" in (
+        capsys.readouterr().err
+    )
 
 
 def test_good_values_pass(tmp_path: Path) -> None:
