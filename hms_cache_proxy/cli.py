@@ -268,7 +268,6 @@ def cmd_init_db(args: argparse.Namespace) -> int:
     return 0
 
 
-@quiet_on_closed_stdout  # `hms-cache-proxy status | head -5`: exit 141, no traceback
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -302,6 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     return 1
 
+
+# `hms-cache-proxy status | head -5`: exit 141 after clean-up, not a BrokenPipeError traceback.
+main = quiet_on_closed_stdout(main)
 
 if __name__ == "__main__":
     raise SystemExit(main())
