@@ -71,7 +71,14 @@ class Service:
         """Open the Thrift and HTTP listening sockets (a taken port fails here, before serving)."""
         if self._bound:
             return
-        self.server.bind()
+        try:
+            self.server.bind()
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"cannot listen for Thrift on {self.server.host}:{self.server.port}: "
+                f"{exc.strerror or exc}; set host and port (--host, --port)",
+            ) from exc
         if self.http is not None:
             try:
                 self.http.bind()
@@ -102,6 +109,7 @@ class Service:
         if self.cache is not None:
             self.cache.start()
         metrics.track_connections(self.server)
+        metrics.track_pool(self.database)
         if self.http is not None:
             self.http.start()
 
@@ -114,6 +122,7 @@ class Service:
 
     def stop(self, grace_seconds: float = 10.0) -> None:
         # Probes answer 503 from here on, while calls in flight drain; HTTP stops last.
+        self.readiness.mark_stopping()
         self._serving.clear()
         self.server.stop(grace_seconds)
         if self.housekeeper is not None:
@@ -125,6 +134,7 @@ class Service:
         if self.http is not None:
             self.http.stop()
         metrics.untrack_connections(self.server)
+        metrics.untrack_pool(self.database)
         self.database.dispose()
 
 

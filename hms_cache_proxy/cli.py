@@ -13,6 +13,8 @@ from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError
 
 from hms_cache_proxy import __version__
+from hms_cache_proxy.argtypes import non_negative_float, positive_float
+from hms_cache_proxy.closed_stdout import quiet_on_closed_stdout
 
 
 def _add_config(p: argparse.ArgumentParser) -> None:
@@ -121,14 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument(
         "--interval",
-        type=float,
+        type=non_negative_float,
         default=0.0,
         metavar="SECONDS",
         help="scrape twice this far apart and also print calls/s (default: one scrape)",
     )
     status.add_argument(
         "--timeout",
-        type=float,
+        type=positive_float,
         default=5.0,
         metavar="SECONDS",
         help="give up on an unanswered request after this long (default 5)",
@@ -367,6 +369,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     return 1
 
+
+# `hms-cache-proxy status | head -5`: exit 141 after clean-up, not a BrokenPipeError traceback.
+main = quiet_on_closed_stdout(main)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -9,6 +9,7 @@ import logging
 import sys
 from pathlib import Path
 
+from hms_cache_proxy.argtypes import non_negative_float, output_file, positive_float
 from hms_cache_proxy.check.faults import KINDS, parse_kinds
 
 DESCRIPTION = (
@@ -92,14 +93,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--eventual-bound",
-        type=float,
+        type=positive_float,
         default=30.0,
         metavar="SECONDS",
         help="in eventual mode, how far a read may lag an acknowledged write (default 30)",
     )
     p.add_argument(
         "--checkpoint-every",
-        type=float,
+        type=non_negative_float,
         default=0.0,
         metavar="SECONDS",
         help="pause the clients this often and compare every cache with the database path "
@@ -120,6 +121,11 @@ def run(args: argparse.Namespace) -> int:
     from hms_cache_proxy.check.runner import CheckConfig, run_check
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.report:  # written at the end: a path that cannot be written must not cost the run
+        try:
+            output_file(args.report)
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"check --report: {exc}") from None
     duration = args.duration
     if args.operations is None and duration is None:
         duration = 30.0

@@ -77,6 +77,8 @@ _GET_ROUTES = {
 _POST_ROUTES = {"/admin/refresh": "refresh", "/admin/flush": "flush"}
 _PAUSE_ROUTE = "/admin/poller/pause"
 _ADMIN_FIELDS = ("db", "table", "partition")
+ENDPOINTS = (*_GET_ROUTES, *_POST_ROUTES, _PAUSE_ROUTE)
+"""Every path served (docs/operations.md documents each; a test holds them to it)."""
 
 
 @dataclass
@@ -333,13 +335,17 @@ class _Handler(BaseHTTPRequestHandler):
         ready = bool(snap["ready"]) and serving
         reason = None
         if not ready:
-            if not snap["schema_checked"]:
+            if snap["stopping"]:
+                reason = snap["reason"]
+            elif not snap["schema_checked"]:
                 reason = "database schema not checked yet"
             elif not serving:
                 reason = "Thrift server is not serving"
             else:
                 reason = snap["reason"] or "not ready"
-        body = {"ready": ready, "serving": serving, **snap, "reason": reason}
+        # "ready" says what the status code says (the flag alone may be true while stopping).
+        body = {"ready": ready, "serving": serving, **snap}
+        body["ready"], body["reason"] = ready, reason
         self._json(200 if ready else 503, body)
 
     def _get_config(self) -> None:
@@ -449,7 +455,14 @@ class _Handler(BaseHTTPRequestHandler):
             values[key] = value.strip() if isinstance(value, str) else None
         db, table, partition = values["db"], values["table"], values["partition"]
         if db is None:
-            raise _Reply(400, "db is required (the database to act on)")
+            path = urlsplit(self.path).path
+            raise _Reply(
+                400,
+                "db is required (the database to act on); the fields are db, table (optional) "
+                "and partition (optional, with table), as a query string "
+                f"({path}?db=sales&table=orders), a form or JSON "
+                '({"db": "sales", "table": "orders"}); see docs/operations.md',
+            )
         if partition is not None and table is None:
             raise _Reply(400, "partition needs table")
         # Hive names databases and tables case-insensitively; the cache keys them lower case.

@@ -158,6 +158,7 @@ class Poller:
         metrics.POSITION.set(position)
 
     def _lag(self, current: int, oldest_time: int | None) -> None:
+        metrics.LAST_POLL.set(time.time())  # a read of the log that reached its end
         behind = max(0, current - self._position)
         metrics.LAG_EVENTS.set(behind)
         if behind == 0 or oldest_time is None:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import NullPool, QueuePool
 
 from hms_cache_proxy import dburl
 
@@ -45,6 +45,7 @@ class Database:
         self.dialect = self.url.get_backend_name()
         self.timeout_seconds = timeout_seconds
         self.write_retries = write_retries
+        self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
         if self.dialect == "sqlite":
             self.read_engine = self._sqlite_engine(pool_size)
             self.write_engine = self.read_engine
@@ -160,6 +161,21 @@ class Database:
         self.read_engine.dispose()
         if self.write_engine is not self.read_engine:
             self.write_engine.dispose()
+
+    def pool_usage(self) -> dict[str, tuple[int, int]]:
+        """Connections checked out now and the most the pool opens, per engine: read and write
+        on PostgreSQL, one shared engine on SQLite (none for in-memory SQLite, which pools
+        nothing). Past the limit a call waits up to ``timeout_seconds`` for a connection."""
+        engines = (
+            {"shared": self.read_engine}
+            if self.write_engine is self.read_engine
+            else {"read": self.read_engine, "write": self.write_engine}
+        )
+        return {
+            name: (engine.pool.checkedout(), self.pool_limit)
+            for name, engine in engines.items()
+            if isinstance(engine.pool, QueuePool)
+        }
 
     def describe(self) -> str:
         """The URL with any password hidden (also a ?password= field), for logs and messages."""
