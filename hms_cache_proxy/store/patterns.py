@@ -13,7 +13,7 @@ expression of ``.*`` runs would take exponential time on patterns like ``*a*a*a*
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
 Matcher = Callable[[str], bool]
@@ -22,13 +22,21 @@ Matcher = Callable[[str], bool]
 def glob_matcher(alternatives: Iterable[str], any_char: str | None = None) -> Matcher:
     """A matcher for names equal (ignoring case) to any of the alternatives, in which ``*`` is any
     run of characters and ``any_char`` (when given) exactly one character."""
-    matchers = [_alternative(alt, any_char) for alt in alternatives]
+    matchers = [
+        star_matcher(
+            [[None if ch == any_char else ch for ch in part] for part in alt.split("*")],
+            ignore_case=True,
+        )
+        for alt in alternatives
+    ]
     return lambda name: any(match(name) for match in matchers)
 
 
-def _alternative(alt: str, any_char: str | None) -> Matcher:
-    parts = alt.split("*")
-    segments = [_segment(part, any_char) for part in parts]
+def star_matcher(parts: Sequence[Sequence[str | None]], *, ignore_case: bool) -> Matcher:
+    """A matcher for ``parts[0] * parts[1] * ... * parts[-1]``: each part a run of characters
+    (``None``: any one character) and each ``*`` between them any run of characters."""
+    flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
+    segments = [re.compile(_segment(part), flags) for part in parts]
     if len(segments) == 1:
         only = segments[0]
         return lambda name: only.fullmatch(name) is not None
@@ -52,11 +60,10 @@ def _alternative(alt: str, any_char: str | None) -> Matcher:
     return match
 
 
-def _segment(part: str, any_char: str | None) -> re.Pattern[str]:
+def _segment(part: Sequence[str | None]) -> str:
     """A fixed-length regular expression (no repetition, so no backtracking) for a star-free
-    piece of a pattern."""
-    body = "".join("." if ch == any_char else re.escape(ch) for ch in part)
-    return re.compile(body, re.IGNORECASE | re.DOTALL)
+    part of a pattern."""
+    return "".join("." if ch is None else re.escape(ch) for ch in part)
 
 
 @lru_cache(maxsize=256)
