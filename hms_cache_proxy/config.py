@@ -35,7 +35,7 @@ class Settings(BaseSettings):
     max_message_bytes: int = Field(100 * 1024 * 1024, ge=1024)
     max_string_bytes: int = Field(16 * 1024 * 1024, ge=1024)
     max_container_elements: int = Field(1_000_000, ge=1)
-    max_decoded_structures: int = Field(4_000_000, ge=1)
+    max_decoded_structures: int = Field(2_000_000, ge=1)
     client_timeout_seconds: float = Field(600.0, ge=0)
     message_timeout_seconds: float = Field(60.0, ge=0)
 

@@ -68,7 +68,7 @@ class Limits:
     max_message_bytes: int = 100 * 1024 * 1024
     max_string_bytes: int = 16 * 1024 * 1024
     max_container_elements: int = 1_000_000
-    max_decoded_structures: int = 4_000_000
+    max_decoded_structures: int = 2_000_000
     client_timeout_seconds: float = 600.0
     message_timeout_seconds: float = 60.0
 
