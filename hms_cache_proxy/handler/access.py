@@ -1,10 +1,13 @@
-"""Read-only mode and database allow-lists, enforced between the processor and the handler.
+"""Read-only mode, database allow-lists and admin calls, enforced between the processor and
+the handler.
 
-``guard(handler, settings)`` returns the handler itself when neither is configured (no cost
+``guard(handler, settings)`` returns the handler itself when none is configured (no cost
 per call); otherwise an object exposing the same methods, where each call that writes is
 refused in read-only mode, each call naming a database outside the client's allow-list
-answers as if that database did not exist, and lists (databases, table metas, notification
-events, functions, locks) leave hidden databases out.
+answers as if that database did not exist, lists (databases, table metas, notification
+events, functions, locks) leave hidden databases out, events naming a hidden database in
+their message are hidden too, transactions and locks by id may be finished only by a client
+allowed on every database they touch, and admin calls (flushCache) need an admin user.
 
 Every method the handler implements is classified here: WRITE_CALLS or READ_CALLS for
 read-only mode; for the allow-list either a database is found in its arguments (by field
