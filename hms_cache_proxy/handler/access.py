@@ -17,6 +17,7 @@ name, see ``_db_paths``), or its result is filtered (FILTERED_CALLS), or it touc
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import re
@@ -283,6 +284,7 @@ def _scoped(api: str, fn: Callable[..., Any], handler: Any, rules: DatabaseRules
     filter_result = _RESULT_FILTERS.get(api)
     owned = _OWNED.get(api)
     counted = api == "get_notification_events_count"
+    paged = api == "get_next_notification"
 
     @functools.wraps(fn)
     def call(*args: Any) -> Any:
@@ -300,6 +302,8 @@ def _scoped(api: str, fn: Callable[..., Any], handler: Any, rules: DatabaseRules
             _check_owned(api, handler, owned(*args), visible)
         if counted:
             return _visible_events_count(handler, args[0], visible)
+        if paged:
+            return _visible_events(fn, args[0], visible, handler.settings.notification_max_events)
         result = fn(*args)
         return filter_result(result, visible) if filter_result is not None else result
 
@@ -457,10 +461,31 @@ def _event_visible(event: Any, visible: Callable[[str | None], bool]) -> bool:
     return names is not None and all(visible(db) for db in names)
 
 
-def _filter_events(result: Any, visible: Callable[[str | None], bool]) -> Any:
-    if result is not None and result.events is not None:
-        result.events = [e for e in result.events if _event_visible(e, visible)]
-    return result
+_EVENT_PAGES = 10
+"""Pages of the log one get_next_notification reads for a restricted client at most."""
+
+
+def _visible_events(
+    fn: Callable[..., Any], rqst: Any, visible: Callable[[str | None], bool], configured: int
+) -> Any:
+    """get_next_notification for a restricted client: hidden events are left out, and further
+    pages read (up to _EVENT_PAGES) so that a run of hidden events does not make an empty page
+    that a client would take for the end of the log."""
+    if rqst is None or rqst.lastEvent is None:
+        return fn(rqst)  # the handler's error
+    asked = rqst.maxEvents
+    page = asked if asked is not None and 0 < asked < configured else configured
+    kept: list[Any] = []
+    last = rqst.lastEvent
+    for _ in range(_EVENT_PAGES):
+        step = copy.copy(rqst)
+        step.lastEvent, step.maxEvents = last, page
+        batch = fn(step).events or []
+        kept += [e for e in batch if _event_visible(e, visible)]
+        if len(kept) >= page or len(batch) < page:
+            break
+        last = batch[-1].eventId
+    return hms.NotificationEventResponse(events=kept[:page])
 
 
 def _visible_events_count(
@@ -493,7 +518,6 @@ _RESULT_FILTERS: dict[str, Callable[[Any, Callable[[str | None], bool]], Any]] =
     "get_databases": _filter_names,
     "get_all_databases": _filter_names,
     "get_table_meta": _filter_field("", "dbName"),
-    "get_next_notification": _filter_events,
     "get_all_functions": _filter_field("functions", "dbName"),
     "show_locks": _filter_field("locks", "dbname"),
 }

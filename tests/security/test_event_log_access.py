@@ -171,3 +171,24 @@ def test_flush_cache_needs_an_admin_and_a_writable_instance(
             c.flushCache()
         assert refused.value.message == READ_ONLY_MESSAGE
         c.close()
+
+
+def test_a_run_of_hidden_events_does_not_end_a_restricted_clients_page(restricted: Any) -> None:
+    owner = sasl_client(restricted.port, "owner", USERS["owner"])
+    reader = sasl_client(restricted.port, "reader", USERS["reader"])
+    owner.create_database(hms.Database(name="secret", parameters={}))
+    for i in range(8):  # eight hidden events in a row
+        owner.create_table(table(hms, "secret", f"t{i}"))
+    owner.create_database(hms.Database(name="pub", parameters={}))
+    owner.create_table(table(hms, "pub", "visible"))
+
+    page = reader.get_next_notification(hms.NotificationEventRequest(lastEvent=0, maxEvents=2))
+    assert [(e.eventType, e.dbName) for e in page.events] == [
+        ("CREATE_DATABASE", "pub"),
+        ("CREATE_TABLE", "pub"),
+    ]
+    after = page.events[-1].eventId
+    rest = reader.get_next_notification(hms.NotificationEventRequest(lastEvent=after))
+    assert rest.events == []
+    owner.close()
+    reader.close()
