@@ -13,11 +13,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
-from hms_cache_proxy.store.patterns import Matcher, glob_matcher
+from hms_cache_proxy.store.patterns import CACHED_PATTERN_CHARS, Matcher, glob_matcher
+
+
+def compile_hive_pattern(pattern: str) -> Matcher:
+    if len(pattern) <= CACHED_PATTERN_CHARS:
+        return _compile_cached(pattern)
+    return glob_matcher(pattern.split("|"), any_char=".")
 
 
 @lru_cache(maxsize=256)
-def compile_hive_pattern(pattern: str) -> Matcher:
+def _compile_cached(pattern: str) -> Matcher:
     return glob_matcher(pattern.split("|"), any_char=".")
 
 

@@ -66,10 +66,25 @@ def _segment(part: Sequence[str | None]) -> str:
     return "".join("." if ch is None else re.escape(ch) for ch in part)
 
 
-@lru_cache(maxsize=256)
+CACHED_PATTERN_CHARS = 1024
+"""Patterns up to this long are remembered compiled; longer ones (a client may send megabytes)
+are compiled per call, so the caches hold at most 256 × 1 KB of pattern text."""
+
+
 def compile_pattern(pattern: str | None) -> Matcher:
     if pattern is None or pattern.strip() in ("", "*"):
         return lambda _name: True
+    if len(pattern) <= CACHED_PATTERN_CHARS:
+        return _compile_cached(pattern)
+    return _compile(pattern)
+
+
+@lru_cache(maxsize=256)
+def _compile_cached(pattern: str) -> Matcher:
+    return _compile(pattern)
+
+
+def _compile(pattern: str) -> Matcher:
     return glob_matcher(p.strip() for p in pattern.split("|"))
 
 

@@ -61,3 +61,15 @@ def test_anchored_ends_and_wildcards() -> None:
     assert handler_filter(names, "s*s*4") == ["sales_2024"]
     assert store_filter(names, "sales_202.") == []  # '.' is literal in the store's patterns
     assert store_filter(names, " SALESX | oth* ") == ["salesx", "other"]
+
+
+def test_long_patterns_are_matched_but_not_remembered() -> None:
+    from hms_cache_proxy.handler import names
+    from hms_cache_proxy.store import patterns
+
+    long = "*" + "x" * 5000 + "*|sales*"
+    before = (names._compile_cached.cache_info().currsize, patterns._compile_cached.cache_info())
+    assert handler_filter(["sales_1", "other"], long) == ["sales_1"]
+    assert store_filter(["sales_1", "other"], long) == ["sales_1"]
+    after = (names._compile_cached.cache_info().currsize, patterns._compile_cached.cache_info())
+    assert after[0] == before[0] and after[1].currsize == before[1].currsize
