@@ -146,6 +146,7 @@ def build_service(settings: Settings) -> Service:
         settings.database_url,
         pool_size=settings.database_pool_size,
         timeout_seconds=settings.database_timeout_seconds,
+        statement_timeout_seconds=settings.database_statement_timeout_seconds,
     )
     _count_database_errors(database)
     ensure_ready(database, settings.warehouse_uri(), settings.database_auto_create)

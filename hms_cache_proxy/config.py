@@ -48,6 +48,7 @@ class Settings(BaseSettings):
     max_message_bytes: int = Field(100 * 1024 * 1024, ge=1024)
     max_string_bytes: int = Field(16 * 1024 * 1024, ge=1024)
     max_container_elements: int = Field(1_000_000, ge=1)
+    max_decoded_structures: int = Field(2_000_000, ge=1)
     client_timeout_seconds: float = Field(600.0, ge=0)
     message_timeout_seconds: float = Field(60.0, ge=0)
 
@@ -59,6 +60,7 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///hms-cache-proxy.db"
     database_pool_size: int = Field(8, ge=1)
     database_timeout_seconds: float = Field(30.0, gt=0)
+    database_statement_timeout_seconds: float = Field(30.0, ge=0)
     database_auto_create: bool = True
     id_block_size: int = Field(100, ge=1)
 
@@ -66,6 +68,8 @@ class Settings(BaseSettings):
     warehouse_dir: str = "warehouse"
     event_message_format: Literal["gzip(json-2.0)", "json-0.2"] = "gzip(json-2.0)"
     notification_max_events: int = Field(10_000, ge=1)
+    partition_filter_max_length: int = Field(1_000_000, ge=1)
+    partition_filter_max_terms: int = Field(10_000, ge=1)
     server_uri: str = ""
 
     # -- transactions and locks (Hive's metastore.txn.* settings)
@@ -120,6 +124,7 @@ class Settings(BaseSettings):
     read_only: bool = False
     allowed_databases: list[str] = Field([".*"])
     allowed_databases_by_user: dict[str, list[str]] = Field({})
+    admin_users: list[str] = Field([])
 
     @field_validator("database_url")
     @classmethod

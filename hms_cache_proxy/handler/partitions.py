@@ -27,6 +27,7 @@ from hms_cache_proxy.handler.partition_add import (
 )
 from hms_cache_proxy.handler.tables import DDL_TIME, data_deletable, is_view
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store import filter as pfilter
 from hms_cache_proxy.store.filter import FilterError
 
 log = logging.getLogger(__name__)
@@ -200,6 +201,7 @@ class PartitionHandlers(PartitionAddHandlers):
     ) -> list[hms.Partition]:
         cat, db, tbl = self._names(db_name, tbl_name)
         try:
+            self._check_filter(filter)
             return self.store.get_partitions_by_filter(
                 cat, db, tbl, filter, _max(max_parts), encoded=True
             )
@@ -209,9 +211,18 @@ class PartitionHandlers(PartitionAddHandlers):
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
         cat, db, tbl = self._names(db_name, tbl_name)
         try:
+            self._check_filter(filter)
             return self.store.count_partitions_by_filter(cat, db, tbl, filter)
         except FilterError as exc:
             raise hms.MetaException(message=str(exc)) from None
+
+    def _check_filter(self, text: str | None) -> pfilter.Node:
+        """Parses the filter within the size limits before the store sees it (FilterError)."""
+        return pfilter.parse(
+            text,
+            max_length=self.settings.partition_filter_max_length,
+            max_terms=self.settings.partition_filter_max_terms,
+        )
 
     def get_partitions_by_names(
         self, db_name: str, tbl_name: str, names: list[str]
@@ -252,11 +263,9 @@ class PartitionHandlers(PartitionAddHandlers):
                 f"({', '.join(k.name for k in keys)})"
             )
         if r.filter:
-            from hms_cache_proxy.store import filter as pfilter
-
             try:
                 accept = pfilter.compile_filter(
-                    pfilter.parse(r.filter), [k.name for k in keys], [k.type for k in keys]
+                    self._check_filter(r.filter), [k.name for k in keys], [k.type for k in keys]
                 )
             except FilterError as exc:
                 raise hms.MetaException(message=str(exc)) from None

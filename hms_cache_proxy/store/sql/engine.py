@@ -38,12 +38,17 @@ class Database:
         *,
         pool_size: int = 8,
         timeout_seconds: float = 30.0,
+        statement_timeout_seconds: float | None = None,
         write_retries: int = 5,
     ) -> None:
         # An explicit, installed driver (dburl.resolve raises one clear line otherwise).
         self.url = dburl.resolve(url)
         self.dialect = self.url.get_backend_name()
         self.timeout_seconds = timeout_seconds
+        # PostgreSQL cancels a statement running longer (None: timeout_seconds; 0: no limit)
+        self.statement_timeout_seconds = (
+            timeout_seconds if statement_timeout_seconds is None else statement_timeout_seconds
+        )
         self.write_retries = write_retries
         self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
         if self.dialect == "sqlite":
@@ -57,6 +62,8 @@ class Database:
 
     def _pg_engine(self, pool_size: int, isolation: str) -> Engine:
         ms = int(self.timeout_seconds * 1000)
+        statement_ms = int(self.statement_timeout_seconds * 1000)
+        idle_ms = 2 * max(ms, statement_ms)
         return create_engine(
             self.url,
             pool_size=pool_size,
@@ -66,8 +73,8 @@ class Database:
             isolation_level=isolation,
             connect_args={
                 "connect_timeout": max(1, int(self.timeout_seconds)),
-                "options": f"-c statement_timeout={ms} -c lock_timeout={ms}"
-                f" -c idle_in_transaction_session_timeout={ms * 2}",
+                "options": f"-c statement_timeout={statement_ms} -c lock_timeout={ms}"
+                f" -c idle_in_transaction_session_timeout={idle_ms}",
                 "application_name": "hms-cache-proxy",
             },
         )
@@ -184,3 +191,31 @@ class Database:
 
 def _sqlstate(exc: DBAPIError) -> str | None:
     return getattr(exc.orig, "pgcode", None)
+
+
+# SQLSTATEs with their own words: query_canceled (statement_timeout), lock_not_available
+# (lock_timeout), and the classes of connection failures and resource shortages.
+_STATEMENT_TIMEOUT = "57014"
+_LOCK_TIMEOUT = "55P03"
+
+
+def client_message(exc: BaseException) -> str | None:
+    """What a client is told about a database error (None: not one): what happened and what to
+    do, never the SQL, its parameters, the server's host or port (those go to the log)."""
+    if not isinstance(exc, DBAPIError):
+        return None
+    code = _sqlstate(exc) or ""
+    if code == _STATEMENT_TIMEOUT:
+        return (
+            "the call took too long: the metastore database stopped it after "
+            "database_statement_timeout_seconds; ask for less in one call (fewer partitions, "
+            "a narrower filter) or ask the operator to raise the setting"
+        )
+    if code == _LOCK_TIMEOUT or (
+        isinstance(exc, OperationalError) and "locked" in str(exc.orig).lower()
+    ):
+        return "the metastore database is busy (a lock was not granted in time); retry the call"
+    if exc.connection_invalidated or code.startswith("08") or code.startswith("57P"):
+        return "the metastore database is unreachable; retry the call later"
+    detail = f"SQLSTATE {code}" if code else type(exc.orig).__name__
+    return f"metastore database error ({detail}); the service log has the details"

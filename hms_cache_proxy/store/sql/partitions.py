@@ -58,6 +58,10 @@ PARTITION_COLUMNS = (
 
 DDL_TIME = "transient_lastDdlTime"
 
+# A filter's value list longer than this is not sent to the database as an IN list (bound
+# parameters are limited); the compiled predicate alone decides for that key.
+_PUSHDOWN_VALUES = 1000
+
 _statements: dict[tuple[str, str], Any] = {}
 
 
@@ -215,6 +219,8 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             rows = fetch_in(conn, _P.c.PART_NAME, names, lambda cond: stmt.where(cond))
         else:
             for cond in conditions:
+                if len(cond.values) > _PUSHDOWN_VALUES:
+                    continue  # the predicate decides; the statement stays small
                 kv = _KV.alias()
                 stmt = stmt.where(
                     exists().where(

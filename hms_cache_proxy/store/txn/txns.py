@@ -711,6 +711,29 @@ class TxnsMixin(TxnServiceBase):
 
     # -- conflicts ----------------------------------------------------------------------------
 
+    def databases_touched(
+        self, txn_ids: Sequence[int] = (), lock_ids: Sequence[int] = ()
+    ) -> set[str]:
+        """The databases the transactions (their components, write ids and locks) and the
+        locks name: who may commit, abort or unlock them (handler/access.py)."""
+        tc, t2w, hl = s.TXN_COMPONENTS, s.TXN_TO_WRITE_ID, s.HIVE_LOCKS
+        queries = []
+        if txn_ids:
+            ids = sorted({int(t) for t in txn_ids})
+            queries += [
+                select(tc.c.TC_DATABASE).where(tc.c.TC_TXNID.in_(ids)),
+                select(t2w.c.T2W_DATABASE).where(t2w.c.T2W_TXNID.in_(ids)),
+                select(hl.c.HL_DB).where(hl.c.HL_TXNID.in_(ids)),
+            ]
+        if lock_ids:
+            locks = sorted({int(lock) for lock in lock_ids})
+            queries.append(select(hl.c.HL_DB).where(hl.c.HL_LOCK_EXT_ID.in_(locks)))
+        found: set[str] = set()
+        with self.db.read() as conn:
+            for query in queries:
+                found.update(r[0].lower() for r in conn.execute(query.distinct()) if r[0])
+        return found
+
     def latest_txn_in_conflict(self, txn_id: int) -> int:
         """Hive's getLatestTxnIdInConflict: the newest committed txn updating what this one did."""
         ws, tc = s.WRITE_SET, s.TXN_COMPONENTS
