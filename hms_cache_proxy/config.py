@@ -83,6 +83,7 @@ class Settings(BaseSettings):
 
     # -- shutdown (SIGTERM, SIGINT)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
+    failpoints: str = ""
 
     # -- secrets (never logged; shown as ********)
     admin_token: SecretStr | None = None
@@ -104,6 +105,14 @@ class Settings(BaseSettings):
     def _known_database(cls, v: str) -> str:
         if not (v.startswith("sqlite:") or v.startswith("postgresql")):
             raise ValueError("database_url must start with sqlite:/// or postgresql://")
+        return v
+
+    @field_validator("failpoints")
+    @classmethod
+    def _failpoints(cls, v: str) -> str:
+        from hms_cache_proxy import failpoints
+
+        failpoints.parse(v)  # a malformed list is refused at start-up, not ignored
         return v
 
     @field_validator("metrics_port", mode="before")

@@ -20,6 +20,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import NullPool
 
+from hms_cache_proxy import failpoints
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -132,7 +134,9 @@ class Database:
                 with self.write_engine.connect() as conn:
                     conn = conn.execution_options(hms_write=True)
                     with conn.begin():
-                        return fn(conn)
+                        result = fn(conn)
+                        failpoints.hit("write.before_commit")
+                        return result
             except DBAPIError as exc:
                 if attempt > self.write_retries or not self.is_retryable(exc):
                     raise
