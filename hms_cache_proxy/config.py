@@ -65,7 +65,7 @@ class Settings(BaseSettings):
 
     # -- the cache (docs/cache.md)
     cache_enabled: bool = True
-    cache_max_bytes: int = Field(1024 * 1024 * 1024, ge=1024 * 1024)
+    cache_max_bytes: int = Field(1024 * 1024 * 1024, ge=4096)
     consistency: Literal["eventual", "strong"] = "eventual"
     consistency_wait_seconds: float = Field(1.0, ge=0)
     cache_strict: bool = False
