@@ -122,7 +122,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="the caching instances' failpoints (name=action;...: see "
         "hms_cache_proxy/failpoints.py); default: slow loads and applies "
-        "(load.after_snapshot=30%%sleep(0.05);poller.before_apply=10%%sleep(0.02)); "
+        "(load.after_snapshot=50%%sleep(0.1);poller.before_apply=10%%sleep(0.02)); "
         "'none' for none",
     )
     p.add_argument(

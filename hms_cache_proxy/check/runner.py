@@ -40,9 +40,9 @@ from hms_cache_proxy.idl import hms
 
 log = logging.getLogger(__name__)
 
-SLOW_LOADS = "load.after_snapshot=30%sleep(0.05);poller.before_apply=10%sleep(0.02)"
-"""The checker's default failpoints: a third of the loads wait 50 ms after their snapshot,
-one batch of events in ten waits 20 ms before it is applied."""
+SLOW_LOADS = "load.after_snapshot=50%sleep(0.1);poller.before_apply=10%sleep(0.02)"
+"""The checker's default failpoints: half of the loads wait 100 ms after their snapshot, one
+batch of events in ten waits 20 ms before it is applied."""
 
 
 @dataclass
@@ -132,7 +132,8 @@ def _common_settings(cfg: CheckConfig) -> dict[str, Any]:
 def _run(cfg: CheckConfig, url: str, postgres: Any, workdir: Path) -> dict[str, Any]:
     common = _common_settings(cfg)
     db_path = Instance("db-path", url, workdir, {**common, "cache_enabled": False})
-    caching: dict[str, Any] = {**common, "cache_enabled": True}
+    # Two loader threads: loads of one table run side by side (misses, reloads, refreshes).
+    caching: dict[str, Any] = {**common, "cache_enabled": True, "prewarm_threads": 2}
     if cfg.cache_max_bytes:
         caching["cache_max_bytes"] = cfg.cache_max_bytes
     if cfg.failpoints:

@@ -48,6 +48,8 @@ TXN_PARAMS = {"transactional": "true", "transactional_properties": "default", KV
 MAX_LIVE_TABLES = 3
 MAX_LIVE_PARTS = 6
 LOCK_WAIT_SECONDS = 45.0
+RECHECKS = 4
+"""How many of its next steps a client reads a table it dropped or renamed away again."""
 
 
 def table_key(name: str) -> str:
@@ -191,6 +193,7 @@ class Client:
         self.write_share = write_share
         self.owned: list[Owned] = []
         self.created = 0
+        self.recheck: dict[str, int] = {}  # names dropped or renamed away -> reads still due
         self._client: Any = None
 
     # -- connection ------------------------------------------------------------------------------
@@ -237,6 +240,8 @@ class Client:
     def step(self) -> None:
         r = self.rng.random()
         try:
+            if self.recheck:
+                self._recheck()
             if r < self.txn_share:
                 self.txn_write()
             elif r < self.txn_share + self.write_share:
@@ -250,6 +255,16 @@ class Client:
         except Exception:  # noqa: BLE001 - recorded in the history; go on
             if self._client is None:
                 time.sleep(0.1)  # the connection broke: do not hammer an instance restarting
+
+    def _recheck(self) -> None:
+        """Read a table this client dropped (or renamed away) again, at each of its next few
+        steps: a load older than the drop that installed anyway (issue 14, finding 1) is
+        visible only until the tiny cache budget evicts it."""
+        name = next(iter(self.recheck))
+        self.recheck[name] -= 1
+        if self.recheck[name] <= 0:
+            del self.recheck[name]
+        self.call("get_table", lambda c, op: self._observe_table(c, op, name))
 
     # -- transactions ----------------------------------------------------------------------------
 
@@ -540,6 +555,9 @@ class Client:
         self.call("alter_table", send, table=t.name, version=version)
 
     def drop_table(self, t: Owned) -> None:
+        # Read, drop, read again: with a tiny cache budget the first read misses and starts a
+        # load that is still running when the drop lands (issue 14, finding 1).
+        self.call("get_table", lambda c, op: self._observe_table(c, op, t.name))
         t.live = t.writable = False
         writes = [(table_key(t.name), DROPPED)] + [
             (part_key(t.name, v), DROPPED) for v, p in t.parts.items() if not p["dropped"]
@@ -553,6 +571,8 @@ class Client:
 
         self.call("drop_table", send, table=t.name)
         t.dropped_cleanly = True
+        self.call("get_table", lambda c, op: self._observe_table(c, op, t.name))
+        self.recheck[t.name] = RECHECKS
 
     def recreate_table(self, old: Owned) -> None:
         """Create a dropped table's name again (once): versions go on above ``DROPPED``, so a
@@ -579,6 +599,7 @@ class Client:
         new_name = f"o{self.index}_{self.created}"
         self.created += 1
         old_name = t.name
+        self.call("get_table", lambda c, op: self._observe_table(c, op, old_name))
         t.version += 1
         version = t.version
         live_parts = {v: p for v, p in t.parts.items() if not p["dropped"]}
@@ -605,6 +626,9 @@ class Client:
         except Exception:
             t.live = t.writable = False  # under either name, or none: stop writing it
             raise
+        for name in (old_name, new_name):
+            self.call("get_table", lambda c, op, n=name: self._observe_table(c, op, n))
+        self.recheck[old_name] = RECHECKS
 
     def truncate_any(self) -> None:
         """truncate_table on any client's table (it may be gone): changes no version."""
