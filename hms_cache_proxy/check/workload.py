@@ -133,6 +133,7 @@ class Owned:
     next_part: int = 0
     recreated: bool = False  # re-created once after a drop (versions above DROPPED)
     dropped_cleanly: bool = False  # its drop was acknowledged
+    settled: bool = True  # no partition write of unknown outcome (a rename may carry them)
 
 
 class Shared:
@@ -495,8 +496,9 @@ class Client:
             self.drop_table(live[0])
             return
         r = rng.random()
-        if r < 0.03:
-            self.rename_table(rng.choice(writable))
+        settled = [t for t in writable if t.settled]
+        if r < 0.03 and settled:
+            self.rename_table(rng.choice(settled))
             return
         if r < 0.08:
             self.truncate_any()
@@ -667,7 +669,7 @@ class Client:
         try:
             _, state["obj"] = self.call("add_partitions_req", send, table=t.name, partition=value)
         except Exception:
-            state["writable"] = False
+            state["writable"] = t.settled = False
             raise
 
     def alter_partition(self, t: Owned, value: str) -> None:
@@ -681,7 +683,11 @@ class Client:
             op.writes = [(part_key(t.name, value), version)]
             c.alter_partition(DB, t.name, obj)
 
-        self.call("alter_partition", send, table=t.name, partition=value, version=version)
+        try:
+            self.call("alter_partition", send, table=t.name, partition=value, version=version)
+        except Exception:
+            t.settled = False
+            raise
 
     def drop_partition(self, t: Owned, value: str) -> None:
         state = t.parts[value]
@@ -692,7 +698,11 @@ class Client:
             op.writes = [(part_key(t.name, value), DROPPED)]
             c.drop_partition(DB, t.name, [value], True)
 
-        self.call("drop_partition", send, table=t.name, partition=value)
+        try:
+            self.call("drop_partition", send, table=t.name, partition=value)
+        except Exception:
+            t.settled = False
+            raise
 
     def probe_write(self) -> None:
         """A write to ``chk.probe`` (no history of its own): the purge fault makes events."""
