@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import delete
 
 from hms_cache_proxy import failpoints
+from hms_cache_proxy.store.events import messages as m
 from hms_cache_proxy.store.sql import schema as s
 from tests.support.cache import (
     TXN,
@@ -302,3 +303,37 @@ def test_a_hole_in_the_middle_of_a_batch_is_noticed(pair, T) -> None:
     settle(a)
     assert ca.get_table(DB, "h").parameters["ver"] == "2"
     assert ca.get_table(DB, "u").parameters["ver"] == "3"
+
+
+# -- also noticed: transactions withdrawn after a slow open -----------------------------------
+
+
+def test_transactions_withdrawn_after_a_slow_open_get_their_abort_events(
+    pg_server: Any, tmp_path: Path, T
+) -> None:
+    """open_txns withdraws ids it took too long to open; their OPEN_TXN events are in the log
+    already, so ABORT_TXN events must follow (else every reader of the log sees them open)."""
+    url = pg_server.new_database()
+    with instances(url, tmp_path, n=1, txn_open_timeout_ms=100) as (a,), clients(a) as (ca,):
+        start = a.store.current_notification_event_id()
+        slowed: list[str] = []
+
+        def slow_first_commit(_name: str, _detail: str) -> None:
+            if threading.current_thread().name.startswith("hms-txn-housekeeping") or slowed:
+                return
+            slowed.append(threading.current_thread().name)
+            threading.Event().wait(0.5)  # past the open timeout: the opener withdraws its ids
+
+        failpoints.set("write.before_commit", slow_first_commit)
+        opened = ca.open_txns(T.OpenTxnRequest(num_txns=2, user="u", hostname="h")).txn_ids
+        failpoints.clear()
+        found = ca.get_next_notification(
+            T.NotificationEventRequest(lastEvent=start, maxEvents=100)
+        ).events
+        kinds = [(e.eventType, m.decode(e.message, e.messageFormat)) for e in found]
+        opens = [list(range(b["fromTxnId"], b["toTxnId"] + 1)) for t, b in kinds if t == m.OPEN_TXN]
+        aborts = sorted(b["txnid"] for t, b in kinds if t == m.ABORT_TXN)
+    pg_server.drop_database(url.rsplit("/", 1)[1])
+    # The first open was slowed (a busy machine may slow another: it is withdrawn as well).
+    assert slowed and len(opens) >= 2 and opens[-1] == list(opened)
+    assert aborts == sorted(i for ids in opens[:-1] for i in ids)
