@@ -216,3 +216,38 @@ def test_eviction_keeps_the_budget_dropping_least_recently_used_tables() -> None
     assert cache.partitions == 100
     with cache.lock:
         assert cache.was_evicted_locked(TableKey("hive", "d", "b"))
+
+
+class _NoLoads:
+    """The applier's loader, for tests that only look at the cache."""
+
+    def request(self, key: TableKey, *, front: bool = False) -> None:
+        pass
+
+    def request_databases(self) -> None:
+        pass
+
+
+def test_an_event_of_another_writer_about_a_database_makes_a_databases_load_stale() -> None:
+    """Issue 14, also noticed: the database entry goes, and the databases map's as_of moves,
+    so a databases load that read the old database cannot put it back."""
+    from hms_cache_proxy.store.cached.apply import EventApplier
+    from hms_cache_proxy.store.events import messages as m
+
+    cache = Cache(10**9)
+    database = hms.Database(name="d")
+    assert cache.install_databases({("hive", "d"): (database, b"x")}, 3)
+    event = hms.NotificationEvent(
+        eventId=5,
+        eventTime=0,
+        eventType="SOMETHING_NEW",
+        dbName="d",
+        tableName=None,
+        message="{}",
+        messageFormat=m.JSON_FORMAT,
+        catName="hive",
+    )
+    EventApplier(cache, _NoLoads()).apply([event])  # type: ignore[arg-type]
+    assert ("hive", "d") not in cache.databases
+    assert not cache.install_databases({("hive", "d"): (database, b"x")}, 4)
+    assert cache.install_databases({("hive", "d"): (database, b"y")}, 5)
