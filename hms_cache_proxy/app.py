@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import event
 
+from hms_cache_proxy import failpoints
 from hms_cache_proxy.config import Settings
 from hms_cache_proxy.handler import Handler, access
 from hms_cache_proxy.idl import service
@@ -141,6 +142,8 @@ class Service:
 def build_service(settings: Settings) -> Service:
     """Check the database (creating the schema if allowed) and wire every layer together."""
     redact.install(settings.secrets())  # before anything can log them
+    if settings.failpoints:  # test only; in-process tests set theirs directly
+        failpoints.configure(settings.failpoints)
     opener = secure_opener(settings)  # a bad certificate stops us before the database is touched
     database = Database(
         settings.database_url,

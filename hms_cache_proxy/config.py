@@ -91,7 +91,7 @@ class Settings(BaseSettings):
 
     # -- the cache (docs/cache.md)
     cache_enabled: bool = True
-    cache_max_bytes: int = Field(1024 * 1024 * 1024, ge=1024 * 1024)
+    cache_max_bytes: int = Field(1024 * 1024 * 1024, ge=4096)
     consistency: Literal["eventual", "strong"] = "eventual"
     consistency_wait_seconds: float = Field(1.0, ge=0)
     cache_strict: bool = False
@@ -109,6 +109,7 @@ class Settings(BaseSettings):
 
     # -- shutdown (SIGTERM, SIGINT)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
+    failpoints: str = ""
 
     # -- secrets (never logged; shown as ********)
     admin_token: SecretStr | None = None
@@ -130,6 +131,14 @@ class Settings(BaseSettings):
     @classmethod
     def _known_database(cls, v: str) -> str:
         dburl.resolve(v)  # an unknown or uninstalled driver: one line naming the forms that work
+        return v
+
+    @field_validator("failpoints")
+    @classmethod
+    def _failpoints(cls, v: str) -> str:
+        from hms_cache_proxy import failpoints
+
+        failpoints.parse(v)  # a malformed list is refused at start-up, not ignored
         return v
 
     @field_validator("metrics_port", mode="before")

@@ -668,49 +668,22 @@ class TableHandlers(HandlerBase):
     ) -> None:
         """HMSHandler.truncateTableInternal: empty the table's (or the named partitions')
         directories, then reset their basic statistics: ALTER_TABLE or one ALTER_PARTITION per
-        partition, with isTruncateOp. truncate_table declares only MetaException."""
+        partition, with isTruncateOp. The store reads what it rewrites inside its own write
+        transaction, under the table's row lock (never from the cache: a lagging copy would
+        overwrite writes made elsewhere). truncate_table declares only MetaException."""
         cat, db = self.require_db(db_name)
         name = self.require_name(table_name)
-        wid = write_id if write_id is not None and write_id > 0 else None
         try:
-            table = self.store.get_table(cat, db, name)
-            if wid is not None and bs.is_transactional(table.parameters):
-                # Refuse a write id of no open txn before any directory is emptied.
-                self.store.txn.check_open_write_id(db, name, wid)
-            if table.partitionKeys:
-                parts = (
-                    self.store.get_partitions(cat, db, name, -1)
-                    if part_names is None
-                    else self.store.get_partitions_by_names(cat, db, name, part_names)
-                )
-                for p in parts:
-                    _empty_directory(p.sd.location if p.sd else None)
-                for p in parts:
-                    p.parameters = dict(p.parameters or {})
-                    bs.reset_for_truncate(p.parameters)
-                if parts:
-                    self.store.alter_partitions(
-                        cat,
-                        db,
-                        name,
-                        parts,
-                        write_id=wid,
-                        valid_write_id_list=valid_write_id_list,
-                        is_truncate=True,
-                    )
-            else:
-                _empty_directory(table.sd.location if table.sd else None)
-                new = copy_table(table)
-                bs.reset_for_truncate(new.parameters)
-                self.store.alter_table(
-                    cat,
-                    db,
-                    name,
-                    new,
-                    write_id=wid,
-                    valid_write_id_list=valid_write_id_list,
-                    is_truncate=True,
-                )
+            self.store.truncate_table(
+                cat,
+                db,
+                name,
+                part_names,
+                empty=_empty_directory,
+                reset=bs.reset_for_truncate,
+                write_id=write_id,
+                valid_write_id_list=valid_write_id_list,
+            )
         except (hms.NoSuchObjectException, hms.InvalidOperationException) as exc:
             raise hms.MetaException(message=exc.message) from None
 

@@ -94,9 +94,11 @@ class EventLog:
         fmt = self.message_format
         bodies = [messages.encode(e.message, fmt) for e in events]
         nl_ids = self.ids.allocate(conn, ids_module.NOTIFICATION_LOG, n)
-        event_time = int(self._clock())
-
         first = self._take_event_ids(conn, n)
+        # The time is taken under the sequence lock and never goes below the previous event's
+        # (clocks of several hosts differ): a purge by age then always cuts a prefix of the
+        # log, never a hole in the middle of it.
+        event_time = max(int(self._clock()), self._previous_time(conn, first))
         event_ids = list(range(first, first + n))
         rows = [
             {
@@ -116,6 +118,13 @@ class EventLog:
         if self.notify_channel and conn.dialect.name == "postgresql":
             conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
         return event_ids
+
+    @staticmethod
+    def _previous_time(conn: Connection, first: int) -> int:
+        """EVENT_TIME of the event just before ``first`` (0 when purged or none)."""
+        nl = s.NOTIFICATION_LOG
+        value = conn.execute(select(nl.c.EVENT_TIME).where(nl.c.EVENT_ID == first - 1)).scalar()
+        return 0 if value is None else int(value)
 
     @staticmethod
     def _take_event_ids(conn: Connection, n: int) -> int:

@@ -21,6 +21,8 @@ from sqlalchemy.pool import NullPool, QueuePool
 
 from hms_cache_proxy import dburl
 
+from hms_cache_proxy import failpoints
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -137,7 +139,9 @@ class Database:
                 with self.write_engine.connect() as conn:
                     conn = conn.execution_options(hms_write=True)
                     with conn.begin():
-                        return fn(conn)
+                        result = fn(conn)
+                        failpoints.hit("write.before_commit")
+                        return result
             except DBAPIError as exc:
                 if attempt > self.write_retries or not self.is_retryable(exc):
                     raise
