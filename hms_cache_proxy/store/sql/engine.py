@@ -19,9 +19,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import NullPool, QueuePool
 
-from hms_cache_proxy import dburl
-
-from hms_cache_proxy import failpoints
+from hms_cache_proxy import dburl, failpoints
 
 log = logging.getLogger(__name__)
 
