@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     read_only: bool = False
     allowed_databases: list[str] = Field([".*"])
     allowed_databases_by_user: dict[str, list[str]] = Field({})
+    filesystem_roots: list[str] = Field([])
+    external_locations_outside_roots: Literal["metadata_only", "refuse"] = "metadata_only"
 
     @field_validator("database_url")
     @classmethod

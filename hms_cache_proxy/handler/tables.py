@@ -16,7 +16,8 @@ from thriftpy2.thrift import TApplicationException
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.handler import basic_stats as bs
-from hms_cache_proxy.handler.base import HandlerBase, env_props, normalize
+from hms_cache_proxy.handler.base import env_props, normalize
+from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.handler.encoded import wrap
 from hms_cache_proxy.handler.names import filter_names
 from hms_cache_proxy.handler.validate import (
@@ -116,7 +117,7 @@ def _internal_error(method: str, exc: Exception) -> TApplicationException:
     )
 
 
-class TableHandlers(HandlerBase):
+class TableHandlers(FileRules):
     # -- reads -----------------------------------------------------------------------------------
 
     def get_table(self, dbname: str, tbl_name: str) -> hms.Table:
@@ -351,8 +352,16 @@ class TableHandlers(HandlerBase):
                     raise hms.InvalidObjectException(
                         message=f"{tbl.tableName} location must not be root path"
                     )
+            writable = self.check_table_location(
+                cat,
+                db,
+                f"table {db}.{name}:",
+                table.sd.location,
+                deletable=data_deletable(table),
+                exc=hms.InvalidObjectException,
+            )
             try:
-                made_dir = warehouse.mkdirs(table.sd.location)
+                made_dir = writable and self.files.mkdirs(table.sd.location)
             except OSError:
                 raise hms.MetaException(
                     message=f"{table.sd.location} is not a directory or unable to create one"
@@ -378,7 +387,7 @@ class TableHandlers(HandlerBase):
             self.store.create_table(table)
         except Exception as exc:
             if made_dir:
-                warehouse.delete(table.sd.location)
+                self.delete_quietly(table.sd.location)
             if isinstance(exc, hms.AlreadyExistsException):
                 raise hms.AlreadyExistsException(
                     message=f"Table {qualified} already exists"
@@ -413,19 +422,28 @@ class TableHandlers(HandlerBase):
             cat, db, self.require_name(name), delete_data=deleteData, env=environment_context
         )
 
-    def _drop_table(self, cat: str, db: str, name: str, *, delete_data: bool, env: Any) -> None:
+    def _drop_table(
+        self,
+        cat: str,
+        db: str,
+        name: str,
+        *,
+        delete_data: bool,
+        env: Any,
+        siblings: bool = True,
+    ) -> None:
         """Drop the table (one DROP_TABLE event); with ``deleteData``, the data of a managed
-        table (or an external one with external.table.purge=true) goes too: every partition
-        directory, inside the table's directory or not, then the table's directory."""
-        table, part_locations = self.store.drop_table(cat, db, name)
+        table (or an external one with external.table.purge=true) goes too: its directory,
+        partitions below it included, when the confinement rules allow (handler/confinement.py).
+        Partition directories outside the table's directory are kept (Hive deletes them too).
+        ``siblings`` false skips the check against the database's other tables (a cascade
+        drops them all)."""
+        table, _part_locations = self.store.drop_table(cat, db, name)
         if not delete_data or not data_deletable(table):
             return
         location = table.sd.location if table.sd is not None else None
-        for loc in part_locations:
-            if not location or not warehouse.is_within(loc, location):
-                warehouse.delete(loc)
-        if location:
-            warehouse.delete(location)
+        target = self.table_dir_to_delete(cat, db, name, location, siblings=siblings)
+        self.delete_quietly(target)
 
     # -- alter -----------------------------------------------------------------------------------
 
@@ -518,6 +536,7 @@ class TableHandlers(HandlerBase):
         new.tableName, new.dbName, new.catName = new_name, new_db, cat
         lower_columns(new)
         normalize_table_type(new)
+        self._check_new_location(cat, db, name, new)
         disallow = self.conf_flag(DISALLOW_INCOMPATIBLE, True)
         moves: list[tuple[str, str]] = []
         moved: list[tuple[str, str]] = []  # (src, dst) directories moved by this call
@@ -585,7 +604,7 @@ class TableHandlers(HandlerBase):
         except Exception as exc:
             for src, dst in reversed(moved):
                 try:
-                    warehouse.rename(dst, src)
+                    self.files.rename(dst, src)
                 except OSError as undo:
                     log.error("could not move %s back to %s: %s", dst, src, undo)
             if isinstance(exc, hms.NoSuchObjectException):
@@ -599,8 +618,29 @@ class TableHandlers(HandlerBase):
                 ) from None
             raise
 
-    @staticmethod
+    def _check_new_location(self, cat: str, db: str, name: str, new: hms.Table) -> None:
+        """An altered table moved to another location must satisfy the confinement rules
+        there (the location it has stays allowed: rows from before the rules keep working)."""
+        location = new.sd.location if new.sd is not None else None
+        if not location or is_view(new):
+            return
+        try:
+            old = self.store.get_table(cat, db, name)
+        except hms.NoSuchObjectException:
+            return  # the alter reports it
+        if old.sd is not None and old.sd.location == location:
+            return
+        self.check_table_location(
+            cat,
+            new.dbName or db,
+            f"table {new.dbName}.{new.tableName}:",
+            location,
+            deletable=data_deletable(new),
+            exc=hms.InvalidOperationException,
+        )
+
     def _rename_location(
+        self,
         before: hms.Table,
         after: hms.Table,
         old_db: hms.Database,
@@ -630,17 +670,20 @@ class TableHandlers(HandlerBase):
         dest = warehouse.join(
             warehouse.with_filesystem_of(new_db.locationUri or "", src), after.tableName
         )
+        if not (self.files.inside(src) and self.files.inside(dest)):
+            after.sd.location = src  # outside the roots: never moved, it stays
+            return
         after.sd.location = dest
         if moved and moved[-1] == (src, dest):  # a retried transaction: already moved
             moves.append((src, dest))
             return
-        if warehouse.exists(dest):
+        if self.files.exists(dest):
             raise hms.InvalidOperationException(
                 message=f"New location for this table {after.catName}.{after.dbName}."
                 f"{after.tableName} already exists : {dest}"
             )
         try:
-            if warehouse.rename(src, dest):
+            if self.files.rename(src, dest):
                 moved.append((src, dest))
                 moves.append((src, dest))
         except OSError as exc:
@@ -683,8 +726,13 @@ class TableHandlers(HandlerBase):
                     if part_names is None
                     else self.store.get_partitions_by_names(cat, db, name, part_names)
                 )
-                for p in parts:
-                    _empty_directory(p.sd.location if p.sd else None)
+                table_dir = table.sd.location if table.sd else None
+                targets = [
+                    self._truncate_target(cat, db, name, table_dir, p.sd.location if p.sd else None)
+                    for p in parts
+                ]
+                for target in targets:
+                    self._empty_directory(target)
                 for p in parts:
                     p.parameters = dict(p.parameters or {})
                     bs.reset_for_truncate(p.parameters)
@@ -699,7 +747,8 @@ class TableHandlers(HandlerBase):
                         is_truncate=True,
                     )
             else:
-                _empty_directory(table.sd.location if table.sd else None)
+                location = table.sd.location if table.sd else None
+                self._empty_directory(self._truncate_target(cat, db, name, None, location))
                 new = copy_table(table)
                 bs.reset_for_truncate(new.parameters)
                 self.store.alter_table(
@@ -714,11 +763,35 @@ class TableHandlers(HandlerBase):
         except (hms.NoSuchObjectException, hms.InvalidOperationException) as exc:
             raise hms.MetaException(message=exc.message) from None
 
+    def _truncate_target(
+        self, cat: str, db: str, name: str, table_dir: str | None, location: str | None
+    ) -> str | None:
+        """The directory truncate may empty: the table's, or a partition's below it, when the
+        confinement rules would let a drop delete it. Anything else is refused (MetaException)
+        before a directory is emptied; other filesystems are left alone (None)."""
+        if not warehouse.is_local(location):
+            return None
+        table_ok = self.table_dir_to_delete(
+            cat, db, name, location if table_dir is None else table_dir
+        )
+        target = (
+            table_ok
+            if table_dir is None
+            else (self.partition_dir_to_delete(table_ok, location) if table_ok else None)
+        )
+        if target is None:
+            raise hms.MetaException(
+                message=f"Cannot truncate {db}.{name}: {location} is not a directory this "
+                "metastore manages for the table (it must lie below the table's database "
+                f"directory, inside {self.files.roots.describe()}; docs/security.md)"
+            )
+        return target
 
-def _empty_directory(uri: str | None) -> None:
-    """Delete what a truncated table or partition holds, keeping the directory itself."""
-    path = warehouse.local_path(uri)
-    if path is None or not path.is_dir():
-        return
-    for child in path.iterdir():
-        warehouse.delete(str(child))
+    def _empty_directory(self, uri: str | None) -> None:
+        """Delete what a truncated table or partition holds, keeping the directory itself."""
+        if uri is None or not self.files.is_dir(uri):
+            return
+        try:
+            self.files.empty(uri)
+        except OSError as exc:
+            raise hms.MetaException(message=f"Cannot truncate {uri}: {exc}") from None
