@@ -788,9 +788,12 @@ class TableHandlers(FileRules):
         return target
 
     def _empty_directory(self, uri: str | None) -> None:
-        """Delete what a truncated table or partition holds, keeping the directory itself."""
-        if uri is None or not self.files.is_dir(uri):
+        """Delete what a truncated table or partition holds, keeping the directory itself.
+        A missing directory has nothing to delete; a file or symlink in its place is refused."""
+        if uri is None or not self.files.exists(uri):
             return
+        if not self.files.is_dir(uri):
+            raise hms.MetaException(message=f"Cannot truncate {uri}: it is not a directory")
         try:
             self.files.empty(uri)
         except OSError as exc:
