@@ -177,7 +177,10 @@ class PartitionAddHandlers(FileRules):
         props = env_props(env)
         made: list[str] = []
         filled: list[hms.Partition] = []
-        dirs = self.database_dirs()  # read before the store's transaction
+        # Database directories, read before the store's transaction; only a location the
+        # client names can lie in another database's directory.
+        named = any(p is not None and p.sd is not None and p.sd.location for p in parts)
+        dirs = self.database_dirs() if named else []
 
         def prepare(
             table: hms.Table, existing: Callable[[Sequence[str]], set[str]]
@@ -355,7 +358,7 @@ class PartitionAddHandlers(FileRules):
         props = env_props(env)
         made: list[str] = []
         filled: list[hms.Partition] = []
-        dirs = self.database_dirs()  # read before the store's transaction
+        dirs: list[Any] = []  # <table location>/<name>: never in another database's directory
 
         def prepare(
             table: hms.Table, existing: Callable[[Sequence[str]], set[str]]

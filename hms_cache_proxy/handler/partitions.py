@@ -366,8 +366,17 @@ class PartitionHandlers(PartitionAddHandlers):
                 "to alter partitions because table or database does not exist.)"
             ) from None
 
-        dirs = self.database_dirs()  # read before the store's transaction
         deletable = data_deletable(table)
+        table_dir = table.sd.location if table.sd is not None else None
+        # Database directories, read before the store's transaction, when a new location
+        # could lie in another database's directory (one outside the table's directory).
+        elsewhere = any(
+            q.sd is not None
+            and q.sd.location
+            and not self.below_table_dir(table_dir, q.sd.location)
+            for q in news
+        )
+        dirs = self.database_dirs() if elsewhere else []
 
         def prepare(before: hms.Partition, after: hms.Partition) -> None:
             new_loc = after.sd.location if after.sd is not None else None
