@@ -126,6 +126,17 @@ class Settings(BaseSettings):
                 raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
         return v
 
+    @field_validator("filesystem_roots")
+    @classmethod
+    def _real_roots(cls, v: list[str]) -> list[str]:
+        for root in v:
+            if not root.strip() or to_uri(root.strip()).rstrip("/") in ("file:", "file://"):
+                raise ValueError(
+                    f"filesystem_roots entry {root!r} would confine nothing: name directories "
+                    "the service may change"
+                )
+        return v
+
     @model_validator(mode="after")
     def _security_consistent(self) -> Settings:
         for patterns in self.allowed_databases_by_user.values():
@@ -163,6 +174,11 @@ class Settings(BaseSettings):
     def warehouse_uri(self) -> str:
         """The warehouse root as a URI (relative paths are taken from the working directory)."""
         return to_uri(self.warehouse_dir)
+
+    def filesystem_root_uris(self) -> list[str]:
+        """Where DDL may change files: the warehouse and ``filesystem_roots`` (relative paths
+        taken from the working directory, as for the warehouse)."""
+        return [self.warehouse_uri(), *(to_uri(r.strip()) for r in self.filesystem_roots)]
 
     def redacted(self) -> dict[str, Any]:
         """The settings as a dict safe to log: secrets and database passwords masked."""

@@ -37,7 +37,7 @@ class HandlerBase:
         self.started_at = int(time.time())
         self._default_fs = warehouse.default_fs(settings.warehouse_uri())
         # Every file operation goes through this: nothing outside the roots is ever touched.
-        self.files = ConfinedFS(Roots([settings.warehouse_uri(), *settings.filesystem_roots]))
+        self.files = ConfinedFS(Roots(settings.filesystem_root_uris()))
 
     # -- names -----------------------------------------------------------------------------------
 

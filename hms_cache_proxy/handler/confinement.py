@@ -38,18 +38,14 @@ class FileRules(HandlerBase):
     # -- what exists -----------------------------------------------------------------------------
 
     def database_dirs(self) -> list[tuple[DatabaseKey, str]]:
-        """Every database's local directories (location and managed location)."""
+        """Every database's local directories (location and managed location), read from the
+        metastore database (one query; a cache could miss another instance's new database)."""
         out: list[tuple[DatabaseKey, str]] = []
-        for cat in self.store.get_catalogs():
-            for name in self.store.get_databases(cat, None):
-                try:
-                    d = self.store.get_database(cat, name)
-                except hms.NoSuchObjectException:
-                    continue
-                for uri in (d.locationUri, d.managedLocationUri):
-                    path = local_path(uri)
-                    if path is not None:
-                        out.append(((cat, name), path))
+        for cat, name, location, managed in self.store.database_locations():
+            for uri in (location, managed):
+                path = local_path(uri)
+                if path is not None:
+                    out.append(((cat, name), path))
         return out
 
     @staticmethod
@@ -127,14 +123,15 @@ class FileRules(HandlerBase):
     def _sibling_problem(self, cat: str, db: str, name: str, path: str) -> str | None:
         """Another table of the same database at, inside or around ``path``."""
         try:
-            names = [n for n in self.store.get_table_names(cat, db) if n != name]
-            tables = self.store.get_tables_by_names(cat, db, names) if names else []
+            tables = self.store.table_locations(cat, db)
         except hms.NoSuchObjectException:
             return None
-        for t in tables:
-            other = local_path(t.sd.location if t.sd is not None else None)
-            if other is not None and (is_within(other, path) or is_within(path, other)):
-                return f"overlaps table {db}.{t.tableName}'s directory {other}"
+        for other_name, location in tables:
+            other = local_path(location)
+            if other_name == name or other is None:
+                continue
+            if is_within(other, path) or is_within(path, other):
+                return f"overlaps table {db}.{other_name}'s directory {other}"
         return None
 
     # -- checks before a location is stored ------------------------------------------------------

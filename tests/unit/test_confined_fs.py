@@ -116,3 +116,22 @@ def test_a_root_given_through_a_symlink_works_by_both_names(tmp_path):
     assert fs.inside(str(real / "t")) and fs.inside(str(tmp_path / "alias" / "t"))
     assert fs.mkdirs(str(tmp_path / "alias" / "t")) is True
     assert (real / "t").is_dir()
+
+
+def test_filesystem_roots_setting_resolves_paths_and_refuses_the_filesystem_root(
+    monkeypatch, tmp_path
+):
+    from pydantic import ValidationError
+
+    from hms_cache_proxy.config import Settings
+
+    monkeypatch.chdir(tmp_path)
+    s = Settings(warehouse_dir="wh", filesystem_roots=["lake", "/data/ext"])
+    assert s.filesystem_root_uris() == [
+        f"file:{tmp_path}/wh",
+        f"file:{tmp_path}/lake",
+        "file:/data/ext",
+    ]
+    for bad in ("/", "file:///", ""):
+        with pytest.raises(ValidationError, match="would confine nothing"):
+            Settings(filesystem_roots=[bad])

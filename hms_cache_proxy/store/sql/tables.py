@@ -112,6 +112,18 @@ class TablesMixin(SqlStoreBase):
                     found[t.tableName] = t
         return [found[n] for n in wanted if n in found]
 
+    def table_locations(self, cat: str, db: str) -> list[tuple[str, str | None]]:
+        """(name, location) of every table of a database, in one query (no table objects):
+        what the file-confinement checks compare a table's directory with."""
+        with self.db.read() as conn:
+            row = self._db_row(conn, cat, db)
+            stmt = (
+                select(_T.c.TBL_NAME, s.SDS.c.LOCATION)
+                .select_from(_T.outerjoin(s.SDS, _T.c.SD_ID == s.SDS.c.SD_ID))
+                .where(_T.c.DB_ID == row.DB_ID)
+            )
+            return [(r[0], r[1]) for r in conn.execute(stmt)]
+
     def get_table_names(
         self, cat: str, db: str, pattern: str | None = None, table_type: str | None = None
     ) -> list[str]:
