@@ -120,18 +120,17 @@ class FileRules(HandlerBase):
                 return f"lies inside database {key[0]}.{key[1]}'s directory {d}"
         return None
 
-    def _sibling_problem(self, cat: str, db: str, name: str, path: str) -> str | None:
-        """Another table of the same database at, inside or around ``path``."""
-        try:
-            tables = self.store.table_locations(cat, db)
-        except hms.NoSuchObjectException:
-            return None
-        for other_name, location in tables:
-            other = local_path(location)
-            if other_name == name or other is None:
-                continue
-            if is_within(other, path) or is_within(path, other):
-                return f"overlaps table {db}.{other_name}'s directory {other}"
+    def _others_data_problem(self, path: str, mine: tuple[str, ...]) -> str | None:
+        """Another table's or partition's data at, around or inside ``path`` (any database);
+        ``mine`` is (catalog, database[, table]) of the object being deleted."""
+        ancestors = [path]
+        while ancestors[-1] != "/":
+            ancestors.append(ancestors[-1].rsplit("/", 1)[0] or "/")
+        exact = [f"file:{p}" for p in ancestors]
+        below = f"file:{path.rstrip('/')}/"
+        for cat, db, table, location in self.store.tables_using_locations(exact, below):
+            if (cat, db, table)[: len(mine)] != mine:
+                return f"holds or lies in the data of table {cat}.{db}.{table} ({location})"
         return None
 
     # -- checks before a location is stored ------------------------------------------------------
@@ -219,9 +218,11 @@ class FileRules(HandlerBase):
     # -- checks before data is deleted -----------------------------------------------------------
 
     def table_dir_to_delete(
-        self, cat: str, db: str, name: str, uri: str | None, *, siblings: bool = True
+        self, cat: str, db: str, name: str, uri: str | None, *, others: bool = True
     ) -> str | None:
-        """The table's directory when its data may be deleted now, else None (logged)."""
+        """The table's directory when its data may be deleted now, else None (logged).
+        ``others`` false skips looking for other tables' data there (a partition drop deletes
+        only below the table's directory, which is the table's own)."""
         path = local_path(uri)
         if path is None:
             return None
@@ -230,8 +231,8 @@ class FileRules(HandlerBase):
             problem = "is outside the roots"
         else:
             problem = self._owned_table_problem(cat, db, path)
-            if problem is None and siblings:
-                problem = self._sibling_problem(cat, db, name, path)
+            if problem is None and others:
+                problem = self._others_data_problem(path, (cat, db, name))
         if problem is not None:
             log.warning("keeping the data of %s.%s.%s: %s %s", cat, db, name, uri, problem)
             return None
@@ -261,6 +262,8 @@ class FileRules(HandlerBase):
             problem: str | None = "is outside the roots"
         else:
             problem = self._database_dir_problem(cat, db, path)
+            if problem is None:
+                problem = self._others_data_problem(path, (cat, db))
         if problem is not None:
             log.warning("keeping the directory of database %s.%s: %s %s", cat, db, uri, problem)
             return None

@@ -266,7 +266,7 @@ class DatabaseHandlers(FileRules):
                 try:
                     # _drop_table comes from TableHandlers (mixed into the same Handler).
                     self._drop_table(  # type: ignore[attr-defined]
-                        cat, db, table_name, delete_data=delete_data, env=None, siblings=False
+                        cat, db, table_name, delete_data=delete_data, env=None
                     )
                 except hms.NoSuchObjectException:
                     pass  # dropped meanwhile

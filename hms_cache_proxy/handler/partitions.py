@@ -645,7 +645,7 @@ class PartitionHandlers(PartitionAddHandlers):
         table, dropped = self.store.drop_partitions(cat, db, tbl, names, if_exists=if_exists)
         if delete_data and data_deletable(table):
             table_dir = self.table_dir_to_delete(
-                cat, db, tbl, table.sd.location if table.sd is not None else None
+                cat, db, tbl, table.sd.location if table.sd is not None else None, others=False
             )
             for p in dropped:
                 location = p.sd.location if p.sd is not None else None

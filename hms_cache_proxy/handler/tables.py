@@ -430,19 +430,16 @@ class TableHandlers(FileRules):
         *,
         delete_data: bool,
         env: Any,
-        siblings: bool = True,
     ) -> None:
         """Drop the table (one DROP_TABLE event); with ``deleteData``, the data of a managed
         table (or an external one with external.table.purge=true) goes too: its directory,
         partitions below it included, when the confinement rules allow (handler/confinement.py).
-        Partition directories outside the table's directory are kept (Hive deletes them too).
-        ``siblings`` false skips the check against the database's other tables (a cascade
-        drops them all)."""
+        Partition directories outside the table's directory are kept (Hive deletes them too)."""
         table, _part_locations = self.store.drop_table(cat, db, name)
         if not delete_data or not data_deletable(table):
             return
         location = table.sd.location if table.sd is not None else None
-        target = self.table_dir_to_delete(cat, db, name, location, siblings=siblings)
+        target = self.table_dir_to_delete(cat, db, name, location)
         self.delete_quietly(target)
 
     # -- alter -----------------------------------------------------------------------------------

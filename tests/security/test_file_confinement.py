@@ -255,9 +255,37 @@ def test_a_user_cannot_reach_another_databases_directory(serve, tmp_path):
         alice.drop_table("pub", "ok", True)
         alice.drop_database("pub", True, True)
         assert (wh / "secret.db" / "t1" / "part-0").read_bytes() == b"bob's rows"
+        # bob's external data in the warehouse, outside any database's directory
+        bob.create_table(
+            table(hms, "secret", "ext", location=f"{wh}/lake/ext", params=EXTERNAL, table_type=None)
+        )
+        write_files(wh / "lake" / "ext", {"part-0": b"bob's files"})
+        alice.create_database(hms.Database(name="pub", locationUri=f"{wh}/lake", parameters={}))
+        alice.create_table(table(hms, "pub", "around", location=f"{wh}/lake/pub/t"))
+        alice.drop_table("pub", "around", True)  # its own directory: deleted
+        assert not (wh / "lake" / "pub" / "t").exists()
+        alice.drop_database("pub", True, True)  # the directory holds bob's table: kept
+        assert (wh / "lake" / "ext" / "part-0").read_bytes() == b"bob's files"
     finally:
         alice.close()
         bob.close()
+
+
+def test_a_directory_holding_another_tables_data_is_kept_on_drop(service, client, T):
+    wh = warehouse_dir(service)
+    client.create_database(T.Database(name="secret"))
+    client.create_table(
+        table(T, "secret", "ext", location=f"{wh}/lake/ext", params=EXTERNAL, table_type=None)
+    )
+    write_files(wh / "lake" / "ext", {"part-0": b"rows"})
+    client.create_table(table(T, "default", "around", location=f"{wh}/lake"))
+    client.create_table(table(T, "default", "inside", location=f"{wh}/lake/ext/x"))
+    client.drop_table("default", "around", True)
+    client.drop_table("default", "inside", True)
+    with raises(T.MetaException, contains="Cannot truncate secret.ext"):
+        client.truncate_table("secret", "ext", None)  # not below its database's directory
+    assert (wh / "lake" / "ext" / "part-0").read_bytes() == b"rows"
+    assert (wh / "lake" / "ext" / "x").is_dir()  # made at create, kept: inside another's data
 
 
 def test_symlinks_planted_in_the_warehouse_are_not_followed(service, client, T, victim, tmp_path):
