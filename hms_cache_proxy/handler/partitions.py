@@ -2,7 +2,8 @@
 
 Hive's rules, in Hive's order, with Hive's messages; deliberate deviations are listed in
 docs/compatibility.md. Directories are made, moved and deleted for local ``file:`` locations
-only, and quick statistics are listed there only.
+inside the roots only, as handler/confinement.py allows, and quick statistics are listed there
+only.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Hive's rules, in Hive's order, with Hive's messages; deliberate deviations are listed in
 docs/compatibility.md. Filesystem effects (directories made, moved, emptied, deleted; quick
-statistics listed) apply to local ``file:`` locations only.
+statistics listed) apply to local ``file:`` locations inside the roots only, as
+handler/confinement.py allows.
 """
 
 from __future__ import annotations
