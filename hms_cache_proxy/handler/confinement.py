@@ -230,9 +230,12 @@ class FileRules(HandlerBase):
         if self.files.roots.root_of(path) is None:
             problem = "is outside the roots"
         else:
-            problem = self._owned_table_problem(cat, db, path)
-            if problem is None and others:
-                problem = self._others_data_problem(path, (cat, db, name))
+            try:
+                problem = self._owned_table_problem(cat, db, path)
+                if problem is None and others:
+                    problem = self._others_data_problem(path, (cat, db, name))
+            except Exception as exc:  # noqa: BLE001 - the metadata is dropped: keep the data
+                problem = f"could not be checked ({exc})"
         if problem is not None:
             log.warning("keeping the data of %s.%s.%s: %s %s", cat, db, name, uri, problem)
             return None
@@ -261,9 +264,12 @@ class FileRules(HandlerBase):
         if self.files.roots.root_of(path) is None:
             problem: str | None = "is outside the roots"
         else:
-            problem = self._database_dir_problem(cat, db, path)
-            if problem is None:
-                problem = self._others_data_problem(path, (cat, db))
+            try:
+                problem = self._database_dir_problem(cat, db, path)
+                if problem is None:
+                    problem = self._others_data_problem(path, (cat, db))
+            except Exception as exc:  # noqa: BLE001 - the metadata is dropped: keep the data
+                problem = f"could not be checked ({exc})"
         if problem is not None:
             log.warning("keeping the directory of database %s.%s: %s %s", cat, db, uri, problem)
             return None

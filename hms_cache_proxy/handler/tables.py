@@ -779,9 +779,10 @@ class TableHandlers(FileRules):
         )
         if target is None:
             raise hms.MetaException(
-                message=f"Cannot truncate {db}.{name}: {location} is not a directory this "
-                "metastore manages for the table (it must lie below the table's database "
-                f"directory, inside {self.files.roots.describe()}; docs/security.md)"
+                message=f"Cannot truncate {db}.{name}: {location} may not be emptied by this "
+                "metastore (it must lie below the table's database directory, inside "
+                f"{self.files.roots.describe()}, with no other table's data there; the log "
+                "says which rule failed; docs/security.md)"
             )
         return target
 
