@@ -170,6 +170,22 @@ def test_create_database_outside_the_roots_is_refused(service, client, T, victim
     _intact(victim)
 
 
+def test_create_catalog_outside_the_roots_is_refused(service, client, T, tmp_path, victim):
+    wh = warehouse_dir(service)
+    with raises(
+        T.InvalidObjectException, contains=f"catalog c1 location {uri(victim / 'c1')} is outside"
+    ):
+        client.create_catalog(
+            T.CreateCatalogRequest(catalog=T.Catalog(name="c1", locationUri=str(victim / "c1")))
+        )
+    assert not (victim / "c1").exists()
+    client.create_catalog(
+        T.CreateCatalogRequest(catalog=T.Catalog(name="c2", locationUri=f"{wh}/c2"))
+    )
+    assert (wh / "c2").is_dir()
+    _intact(victim)
+
+
 def test_partitions_outside_the_roots_are_refused_for_managed_tables(service, client, T, victim):
     wh = warehouse_dir(service)
     client.create_table(table(T, "default", "pt", keys=["ds:string"]))
