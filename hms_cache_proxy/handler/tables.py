@@ -725,8 +725,16 @@ class TableHandlers(FileRules):
                     else self.store.get_partitions_by_names(cat, db, name, part_names)
                 )
                 table_dir = table.sd.location if table.sd else None
+                # checked once: every partition directory must lie below it
+                table_ok = (
+                    self.table_dir_to_delete(cat, db, name, table_dir)
+                    if warehouse.is_local(table_dir)
+                    else None
+                )
                 targets = [
-                    self._truncate_target(cat, db, name, table_dir, p.sd.location if p.sd else None)
+                    self._truncate_target(
+                        db, name, p.sd.location if p.sd else None, table_ok, partition=True
+                    )
                     for p in parts
                 ]
                 for target in targets:
@@ -746,7 +754,12 @@ class TableHandlers(FileRules):
                     )
             else:
                 location = table.sd.location if table.sd else None
-                self._empty_directory(self._truncate_target(cat, db, name, None, location))
+                table_ok = (
+                    self.table_dir_to_delete(cat, db, name, location)
+                    if warehouse.is_local(location)
+                    else None
+                )
+                self._empty_directory(self._truncate_target(db, name, location, table_ok))
                 new = copy_table(table)
                 bs.reset_for_truncate(new.parameters)
                 self.store.alter_table(
@@ -762,21 +775,26 @@ class TableHandlers(FileRules):
             raise hms.MetaException(message=exc.message) from None
 
     def _truncate_target(
-        self, cat: str, db: str, name: str, table_dir: str | None, location: str | None
+        self,
+        db: str,
+        name: str,
+        location: str | None,
+        table_ok: str | None,
+        *,
+        partition: bool = False,
     ) -> str | None:
-        """The directory truncate may empty: the table's, or a partition's below it, when the
-        confinement rules would let a drop delete it. Anything else is refused (MetaException)
-        before a directory is emptied; other filesystems are left alone (None)."""
+        """The directory truncate may empty: the table's own (``table_ok``: its directory when
+        a drop could delete it, else None), or a partition's strictly below that. Anything else
+        is refused (MetaException) before any directory is emptied; other filesystems are left
+        alone (None)."""
         if not warehouse.is_local(location):
             return None
-        table_ok = self.table_dir_to_delete(
-            cat, db, name, location if table_dir is None else table_dir
-        )
-        target = (
-            table_ok
-            if table_dir is None
-            else (self.partition_dir_to_delete(table_ok, location) if table_ok else None)
-        )
+        if table_ok is None:
+            target = None
+        elif not partition:
+            target = table_ok
+        else:
+            target = self.partition_dir_to_delete(table_ok, location)
         if target is None:
             raise hms.MetaException(
                 message=f"Cannot truncate {db}.{name}: {location} may not be emptied by this "

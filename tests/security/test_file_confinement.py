@@ -108,6 +108,17 @@ def test_truncate_and_alter_cannot_be_pointed_outside(service, client, T, victim
     write_files(wh / "t", {"f": b"1"})
     client.truncate_table("default", "t", None)  # its own directory: emptied
     assert (wh / "t").is_dir() and not (wh / "t" / "f").exists()
+    # partitions: those below the table's directory are emptied, one elsewhere is refused
+    client.create_table(table(T, "default", "pt", keys=["ds:string"]))
+    client.add_partition(partition(T, "default", "pt", ["a"]))
+    write_files(wh / "pt" / "ds=a", {"f": b"1"})
+    client.truncate_table("default", "pt", ["ds=a"])
+    assert (wh / "pt" / "ds=a").is_dir() and not (wh / "pt" / "ds=a" / "f").exists()
+    client.add_partition(partition(T, "default", "pt", ["b"], location=f"{wh}/elsewhere"))
+    write_files(wh / "elsewhere", {"f": b"1"})
+    with raises(T.MetaException, contains=f"Cannot truncate default.pt: {uri(wh / 'elsewhere')}"):
+        client.truncate_table("default", "pt", None)
+    assert (wh / "elsewhere" / "f").exists()
     # an external table kept as metadata only there may not be truncated
     client.create_table(
         table(T, "default", "ext", location=str(victim), params=EXTERNAL, table_type=None)
