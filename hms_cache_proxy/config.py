@@ -126,6 +126,8 @@ class Settings(BaseSettings):
     allowed_databases: list[str] = Field([".*"])
     allowed_databases_by_user: dict[str, list[str]] = Field({})
     admin_users: list[str] = Field([])
+    filesystem_roots: list[str] = Field([])
+    external_locations_outside_roots: Literal["metadata_only", "refuse"] = "metadata_only"
 
     @field_validator("database_url")
     @classmethod
@@ -157,6 +159,17 @@ class Settings(BaseSettings):
                 re.compile(pattern)
             except re.error as exc:
                 raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        return v
+
+    @field_validator("filesystem_roots")
+    @classmethod
+    def _real_roots(cls, v: list[str]) -> list[str]:
+        for root in v:
+            if not root.strip() or to_uri(root.strip()).rstrip("/") in ("file:", "file://"):
+                raise ValueError(
+                    f"filesystem_roots entry {root!r} would confine nothing: name directories "
+                    "the service may change"
+                )
         return v
 
     @model_validator(mode="after")
@@ -230,6 +243,11 @@ class Settings(BaseSettings):
     def warehouse_uri(self) -> str:
         """The warehouse root as a URI (relative paths are taken from the working directory)."""
         return to_uri(self.warehouse_dir)
+
+    def filesystem_root_uris(self) -> list[str]:
+        """Where DDL may change files: the warehouse and ``filesystem_roots`` (relative paths
+        taken from the working directory, as for the warehouse)."""
+        return [self.warehouse_uri(), *(to_uri(r.strip()) for r in self.filesystem_roots)]
 
     def redacted(self) -> dict[str, Any]:
         """The settings as a dict safe to log: secrets and database passwords masked."""

@@ -720,14 +720,15 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         name: str,
         part_names: Sequence[str] | None,
         *,
-        empty: Callable[[str | None], None],
+        empty: Callable[[str | None, list[str | None] | None], None],
         reset: Callable[[dict[str, str]], None],
         write_id: int | None = None,
         valid_write_id_list: str | None = None,
     ) -> None:
         """Truncate in one write transaction: the table's row is locked, then the table (or the
-        named partitions) is read from the database, ``empty(location)`` runs on each location
-        and ``reset(parameters)`` on each parameter map, and what was read is written back
+        named partitions) is read from the database, ``empty(table_location, partition_locations)``
+        runs once (``None`` for an unpartitioned table's partitions), ``reset(parameters)`` on
+        each parameter map, and what was read is written back
         (ALTER_TABLE or ALTER_PARTITION events with isTruncateOp). Reading inside the write
         under the lock means no concurrent write, through any instance, is overwritten."""
 
@@ -739,7 +740,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 # Refuse a write id of no open txn before any directory is emptied.
                 self.txn.require_open_write_id(conn, db, name, wid)
             if not table.partitionKeys:
-                empty(table.sd.location if table.sd else None)
+                empty(table.sd.location if table.sd else None, None)
                 table.parameters = dict(table.parameters or {})
                 reset(table.parameters)
                 self.alter_table_in(
@@ -757,8 +758,11 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 parts = self._load_partitions(conn, tk, None)
             else:
                 parts = self._by_names(conn, tk, part_names)
+            empty(
+                table.sd.location if table.sd else None,
+                [p.sd.location if p.sd else None for p in parts],
+            )
             for p in parts:
-                empty(p.sd.location if p.sd else None)
                 p.parameters = dict(p.parameters or {})
                 reset(p.parameters)
             if parts:

@@ -112,6 +112,34 @@ class TablesMixin(SqlStoreBase):
                     found[t.tableName] = t
         return [found[n] for n in wanted if n in found]
 
+    def tables_using_locations(
+        self, exact: Sequence[str], below: str
+    ) -> list[tuple[str, str, str, str]]:
+        """(catalog, database, table, location) of every table, and every partition's table,
+        whose storage location is one of ``exact`` or starts with ``below``: who else has data
+        at, around or inside a directory about to be deleted. Two scans of SDS, no objects."""
+        sd = s.SDS.c
+        match = or_(sd.LOCATION.in_(list(exact)), sd.LOCATION.startswith(below, autoescape=True))
+        cols = (_D.c.CTLG_NAME, _D.c.NAME, _T.c.TBL_NAME, sd.LOCATION)
+        by_table = (
+            select(*cols)
+            .select_from(_T.join(_D, _T.c.DB_ID == _D.c.DB_ID).join(s.SDS, _T.c.SD_ID == sd.SD_ID))
+            .where(match)
+        )
+        p = s.PARTITIONS.c
+        by_partition = (
+            select(*cols)
+            .select_from(
+                s.PARTITIONS.join(_T, p.TBL_ID == _T.c.TBL_ID)
+                .join(_D, _T.c.DB_ID == _D.c.DB_ID)
+                .join(s.SDS, p.SD_ID == sd.SD_ID)
+            )
+            .where(match)
+        )
+        with self.db.read() as conn:
+            rows = [*conn.execute(by_table), *conn.execute(by_partition)]
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
     def get_table_names(
         self, cat: str, db: str, pattern: str | None = None, table_type: str | None = None
     ) -> list[str]:
