@@ -25,6 +25,7 @@ from hms_cache_proxy.check.history import History
 from hms_cache_proxy.check.instances import Instance
 from hms_cache_proxy.check.proxy import CuttingProxy
 from hms_cache_proxy.store.events.log import EventLog
+from hms_cache_proxy.store.sql.engine import database_url
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +161,7 @@ class FaultInjector:
                 except Exception:  # noqa: BLE001 - a broken connection: once more, anew
                     self.writer.close()
                     self.writer.probe_write()
-        engine = create_engine(self.database_url, poolclass=NullPool)
+        engine = create_engine(database_url(self.database_url), poolclass=NullPool)
         try:
             with engine.begin() as conn:
                 newest = EventLog.newest_event_id(conn) or 0

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import NullPool
 
@@ -26,6 +26,15 @@ T = TypeVar("T")
 
 # PostgreSQL SQLSTATEs worth retrying: serialization_failure, deadlock_detected.
 _PG_RETRYABLE = {"40001", "40P01"}
+
+
+def database_url(url: str) -> URL:
+    """``url`` parsed, with psycopg2 (the driver this package depends on) for a bare
+    ``postgresql://``: SQLAlchemy 2.1 would pick psycopg 3 there, which is not installed."""
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg2")
+    return parsed
 
 
 class Database:
@@ -39,7 +48,7 @@ class Database:
         timeout_seconds: float = 30.0,
         write_retries: int = 5,
     ) -> None:
-        self.url = make_url(url)
+        self.url = database_url(url)
         self.dialect = self.url.get_backend_name()
         if self.dialect not in ("sqlite", "postgresql"):
             raise ValueError(
