@@ -43,6 +43,17 @@ volumes=()
 networks=()
 compose_up=""
 
+# The proxies' state directory is an anonymous volume (the image's VOLUME), which
+# podman-compose's `down -v` leaves: they are removed with this run's own.
+collect_compose_volumes() {
+  local id v
+  for id in $(podman ps -a -q --filter "label=io.podman.compose.project=$run_id"); do
+    for v in $(podman inspect -f '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}' "$id"); do
+      volumes+=("$v")
+    done
+  done
+}
+
 cleanup() {
   local status=$?
   set +e
@@ -58,7 +69,10 @@ cleanup() {
       "${containers[*]} ${volumes[*]} ${networks[*]}" >&2
     return
   fi
-  [ -n "$compose_up" ] && compose down -v -t 30 >/dev/null 2>&1
+  if [ -n "$compose_up" ]; then
+    collect_compose_volumes
+    compose down -v -t 30 >/dev/null 2>&1
+  fi
   for c in "${containers[@]}"; do podman rm -f -v -t 5 "$c" >/dev/null 2>&1; done
   for v in "${volumes[@]}"; do podman volume rm -f "$v" >/dev/null 2>&1; done
   for n in "${networks[@]}"; do podman network rm -f "$n" >/dev/null 2>&1; done
@@ -150,29 +164,36 @@ if [ "${HMS_CONTAINER_BASE_REBUILD:-0}" = 1 ] || ! podman image exists "$base_im
     "$work/base.tar" "$base_image" >/dev/null || fail "podman import of the base"
   rm -f "$work/base.tar"
   echo "made $base_image"
+  for old in $(podman image ls --format '{{.Repository}}:{{.Tag}}' localhost/hms-cache-proxy-base); do
+    [ "$old" = "$base_image" ] || podman rmi "$old" >/dev/null 2>&1 || true
+  done
 else
   echo "reusing $base_image"
 fi
 
 # -- 3. images -----------------------------------------------------------------------------------
-build() { # build NAME LOG podman-build-args...
-  local name=$1 log=$2
+build() { # build IMAGE LOG podman-build-args...: the image replaced (if any) is removed
+  local image=$1 log=$2
   shift 2
-  local t0=$SECONDS
-  podman build --format docker "$@" >"$work/$log" 2>&1 ||
-    fail "podman build of $name: $(tail -30 "$work/$log")"
-  echo "built $name in $((SECONDS - t0))s"
+  local t0=$SECONDS old new
+  old=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
+  # --format docker: the OCI format has no HEALTHCHECK.
+  podman build --format docker -t "$image" "$@" >"$work/$log" 2>&1 ||
+    fail "podman build of $image: $(tail -30 "$work/$log")"
+  new=$(podman image inspect --format '{{.Id}}' "$image")
+  # Only the replaced image; its build stage's layers stay for the next build to reuse.
+  [ -z "$old" ] || [ "$old" = "$new" ] || podman rmi "$old" >/dev/null 2>&1 || true
+  echo "built $image in $((SECONDS - t0))s"
 }
 step "build docker/Dockerfile"
-build hms-cache-proxy build-proxy.log --build-arg PYTHON_IMAGE="$base_image" \
-  -f docker/Dockerfile -t localhost/hms-cache-proxy:latest .
+build localhost/hms-cache-proxy:latest build-proxy.log --build-arg PYTHON_IMAGE="$base_image" \
+  -f docker/Dockerfile .
 step "build the local PostgreSQL image"
-build postgres build-postgres.log --build-arg BASE_IMAGE="$base_image" \
-  -t localhost/hms-cache-proxy-test-postgres:15 tests/container/postgres
+build localhost/hms-cache-proxy-test-postgres:15 build-postgres.log \
+  --build-arg BASE_IMAGE="$base_image" tests/container/postgres
 step "build docker/Dockerfile.pipeline"
-build hms-cache-proxy-pipeline build-pipeline.log --build-arg PYTHON_IMAGE="$base_image" \
-  -f docker/Dockerfile.pipeline -t localhost/hms-cache-proxy-pipeline:latest .
-
+build localhost/hms-cache-proxy-pipeline:latest build-pipeline.log \
+  --build-arg PYTHON_IMAGE="$base_image" -f docker/Dockerfile.pipeline .
 # -- helpers -------------------------------------------------------------------------------------
 host_port() { # host_port CONTAINER CONTAINER_PORT -> the published host port
   podman port "$1" "$2/tcp" | head -1 | sed 's/.*://'
@@ -295,6 +316,7 @@ until curl -fsS -m 10 http://127.0.0.1:9091/metrics | grep -q -E '^hms_cache_eve
   sleep 1
 done
 step "compose: down"
+collect_compose_volumes
 compose down -v -t 30 >"$work/compose-down.log" 2>&1 ||
   fail "podman-compose down: $(tail -20 "$work/compose-down.log")"
 compose_up=""
@@ -303,10 +325,11 @@ left=$(podman ps -a -q --filter "label=io.podman.compose.project=$run_id")
 
 # -- 7. the pipeline image ------------------------------------------------------------------------
 step "pipeline image: --help"
-podman run --rm localhost/hms-cache-proxy-pipeline:latest pipeline --help >"$work/pipeline-help.txt" \
-  2>&1 || fail "pipeline --help: $(tail -20 "$work/pipeline-help.txt")"
+containers+=("$run_id-pipeline" "$run_id-java")
+podman run --name "$run_id-pipeline" localhost/hms-cache-proxy-pipeline:latest pipeline --help \
+  >"$work/pipeline-help.txt" 2>&1 || fail "pipeline --help: $(tail -20 "$work/pipeline-help.txt")"
 grep -q 'verify' "$work/pipeline-help.txt" || fail "pipeline --help does not list verify"
-podman run --rm --entrypoint java localhost/hms-cache-proxy-pipeline:latest -version \
+podman run --name "$run_id-java" --entrypoint java localhost/hms-cache-proxy-pipeline:latest -version \
   >"$work/java.txt" 2>&1 || fail "java -version in the pipeline image: $(cat "$work/java.txt")"
 grep -q 'version "17' "$work/java.txt" || fail "the pipeline image has no Java 17: $(cat "$work/java.txt")"
 
