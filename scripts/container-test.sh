@@ -101,12 +101,15 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
     -o DPkg::Lock::Timeout=600 "${missing[@]}" || fail "apt-get install ${missing[*]}"
 fi
-python=.venv/bin/python
+# The Python that runs the Thrift probe and podman-compose: the suite's (tests/container) or
+# .venv's, made as scripts/test.sh makes it when missing.
+python=${HMS_CONTAINER_PYTHON:-.venv/bin/python}
 if [ ! -x "$python" ]; then
   "${PYTHON:-python3}" -m venv .venv
-  "$python" -m pip install -q -e ".[test]" || fail "pip install the package into .venv"
+  "$python" -m pip install -q -e ".[test,container]" || fail "pip install the package into .venv"
 fi
-if [ ! -x .venv/bin/podman-compose ]; then
+podman_compose="$(dirname "$python")/podman-compose"
+if [ ! -x "$podman_compose" ]; then
   "$python" -m pip install -q "podman-compose>=1.1" || fail "pip install podman-compose"
 fi
 
@@ -127,7 +130,7 @@ EOF
 podman info >"$work/podman-info.txt" 2>&1 || fail "podman info: $(tail -5 "$work/podman-info.txt")"
 
 compose() {
-  .venv/bin/podman-compose -p "$run_id" -f docker-compose.yml \
+  "$podman_compose" -p "$run_id" -f docker-compose.yml \
     -f tests/container/compose.local.yml "$@"
 }
 
