@@ -5,15 +5,15 @@
 #      podman-compose (pip, into .venv);
 #   2. a Python 3.11 base image made from Debian bookworm's packages (mmdebstrap, the mirror of
 #      this machine's apt sources; no container registry needed), kept and reused by tag;
-#   3. docker/Dockerfile, docker/Dockerfile.pipeline and a local PostgreSQL 15 image
-#      (tests/container/postgres) built on that base;
+#   3. docker/Dockerfile, docker/Dockerfile.pipeline and local PostgreSQL 15 and Prometheus
+#      images (tests/container/postgres, tests/container/prometheus) built on that base;
 #   4. the proxy on its embedded SQLite with a named volume: /healthz, `podman healthcheck run`,
 #      a database and table created and read back over Thrift from this machine, /metrics,
 #      SIGTERM within the grace period with status 0, the table still there in a new container;
 #   5. the proxy on the PostgreSQL container;
-#   6. docker-compose.yml with podman-compose (tests/container/compose.local.yml substitutes the
-#      local PostgreSQL image): two proxies on one database, a table created through one and
-#      read through the other, then `down -v`;
+#   6. docker-compose.yml with podman-compose (tests/container/compose.local.yml substitutes
+#      local PostgreSQL and Prometheus images): two proxies on one database, a table created
+#      through one and read through the other, Prometheus scraping both, then `down -v`;
 #   7. the pipeline image's `--help`.
 #
 # Exits non-zero naming the step that failed. Containers, volumes and networks it made are
@@ -194,6 +194,9 @@ build localhost/hms-cache-proxy:latest build-proxy.log --build-arg PYTHON_IMAGE=
 step "build the local PostgreSQL image"
 build localhost/hms-cache-proxy-test-postgres:15 build-postgres.log \
   --build-arg BASE_IMAGE="$base_image" tests/container/postgres
+step "build the local Prometheus image"
+build localhost/hms-cache-proxy-test-prometheus:latest build-prometheus.log \
+  --build-arg BASE_IMAGE="$base_image" tests/container/prometheus
 step "build docker/Dockerfile.pipeline"
 build localhost/hms-cache-proxy-pipeline:latest build-pipeline.log \
   --build-arg PYTHON_IMAGE="$base_image" -f docker/Dockerfile.pipeline .
@@ -283,8 +286,8 @@ stop_gracefully "$run_id-pgproxy"
 podman stop -t 30 "$run_id-pg" >/dev/null 2>&1
 
 # -- 6. docker-compose.yml -----------------------------------------------------------------------
-step "compose: postgres, proxy-a, proxy-b"
-for port in 9083 9084 9090 9091; do
+step "compose: postgres, proxy-a, proxy-b, prometheus"
+for port in 9083 9084 9090 9091 19090; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     fail "port $port is taken on this machine; docker-compose.yml publishes it"
   fi
@@ -301,8 +304,8 @@ until podman healthcheck run "$pg" >/dev/null 2>&1; do
   ((SECONDS < deadline)) || fail "compose's postgres health check did not pass within 60s"
   sleep 1
 done
-compose up -d --no-build proxy-a proxy-b >>"$work/compose-up.log" 2>&1 ||
-  fail "podman-compose up proxies: $(tail -20 "$work/compose-up.log")"
+compose up -d --no-build proxy-a proxy-b prometheus >>"$work/compose-up.log" 2>&1 ||
+  fail "podman-compose up proxies and prometheus: $(tail -20 "$work/compose-up.log")"
 for service in proxy-a proxy-b; do
   id=$(podman ps -q --filter "label=io.podman.compose.project=$run_id" \
     --filter "label=com.docker.compose.service=$service")
@@ -317,6 +320,15 @@ deadline=$((SECONDS + 30))
 until curl -fsS -m 10 http://127.0.0.1:9091/metrics | grep -q -E '^hms_cache_event_position [1-9]'; do
   ((SECONDS < deadline)) || fail "proxy-b's hms_cache_event_position stayed 0 for 30s"
   sleep 1
+done
+step "compose: Prometheus scrapes both proxies"
+# docker/prometheus.yml scrapes every 15 s; both targets must be up within two rounds.
+deadline=$((SECONDS + 45))
+until [ "$(curl -fsS -m 10 http://127.0.0.1:19090/api/v1/targets 2>/dev/null |
+  grep -o '"health":"up"' | wc -l)" = 2 ]; do
+  ((SECONDS < deadline)) ||
+    fail "Prometheus targets not both up in 45s: $(curl -sS -m 10 http://127.0.0.1:19090/api/v1/targets 2>&1 | head -c 2000)"
+  sleep 2
 done
 step "compose: down"
 collect_compose_volumes
