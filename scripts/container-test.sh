@@ -20,10 +20,11 @@
 # removed on exit; images stay (the next run reuses them and their layers).
 #
 # Environment: HMS_CONTAINER_KEEP=1 leaves the containers for a look after a failure;
-# HMS_CONTAINER_BASE_REBUILD=1 remakes the base image.
+# HMS_CONTAINER_BASE_REBUILD=1 remakes the base image; HMS_CONTAINER_APT_SOURCES (a sources
+# file or a mirror line) replaces the Debian sources found in /etc/apt; HMS_CONTAINER_PYTHON
+# is the Python with the package and its test tools (default .venv/bin/python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(pwd)
 
 started=$SECONDS
 current_step="start"
@@ -141,14 +142,22 @@ base_packages="python3,python3-pip,python3-venv,python-is-python3,ca-certificate
 # the base so that pip inside a build trusts what pip on the host trusts.
 extra_cas=(/usr/local/share/ca-certificates/*.crt)
 [ -e "${extra_cas[0]}" ] || extra_cas=()
+# This machine's Debian sources (other vendors' repositories need keys the base does not
+# have); HMS_CONTAINER_APT_SOURCES names another sources file, or a mirror line, instead.
 sources=()
-for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-  [ -s "$f" ] && grep -q -E 'debian' "$f" && sources+=("$f")
-done
-((${#sources[@]})) || fail "no Debian entry in /etc/apt/sources.list*"
+if [ -n "${HMS_CONTAINER_APT_SOURCES:-}" ]; then
+  sources=("$HMS_CONTAINER_APT_SOURCES")
+else
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -s "$f" ] && grep -q -E 'debian-archive-keyring|[./]debian\.org/' "$f" && sources+=("$f")
+  done
+fi
+((${#sources[@]})) || fail "no Debian source in /etc/apt/sources.list*: set HMS_CONTAINER_APT_SOURCES"
 recipe=$({
   echo "bookworm minbase $base_packages"
-  cat "${sources[@]}" "${extra_cas[@]}"
+  for f in "${sources[@]}" "${extra_cas[@]}"; do
+    if [ -f "$f" ]; then cat "$f"; else echo "$f"; fi
+  done
 } | sha256sum | cut -c1-12)
 base_image="localhost/hms-cache-proxy-base:py3.11-bookworm-$recipe"
 if [ "${HMS_CONTAINER_BASE_REBUILD:-0}" = 1 ] || ! podman image exists "$base_image"; then
