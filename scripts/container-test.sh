@@ -14,7 +14,8 @@
 #   6. docker-compose.yml with podman-compose (tests/container/compose.local.yml substitutes
 #      local PostgreSQL and Prometheus images): two proxies on one database, a table created
 #      through one and read through the other, Prometheus scraping both, then `down -v`;
-#   7. the pipeline image's `--help`.
+#   7. the pipeline image's `--help` (with HMS_CONTAINER_PIPELINE=1, before `down`, also the
+#      compose file's pipeline: Spark's ETL through proxy-a, verification through proxy-b).
 #
 # Exits non-zero naming the step that failed. Containers, volumes and networks it made are
 # removed on exit; images stay (the next run reuses them and their layers).
@@ -339,6 +340,19 @@ until [ "$(curl -fsS -m 10 http://127.0.0.1:19090/api/v1/targets 2>/dev/null |
     fail "Prometheus targets not both up in 45s: $(curl -sS -m 10 http://127.0.0.1:19090/api/v1/targets 2>&1 | head -c 2000)"
   sleep 2
 done
+if [ "${HMS_CONTAINER_PIPELINE:-0}" = 1 ]; then
+  # The compose file's Spark jobs (3 minutes or more here: off by default). `run --no-deps`:
+  # podman-compose cannot start pipeline-verify after its dependency has exited.
+  step "compose: pipeline etl through proxy-a, verify through proxy-b"
+  compose run --no-deps --rm pipeline >"$work/pipeline-etl.log" 2>&1 ||
+    fail "pipeline etl: $(grep -v systemd "$work/pipeline-etl.log" | tail -30)"
+  grep -v systemd "$work/pipeline-etl.log" | grep -E '^(etl|visibility)' || true
+  compose run --no-deps --rm pipeline-verify >"$work/pipeline-verify.log" 2>&1 ||
+    fail "pipeline verify: $(grep -v systemd "$work/pipeline-verify.log" | tail -30)"
+  grep -q 'verify: .* 0 problems' "$work/pipeline-verify.log" ||
+    fail "pipeline verify found problems: $(tail -30 "$work/pipeline-verify.log")"
+  grep -E '^verify:' "$work/pipeline-verify.log"
+fi
 step "compose: down"
 collect_compose_volumes
 compose down -v -t 30 >"$work/compose-down.log" 2>&1 ||
