@@ -3,7 +3,8 @@ packages, no Docker engine or registry needed) builds docker/Dockerfile and
 docker/Dockerfile.pipeline and runs them on SQLite, on PostgreSQL and under docker-compose.yml.
 The script names the step that failed; its whole output is in the assertion message.
 
-Leave it out with `-m "not container"` (about 1.5 minutes with the images' layers cached, 8 with nothing cached)."""
+Leave it out with `-m "not container"`: it takes 1-3 minutes with the images' layers cached,
+about 8 with nothing cached."""
 
 from __future__ import annotations
 
