@@ -67,7 +67,7 @@ cleanup() {
     done
   fi
   if [ "${HMS_CONTAINER_KEEP:-0}" = 1 ] && [ "$status" -ne 0 ]; then
-    echo "container-test: left for inspection (CONTAINERS_CONF=$CONTAINERS_CONF):" \
+    echo "container-test: left for inspection (CONTAINERS_CONF=${CONTAINERS_CONF:-}):" \
       "${containers[*]} ${volumes[*]} ${networks[*]}" >&2
     return
   fi
