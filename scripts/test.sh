@@ -4,8 +4,10 @@
 #     throwaway server), the Apache Thrift compiler (the tests' reference client), a Java
 #     development kit (Spark, and the stock Hive Metastore the interop tests start, which
 #     compiles a small class);
-#   - a virtualenv in .venv with the package, its test tools, PySpark and matplotlib (the
-#     benchmark command's chart).
+#   - a virtualenv in .venv with the package, its test tools, PySpark, matplotlib (the
+#     benchmark command's chart) and podman-compose.
+# tests/container runs scripts/container-test.sh, which installs podman and builds the
+# container images (2-6 minutes); `-m "not container"` leaves it out.
 # Arguments are passed to pytest, e.g. `bash scripts/test.sh -k partitions -x`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +35,6 @@ fi
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[test,spark,bench]"
+.venv/bin/python -m pip install -q -e ".[test,spark,bench,container]"
 
 exec .venv/bin/python -m pytest "$@"
