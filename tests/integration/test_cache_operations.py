@@ -119,6 +119,62 @@ def test_prewarm_serves_meanwhile_and_moves_a_table_read_to_the_front(
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("batch_fails", [False, True])
+def test_prewarm_on_postgresql_loads_tables_in_batches(
+    pg_server: Any, tmp_path: Path, T, monkeypatch: pytest.MonkeyPatch, batch_fails: bool
+) -> None:
+    """Prewarm reads several tables per snapshot (cut by table and partition counts); every
+    table ends up cached with all its partitions, and a batch that fails is loaded table by
+    table instead, so prewarm still finishes."""
+    from hms_cache_proxy.store.cached import prewarm
+
+    url = pg_server.new_database()
+    sizes = {"a": 30, "b": 0, "c": 5, "d": 40, "e": 2}
+    with instances(url, tmp_path, n=1) as (a,), clients(a) as (ca,):
+        ca.create_database(T.Database(name=DB))
+        for name, n in sizes.items():
+            _table_with_parts(ca, T, name, n)
+        ca.create_table(table(T, DB, "flat"))
+    monkeypatch.setattr(prewarm, "BATCH_TABLES", 3)
+    monkeypatch.setattr(prewarm, "BATCH_PARTITIONS", 50)
+    real = cacheload.load_tables
+    batches: list[list[str]] = []
+
+    def recorded(store: Any, keys: Any) -> Any:
+        batches.append([k[2] for k in keys])
+        if batch_fails:
+            raise RuntimeError("injected: the batch query failed")
+        return real(store, keys)
+
+    monkeypatch.setattr(cacheload, "load_tables", recorded)
+    with instances(url, tmp_path, n=1, prewarm_threads=2) as (b,), clients(b) as (cb,):
+        wait_until(lambda: b.readiness.snapshot()["prewarm"]["finished"], timeout=30)
+        assert sorted(batches) == [["a", "b", "c"], ["d", "e", "flat"]]
+        assert b.readiness.snapshot()["prewarm"]["partitions_loaded"] == sum(sizes.values())
+        for name, n in sizes.items():
+            cached = entry(b, DB, name)
+            assert cached is not None and len(cached.parts) == n, name
+            with Counted() as c:
+                assert ours(cb.get_partitions(DB, name, -1)) == b.store.get_partitions(
+                    "hive", DB, name
+                )
+            assert c.hits("get_partitions") == 1
+        assert entry(b, DB, "flat") is not None
+
+
+def test_prewarm_batches_are_cut_by_table_and_partition_counts() -> None:
+    from hms_cache_proxy.store.cache.entries import TableKey
+    from hms_cache_proxy.store.cached import prewarm
+
+    keys = [TableKey("hive", DB, f"t{i}") for i in range(6)]
+    sizes = dict(zip(keys, [10, 25_000, 0, 19_000, 1_500, 3], strict=True))
+    cut = prewarm.batches(keys, sizes)
+    assert [[k.table for k in b] for b in cut] == [["t0"], ["t1"], ["t2", "t3"], ["t4", "t5"]]
+    many = [TableKey("hive", DB, f"s{i:03d}") for i in range(450)]
+    assert [len(b) for b in prewarm.batches(many, {})] == [200, 200, 50]
+
+
+@pytest.mark.postgres
 def test_a_purged_log_behind_a_lagging_instance_empties_its_cache(
     pg_server: Any, tmp_path: Path, T
 ) -> None:

@@ -281,3 +281,40 @@ def test_loads_build_the_bytes_the_database_path_objects_encode_to(
         for name, obj in zip(entry.parts.names(), expected, strict=True):
             assert entry.parts.by_name[name].encoded() == wire.encode(obj), name
         assert wire.encode(loaded.table) == wire.encode(store.get_table("hive", DB, "odd"))
+
+        # Prewarm's batch: the same bytes for every table, read in one snapshot with a few
+        # queries (a second partitioned table, one without partitions, one not partitioned,
+        # one that does not exist).
+        for name, with_parts in (("odd2", True), ("empty", True), ("flat", False)):
+            store.create_table(
+                hms.Table(
+                    tableName=name,
+                    dbName=DB,
+                    catName="hive",
+                    owner="o",
+                    sd=sd(),
+                    partitionKeys=keys if with_parts else [],
+                    parameters={},
+                    tableType="MANAGED_TABLE",
+                )
+            )
+        store.add_partitions(
+            "hive",
+            DB,
+            "odd2",
+            [
+                hms.Partition(values=[f"w{i}", str(i)], dbName=DB, tableName="odd2", sd=v)
+                for i, v in enumerate(variants[:3])
+            ],
+        )
+        names = ["odd", "odd2", "empty", "flat", "gone"]
+        batch = cacheload.load_tables(store, [("hive", DB, n) for n in names])
+        assert sorted(batch) == [("hive", DB, n) for n in sorted(names) if n != "gone"]
+        for name in names[:-1]:
+            one = cacheload.load_table(store, "hive", DB, name)
+            many = batch[("hive", DB, name)]
+            assert wire.encode(many.table) == wire.encode(one.table), name
+            assert many.partitions == one.partitions, name
+            assert many.at == batch[("hive", DB, "odd")].at
+        assert len(batch[("hive", DB, "odd2")].partitions) == 3
+        assert batch[("hive", DB, "empty")].partitions == []

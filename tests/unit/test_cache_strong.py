@@ -61,3 +61,13 @@ def test_a_cache_behind_the_database_waits_for_the_poller() -> None:
     assert not barrier.wait_current() and poller.woken == 1
     poller.position = 7
     assert barrier.wait_current()
+
+
+def test_an_answer_read_at_the_database_position_needs_no_wait() -> None:
+    """``_read`` keeps the answer it took at ``applied`` when that covers the position query;
+    ``reach`` wakes the poller only for a target it has not applied."""
+    poller = _Poller(7)
+    barrier = PositionBarrier(lambda: 7, poller, wait_seconds=0.01)
+    assert barrier.applied == 7 and barrier.database_position() == 7
+    assert barrier.reach(7) and poller.woken == 0
+    assert not barrier.reach(8) and poller.woken == 1

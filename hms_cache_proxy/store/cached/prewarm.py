@@ -41,6 +41,16 @@ RETRIES = 5
 DATABASES = "databases"
 STATS = "stats"
 TABLE = "table"
+BATCH = "batch"
+
+BATCH_TABLES = 200
+BATCH_PARTITIONS = 20_000
+"""Prewarm on PostgreSQL loads tables in batches of at most this many tables and partitions
+(a larger table alone): one snapshot and a handful of queries per batch instead of per table,
+since a query round trip costs as much as encoding a few hundred partitions."""
+
+Item = tuple[str, Any]
+"""(kind, TableKey | tuple of TableKeys | None) of one queued load."""
 
 
 class Loader:
@@ -66,8 +76,8 @@ class Loader:
         self.patterns = patterns or TablePatterns()
         self.readiness = readiness
         self.ready_after_prewarm = ready_after_prewarm
-        self._queue: deque[tuple[str, TableKey | None]] = deque()
-        self._queued: set[tuple[str, TableKey | None]] = set()
+        self._queue: deque[Item] = deque()
+        self._queued: set[Item] = set()
         self._prewarm_left: set[TableKey] = set()
         self._prewarm_running = False
         self._cond = threading.Condition()
@@ -90,7 +100,7 @@ class Loader:
     def request_databases(self) -> None:
         self._put((DATABASES, None), True)
 
-    def _put(self, item: tuple[str, TableKey | None], front: bool) -> None:
+    def _put(self, item: Item, front: bool) -> None:
         with self._cond:
             if item in self._queued:
                 if front:
@@ -146,14 +156,17 @@ class Loader:
 
     def _prewarm(self) -> None:
         try:
-            tables = [TableKey(*t) for t in cacheload.list_tables(self.sql)]
+            sized = cacheload.table_sizes(self.sql)
         except Exception:  # noqa: BLE001 - prewarm is best effort; reads still work
             log.exception("prewarm could not list the tables")
             if self.readiness is not None:
                 self.readiness.prewarm_finished()
                 self.readiness.mark_ready()
             return
-        keys = [k for k in tables if self.patterns.cached(k)]
+        sizes = {
+            k: n for k, n in ((TableKey(*t[:3]), t[3]) for t in sized) if self.patterns.cached(k)
+        }
+        keys = list(sizes)
         self._prewarm_started = time.monotonic()
         with self._cond:
             self._prewarm_left = set(keys)
@@ -163,8 +176,12 @@ class Loader:
             if not self.ready_after_prewarm:
                 self.readiness.mark_ready()
         log.info("prewarm: loading %d tables with %d threads", len(keys), self.threads)
-        for key in keys:
-            self._put((TABLE, key), False)
+        if self.sql.db.dialect == "postgresql":
+            for batch in batches(keys, sizes):
+                self._put((BATCH, batch), False)
+        else:  # a query on SQLite is a call in this process: nothing to save by batching
+            for key in keys:
+                self._put((TABLE, key), False)
         self._prewarm_done_check()
 
     def _prewarm_loaded(self, key: TableKey, partitions: int) -> None:
@@ -211,16 +228,18 @@ class Loader:
                 self._run(item)
             except Exception:  # noqa: BLE001 - one failed load must not stop the loader
                 log.warning("loading %s failed", item, exc_info=True)
-                if item[1] is not None:
+                if isinstance(item[1], TableKey):
                     self._prewarm_loaded(item[1], 0)
             finally:
                 with self._cond:
                     self._busy -= 1
                     self._cond.notify_all()
 
-    def _run(self, item: tuple[str, TableKey | None]) -> None:
+    def _run(self, item: Item) -> None:
         kind, key = item
-        if kind == DATABASES:
+        if kind == BATCH:
+            self.load_batch(key)
+        elif kind == DATABASES:
             for _ in range(RETRIES):
                 if self.load_databases():
                     return
@@ -255,6 +274,45 @@ class Loader:
         if not self.cache.install(entry, loaded.at, ticket):
             return None
         return len(loaded.partitions or ())
+
+    def load_batch(self, keys: tuple[TableKey, ...]) -> None:
+        """Load several tables in one snapshot (prewarm). Each installs with its own ticket; a
+        table an event overtook, or the whole batch if it fails, is queued again on its own."""
+        tickets = [self.cache.begin_load(k) for k in keys]
+        try:
+            with _collection_paused():
+                loaded = cacheload.load_tables(self.sql, [(k.cat, k.db, k.table) for k in keys])
+                entries = {
+                    k: build_entry(k, found)
+                    for k in keys
+                    if (found := loaded.get((k.cat, k.db, k.table))) is not None
+                }
+            for k in keys:
+                failpoints.hit("load.after_snapshot", k.qualified())
+        except Exception:  # noqa: BLE001 - the tables are loaded one by one instead
+            log.warning(
+                "loading %d tables at once failed; loading them one by one",
+                len(keys),
+                exc_info=True,
+            )
+            for ticket in tickets:
+                self.cache.end_load(ticket)
+            for k in keys:
+                self._put((TABLE, k), False)
+            return
+        except BaseException:
+            for ticket in tickets:
+                self.cache.end_load(ticket)
+            raise
+        for key, ticket in zip(keys, tickets, strict=True):
+            entry = entries.get(key)
+            if entry is None:
+                self.cache.end_load(ticket)
+                self._prewarm_loaded(key, 0)
+            elif self.cache.install(entry, entry.as_of, ticket):
+                self._prewarm_loaded(key, len(entry.parts) if entry.parts is not None else 0)
+            else:
+                self._put((TABLE, key), False)
 
     def load_databases(self) -> bool:
         at, found = cacheload.load_databases(self.sql)
@@ -314,6 +372,24 @@ def _collection_paused() -> Iterator[None]:
             _paused -= 1
             if _paused == 0 and getattr(_collection_paused, "was_enabled", True):
                 gc.enable()
+
+
+def batches(keys: list[TableKey], sizes: dict[TableKey, int]) -> list[tuple[TableKey, ...]]:
+    """``keys`` in order, cut into runs of at most BATCH_TABLES tables and BATCH_PARTITIONS
+    partitions (a table larger than that makes a batch of its own)."""
+    out: list[tuple[TableKey, ...]] = []
+    run: list[TableKey] = []
+    parts = 0
+    for key in keys:
+        n = sizes.get(key, 0)
+        if run and (len(run) >= BATCH_TABLES or parts + n > BATCH_PARTITIONS):
+            out.append(tuple(run))
+            run, parts = [], 0
+        run.append(key)
+        parts += n
+    if run:
+        out.append(tuple(run))
+    return out
 
 
 def build_entry(key: TableKey, loaded: cacheload.LoadedTable) -> TableEntry:

@@ -255,11 +255,14 @@ class CachedStore(StatsReads):
         try:
             with self.cache.lock:
                 entry = self._check_locked(key, snapshot, partitions=partitions)
+                result = from_cache(entry)
                 strong_needed = self._barrier is not None and not entry.transactional
-                if not strong_needed:
-                    result = from_cache(entry)
-            if strong_needed:
-                if not self._strong(method):
+                if strong_needed:
+                    # What the answer reflects: every event up to here was applied before.
+                    seen = self._barrier.applied
+            if strong_needed and seen < (target := self._barrier.database_position()):
+                # The database was ahead of that answer: wait for the poller, read again.
+                if not self._barrier.reach(target):
                     raise Miss(metrics.MISS_BEHIND)
                 with self.cache.lock:
                     entry = self._check_locked(key, snapshot, partitions=partitions)

@@ -6,7 +6,11 @@ in flight shares: a read waits for the next query that *starts* after it arrived
 running may have started before the read's write-before-it committed), and one query serves
 all reads that arrived while the previous one ran. If the cache is behind that position the
 poller is woken and the read waits up to ``wait_seconds`` for it; past that it is answered
-from the database.
+from the database. Table reads take their answer from the cache first, at ``applied``, and
+keep it when that covers the position (CachedStore._read).
+
+The query cannot be skipped while no NOTIFY arrived: a commit acknowledged elsewhere may not
+have reached our LISTEN socket yet (docs/cache.md, "why the position query cannot be skipped").
 """
 
 from __future__ import annotations
@@ -52,9 +56,18 @@ class PositionBarrier:
                 self._cond.notify_all()
         return self._value
 
+    @property
+    def applied(self) -> int:
+        """The poller's position: every event up to it is in the cache."""
+        return self._poller.position
+
     def wait_current(self) -> bool:
         """True when the cache has applied every event the database holds now."""
-        target = self.database_position()
+        return self.reach(self.database_position())
+
+    def reach(self, target: int) -> bool:
+        """True once the poller has applied every event up to ``target`` (woken, waited for up
+        to ``wait_seconds``)."""
         if self._poller.position >= target:
             return True
         self._poller.wake()

@@ -14,10 +14,12 @@ per load.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select, tuple_
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.cache import wire
@@ -26,7 +28,7 @@ from hms_cache_proxy.store.sql.databases import _database, _db_params
 from hms_cache_proxy.store.sql.details import Details, load_details
 from hms_cache_proxy.store.sql.partitions import _partitions_of_table
 from hms_cache_proxy.store.sql.storage import SD_COLUMNS, _skew_values
-from hms_cache_proxy.store.sql.tables import TABLE_BY_NAME
+from hms_cache_proxy.store.sql.tables import TABLE_BY_NAME, table_select
 
 PartitionBytes = tuple[str, tuple[str, ...], bytes, bytes, bytes]
 """(name, values, head, cols, tail) of one partition."""
@@ -94,6 +96,59 @@ def load_table(
                 else []
             )
         return LoadedTable(at, table, write_ids, parts)
+
+
+def table_sizes(store: Any) -> list[tuple[str, str, str, int]]:
+    """(catalog, database, table, partition count) of every table, in that order: prewarm puts
+    small tables together into batches."""
+    t, d, p = s.TBLS, s.DBS, s.PARTITIONS
+    counts = select(p.c.TBL_ID, func.count().label("n")).group_by(p.c.TBL_ID).subquery()
+    stmt = (
+        select(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME, func.coalesce(counts.c.n, 0))
+        .select_from(
+            t.join(d, t.c.DB_ID == d.c.DB_ID).outerjoin(counts, counts.c.TBL_ID == t.c.TBL_ID)
+        )
+        .order_by(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME)
+    )
+    with store.db.read() as conn:
+        return [(r[0], r[1], r[2], int(r[3])) for r in conn.execute(stmt)]
+
+
+def load_tables(
+    store: Any, keys: Sequence[tuple[str, str, str]]
+) -> dict[tuple[str, str, str], LoadedTable]:
+    """Several tables with their partitions, all in one read snapshot, by (catalog, database,
+    table); tables that no longer exist are left out. A handful of queries for the whole batch
+    (``load_table`` costs as many per table): prewarm of many small tables is bound by round
+    trips, not by rows."""
+    if not keys:
+        return {}
+    d, t = s.DBS, s.TBLS
+    stmt = table_select(tuple_(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME).in_(list(keys)))
+    out: dict[tuple[str, str, str], LoadedTable] = {}
+    with store.db.read() as conn:
+        at = current_event(store, conn)
+        tables = store._load_tables(conn, stmt)
+        snapshot = None
+        partitioned: list[TableRef] = []
+        for table in tables:
+            write_ids = None
+            if _transactional(table.parameters):
+                if snapshot is None:
+                    snapshot = store.txn.txn_snapshot(conn, 0)
+                full_name = f"{table.dbName}.{table.tableName}"
+                write_ids = store.txn.table_write_ids(conn, full_name, snapshot)
+            key = (table.catName, table.dbName, table.tableName)
+            out[key] = LoadedTable(at, table, write_ids, [])
+            if table.partitionKeys:
+                partitioned.append((table.id, *key))
+        if store.db.dialect == "postgresql":
+            parts = _partition_bytes_pg_many(conn, partitioned)
+        else:
+            parts = {ref[0]: _partition_bytes(conn, store.db.dialect, *ref) for ref in partitioned}
+        for ref in partitioned:
+            out[ref[1:]].partitions = parts.get(ref[0], [])
+    return out
 
 
 def load_stats(store: Any, cat: str, db: str, name: str) -> LoadedStats | None:
@@ -272,151 +327,201 @@ _PG_PARTITIONS = """
 SELECT p."PART_ID", p."PART_NAME", p."CREATE_TIME", p."LAST_ACCESS_TIME", p."WRITE_ID",
        p."SD_ID", s."CD_ID", s."LOCATION", s."SERDE_ID", s."INPUT_FORMAT", s."OUTPUT_FORMAT",
        s."IS_COMPRESSED", s."NUM_BUCKETS", s."IS_STOREDASSUBDIRECTORIES", se."NAME", se."SLIB",
-       se."DESCRIPTION", se."SERIALIZER_CLASS", se."DESERIALIZER_CLASS", se."SERDE_TYPE"
+       se."DESCRIPTION", se."SERIALIZER_CLASS", se."DESERIALIZER_CLASS", se."SERDE_TYPE",
+       p."TBL_ID"
 FROM "PARTITIONS" p
 LEFT JOIN "SDS" s ON s."SD_ID" = p."SD_ID"
 LEFT JOIN "SERDES" se ON se."SERDE_ID" = s."SERDE_ID"
-WHERE p."TBL_ID" = %(tbl)s
-ORDER BY p."PART_NAME" COLLATE "C"
+WHERE p."TBL_ID" = ANY(%(tbls)s)
+ORDER BY p."TBL_ID", p."PART_NAME" COLLATE "C"
 """
 
 _PG_CHILDREN = """
 SELECT 'kv', k."PART_ID", k."PART_KEY_VAL", NULL::text, k."INTEGER_IDX"
 FROM "PARTITION_KEY_VALS" k JOIN "PARTITIONS" p ON p."PART_ID" = k."PART_ID"
-WHERE p."TBL_ID" = %(tbl)s
+WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
 SELECT 'pp', x."PART_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "PARTITION_PARAMS" x JOIN "PARTITIONS" p ON p."PART_ID" = x."PART_ID"
-WHERE p."TBL_ID" = %(tbl)s
+WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
 SELECT 'ep', x."SERDE_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "SERDE_PARAMS" x JOIN "SDS" s ON s."SERDE_ID" = x."SERDE_ID"
 JOIN "PARTITIONS" p ON p."SD_ID" = s."SD_ID"
-WHERE p."TBL_ID" = %(tbl)s
+WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
 SELECT 'dp', x."SD_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "SD_PARAMS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
-WHERE p."TBL_ID" = %(tbl)s
+WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
 SELECT 'bc', x."SD_ID", x."BUCKET_COL_NAME", NULL::text, x."INTEGER_IDX"
 FROM "BUCKETING_COLS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
-WHERE p."TBL_ID" = %(tbl)s
+WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
 SELECT 'so', x."SD_ID", x."COLUMN_NAME", x."ORDER"::text, x."INTEGER_IDX"
 FROM "SORT_COLS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
-WHERE p."TBL_ID" = %(tbl)s
+WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
 SELECT 'sk', x."SD_ID", x."SKEWED_COL_NAME", NULL::text, x."INTEGER_IDX"
 FROM "SKEWED_COL_NAMES" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
-WHERE p."TBL_ID" = %(tbl)s
+WHERE p."TBL_ID" = ANY(%(tbls)s)
 """
-"""Every child row of the table's partitions, descriptors and serdes, joined by TBL_ID (a few
+"""Every child row of the tables' partitions, descriptors and serdes, joined by TBL_ID (a few
 scans of the child tables instead of one index probe per partition and child table)."""
+
+
+TableRef = tuple[int, str, str, str]
+"""(TBL_ID, catalog, database, table) of a table whose partitions are read."""
 
 
 def _partition_bytes_pg(
     conn: Any, tbl_id: int, cat: str, db: str, name: str
 ) -> list[PartitionBytes]:
+    return _partition_bytes_pg_many(conn, [(tbl_id, cat, db, name)]).get(tbl_id, [])
+
+
+def _partition_bytes_pg_many(
+    conn: Any, tables: Sequence[TableRef]
+) -> dict[int, list[PartitionBytes]]:
+    """The partitions of several tables with two queries in all (a batch of prewarm pays the
+    round trips once, not per table), encoded table by table in one pass over the rows."""
+    if not tables:
+        return {}
     # The DB-API cursor of this same connection: the same snapshot, without SQLAlchemy's
     # per-row work (10,000 rows and more is the common case here).
+    ids = [t[0] for t in tables]
     cur = conn.connection.driver_connection.cursor()
     try:
-        cur.execute(_PG_PARTITIONS, {"tbl": tbl_id})
+        cur.execute(_PG_PARTITIONS, {"tbls": ids})
         rows = cur.fetchall()
         if not rows:
-            return []
-        cur.execute(_PG_CHILDREN, {"tbl": tbl_id})
+            return {}
+        cur.execute(_PG_CHILDREN, {"tbls": ids})
         children = cur.fetchall()
     finally:
         cur.close()
-    i32 = wire.pack_i32
-    values: dict[int, list[tuple[int, str]]] = {}
-    # Partition parameters go straight to their encoded map entries (key, value).
-    params: dict[int, list[bytes]] = {}
-    keys: dict[str, bytes] = {}
-    other: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
-    for kind, owner, a, b, idx in children:
-        if kind == "pp":
-            kb = keys.get(a)
-            if kb is None:
-                kb = keys[a] = wire.string(a)
-            vb = b.encode("utf-8") if b is not None else b""
-            piece = kb + i32(len(vb)) + vb
-            found_p = params.get(owner)
-            if found_p is None:
-                params[owner] = [piece]
-            else:
-                found_p.append(piece)
-        elif kind == "kv":
-            found = values.get(owner)
-            if found is None:
-                values[owner] = [(idx, a if a is not None else "")]
-            else:
-                found.append((idx, a if a is not None else ""))
-        else:
-            other.setdefault((kind, owner), []).append((a, b, idx))
-    names = _H_DB + wire.string(db) + _H_TBL + wire.string(name)
-    cat_bytes = _H_CAT + wire.string(cat)
-    times = struct.Struct(">bhibhi").pack
-    write_id = struct.Struct(">bhq").pack
-    string = wire.string
-    no_params = _H_PARAMS + b"\x0b\x0b" + i32(0)
-    cols: dict[Any, bytes] = {}
-    rests: dict[Any, bytes] = {}
-    no_other: list[tuple[Any, ...]] = []
-    # Descriptor parameters, bucket and sort columns are rare: look them up only if any.
-    sd_children = any(kind in ("dp", "bc", "so") for kind, _ in other)
-    out: list[PartitionBytes] = []
-    for r in rows:
-        part_id, part_name, ct, lat, wid, sd_id, cd_id, location, serde_id = r[:9]
-        vals_idx = values.get(part_id)
-        if vals_idx is None:
-            vals: tuple[str, ...] = ()
-        else:
-            if len(vals_idx) > 1:
-                vals_idx.sort()
-            vals = tuple(v for _, v in vals_idx)
-        head_parts = [_H_VALUES, i32(len(vals))]
-        for v in vals:
-            head_parts.append(string(v))
-        head_parts.append(names)
-        head_parts.append(times(8, 4, ct, 8, 5, lat))
-        tail_parts: list[bytes] = []
-        c = b""
-        if sd_id is not None:
-            head_parts.append(_H_SD)
-            c = cols.get(cd_id)
-            if c is None:
-                c = cols[cd_id] = _columns(conn, cd_id)
-            if location is not None:
-                tail_parts.append(_H_LOCATION)
-                tail_parts.append(string(location))
-            if ("sk", sd_id) in other:
-                rest = _sd_rest_of(conn, sd_id)  # skewed: rare, not shared
-            else:
-                ep = other.get(("ep", serde_id))
-                key = (r[9:], serde_id is None, tuple(sorted(ep)) if ep else ())
-                if sd_children:
-                    key += (
-                        tuple(sorted(other.get(("dp", sd_id), no_other))),
-                        tuple(sorted(other.get(("bc", sd_id), no_other), key=_idx)),
-                        tuple(sorted(other.get(("so", sd_id), no_other), key=_idx)),
-                    )
-                rest = rests.get(key)
-                if rest is None:
-                    rest = rests[key] = _sd_rest_of(conn, sd_id)
-            tail_parts.append(rest)
-        entries = params.get(part_id)
-        if entries is None:
-            tail_parts.append(no_params)
-        else:
-            tail_parts.append(_H_PARAMS + b"\x0b\x0b" + i32(len(entries)))
-            tail_parts.extend(entries)
-        tail_parts.append(cat_bytes)
-        tail_parts.append(write_id(10, 10, wid if wid is not None else 0))
-        tail_parts.append(_STOP)
-        out.append((part_name, vals, b"".join(head_parts), c, b"".join(tail_parts)))
+    enc = _RowEncoder(conn, children)
+    by_id = {t[0]: t for t in tables}
+    out: dict[int, list[PartitionBytes]] = {}
+    for tbl_id, table_rows in groupby(rows, key=_tbl_id):
+        _, cat, db, name = by_id[tbl_id]
+        out[tbl_id] = enc.encode(cat, db, name, table_rows)
     return out
+
+
+def _tbl_id(row: tuple[Any, ...]) -> int:
+    return row[20]
+
+
+class _RowEncoder:
+    """Partition rows (``_PG_PARTITIONS``) to bytes, with their child rows indexed once; what
+    repeats (columns, descriptor and serde fields) is encoded once per batch."""
+
+    def __init__(self, conn: Any, children: Sequence[tuple[Any, ...]]) -> None:
+        self.conn = conn
+        i32 = wire.pack_i32
+        values: dict[int, list[tuple[int, str]]] = {}
+        # Partition parameters go straight to their encoded map entries (key, value).
+        params: dict[int, list[bytes]] = {}
+        keys: dict[str, bytes] = {}
+        other: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        for kind, owner, a, b, idx in children:
+            if kind == "pp":
+                kb = keys.get(a)
+                if kb is None:
+                    kb = keys[a] = wire.string(a)
+                vb = b.encode("utf-8") if b is not None else b""
+                piece = kb + i32(len(vb)) + vb
+                found_p = params.get(owner)
+                if found_p is None:
+                    params[owner] = [piece]
+                else:
+                    found_p.append(piece)
+            elif kind == "kv":
+                found = values.get(owner)
+                if found is None:
+                    values[owner] = [(idx, a if a is not None else "")]
+                else:
+                    found.append((idx, a if a is not None else ""))
+            else:
+                other.setdefault((kind, owner), []).append((a, b, idx))
+        self.values = values
+        self.params = params
+        self.other = other
+        self.cols: dict[Any, bytes] = {}
+        self.rests: dict[Any, bytes] = {}
+        # Descriptor parameters, bucket and sort columns are rare: look them up only if any.
+        self.sd_children = any(kind in ("dp", "bc", "so") for kind, _ in other)
+
+    def encode(
+        self, cat: str, db: str, name: str, rows: Iterable[tuple[Any, ...]]
+    ) -> list[PartitionBytes]:
+        conn, values, params, other = self.conn, self.values, self.params, self.other
+        cols, rests, sd_children = self.cols, self.rests, self.sd_children
+        i32 = wire.pack_i32
+        string = wire.string
+        names = _H_DB + string(db) + _H_TBL + string(name)
+        cat_bytes = _H_CAT + string(cat)
+        times = _TIMES
+        write_id = _WRITE_ID
+        no_params = _NO_PARAMS
+        no_other: list[tuple[Any, ...]] = []
+        out: list[PartitionBytes] = []
+        for r in rows:
+            part_id, part_name, ct, lat, wid, sd_id, cd_id, location, serde_id = r[:9]
+            vals_idx = values.get(part_id)
+            if vals_idx is None:
+                vals: tuple[str, ...] = ()
+            else:
+                if len(vals_idx) > 1:
+                    vals_idx.sort()
+                vals = tuple(v for _, v in vals_idx)
+            head_parts = [_H_VALUES, i32(len(vals))]
+            for v in vals:
+                head_parts.append(string(v))
+            head_parts.append(names)
+            head_parts.append(times(8, 4, ct, 8, 5, lat))
+            tail_parts: list[bytes] = []
+            c = b""
+            if sd_id is not None:
+                head_parts.append(_H_SD)
+                c = cols.get(cd_id)
+                if c is None:
+                    c = cols[cd_id] = _columns(conn, cd_id)
+                if location is not None:
+                    tail_parts.append(_H_LOCATION)
+                    tail_parts.append(string(location))
+                if ("sk", sd_id) in other:
+                    rest = _sd_rest_of(conn, sd_id)  # skewed: rare, not shared
+                else:
+                    ep = other.get(("ep", serde_id))
+                    key = (r[9:20], serde_id is None, tuple(sorted(ep)) if ep else ())
+                    if sd_children:
+                        key += (
+                            tuple(sorted(other.get(("dp", sd_id), no_other))),
+                            tuple(sorted(other.get(("bc", sd_id), no_other), key=_idx)),
+                            tuple(sorted(other.get(("so", sd_id), no_other), key=_idx)),
+                        )
+                    rest = rests.get(key)
+                    if rest is None:
+                        rest = rests[key] = _sd_rest_of(conn, sd_id)
+                tail_parts.append(rest)
+            entries = params.get(part_id)
+            if entries is None:
+                tail_parts.append(no_params)
+            else:
+                tail_parts.append(_H_PARAMS + b"\x0b\x0b" + i32(len(entries)))
+                tail_parts.extend(entries)
+            tail_parts.append(cat_bytes)
+            tail_parts.append(write_id(10, 10, wid if wid is not None else 0))
+            tail_parts.append(_STOP)
+            out.append((part_name, vals, b"".join(head_parts), c, b"".join(tail_parts)))
+        return out
+
+
+_TIMES = struct.Struct(">bhibhi").pack
+_WRITE_ID = struct.Struct(">bhq").pack
+_NO_PARAMS = _H_PARAMS + b"\x0b\x0b" + wire.pack_i32(0)
 
 
 def _idx(item: tuple[Any, ...]) -> Any:
