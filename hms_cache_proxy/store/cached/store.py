@@ -84,6 +84,8 @@ WRITE_METHODS = frozenset(
         "delete_table_column_statistics",
         "delete_partition_column_statistics",
         "truncate_table",
+        "add_constraints",
+        "drop_constraint",
     }
 )
 """SqlStore calls that write metadata events the cache must see before the call returns."""

@@ -682,6 +682,34 @@ class MessageBuilder:
             }
         )
 
+    # -- constraints: JSONAdd{PrimaryKey,ForeignKey,UniqueConstraint,NotNullConstraint,
+    #    DefaultConstraint,CheckConstraint}Message, JSONDropConstraintMessage
+
+    def add_constraints(self, list_key: str, items: Sequence[Any]) -> dict[str, Any]:
+        """``list_key`` is the message's list field (``primaryKeyListJson``, ...): one TJSON
+        text per constraint column, as stored (generated names filled in)."""
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "timestamp": self.now(),
+                list_key: [tjson.dumps(item) for item in items],
+            }
+        )
+
+    def drop_constraint(self, cat: str, db: str, table: str, name: str) -> dict[str, Any]:
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "catName": cat,
+                "dbName": db,
+                "tableName": table,
+                "constraintName": name,
+                "timestamp": self.now(),
+            }
+        )
+
     # -- transactions: JSONOpenTxnMessage, JSONCommitTxnMessage, JSONAbortTxnMessage,
     #    JSONAllocWriteIdMessage
 
