@@ -74,7 +74,9 @@ class ConstraintHandlers(HandlerBase):
 
     # -- reads -----------------------------------------------------------------------------------
 
-    def _constraints_of(self, cat_name: str | None, db_name: str | None, tbl_name: str | None) -> Any:
+    def _constraints_of(
+        self, cat_name: str | None, db_name: str | None, tbl_name: str | None
+    ) -> Any:
         cat, db = self.require_db(db_name)
         if cat_name:
             cat = self.catalog(cat_name)

@@ -12,7 +12,6 @@ from sqlalchemy import select
 from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.engine import Database
 from tests.support.metastore import event_body, events_since, last_event_id, raises, table
-from tests.support.pg_template import database_url, pg_template  # noqa: F401
 from tests.support.server import running_service
 
 
@@ -47,14 +46,26 @@ def _parent(T, client):
         notNullConstraints=[_nn(T, "parent", "v")],
         defaultConstraints=[
             T.SQLDefaultConstraint(
-                table_db="db1", table_name="parent", column_name="region", default_value="'eu'",
-                dc_name="dflt", enable_cstr=True, validate_cstr=False, rely_cstr=False,
+                table_db="db1",
+                table_name="parent",
+                column_name="region",
+                default_value="'eu'",
+                dc_name="dflt",
+                enable_cstr=True,
+                validate_cstr=False,
+                rely_cstr=False,
             )  # fmt: skip
         ],
         checkConstraints=[
             T.SQLCheckConstraint(
-                table_db="db1", table_name="parent", column_name="id", check_expression="id > 0",
-                dc_name=None, enable_cstr=True, validate_cstr=False, rely_cstr=False,
+                table_db="db1",
+                table_name="parent",
+                column_name="id",
+                check_expression="id > 0",
+                dc_name=None,
+                enable_cstr=True,
+                validate_cstr=False,
+                rely_cstr=False,
             )  # fmt: skip
         ],
     )
@@ -102,8 +113,14 @@ def test_foreign_keys_unique_and_all_table_constraints(client, T):
         T.AddUniqueConstraintRequest(
             [
                 T.SQLUniqueConstraint(
-                    catName="hive", table_db="db1", table_name="child", column_name="code",
-                    key_seq=1, uk_name="child_code", enable_cstr=False, validate_cstr=False,
+                    catName="hive",
+                    table_db="db1",
+                    table_name="child",
+                    column_name="code",
+                    key_seq=1,
+                    uk_name="child_code",
+                    enable_cstr=False,
+                    validate_cstr=False,
                     rely_cstr=False,
                 )  # fmt: skip
             ]
