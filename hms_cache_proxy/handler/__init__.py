@@ -11,6 +11,7 @@ from hms_cache_proxy.handler.session import SessionHandlers
 from hms_cache_proxy.handler.stats import StatsHandlers
 from hms_cache_proxy.handler.tables import TableHandlers
 from hms_cache_proxy.handler.txn import TxnHandlers
+from hms_cache_proxy.handler.write_notes import WriteNotificationHandlers
 
 
 class Handler(
@@ -23,6 +24,7 @@ class Handler(
     NotificationHandlers,
     TxnHandlers,
     ConstraintHandlers,
+    WriteNotificationHandlers,
 ):
     """Every call the service answers; methods the IDL declares but no mixin defines are
     answered by the processor with a clear "not implemented" error."""

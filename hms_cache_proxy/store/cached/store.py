@@ -86,6 +86,7 @@ WRITE_METHODS = frozenset(
         "truncate_table",
         "add_constraints",
         "drop_constraint",
+        "add_write_notifications",
     }
 )
 """SqlStore calls that write metadata events the cache must see before the call returns."""

@@ -710,6 +710,37 @@ class MessageBuilder:
             }
         )
 
+    # -- JSONAcidWriteMessage
+
+    def acid_write(
+        self,
+        txn_id: int,
+        write_id: int,
+        table: Any,
+        partition_name: str,
+        partition: Any | None,
+        files: Sequence[str],
+    ) -> dict[str, Any]:
+        """``partition`` is the partition's name ("" for the table); ``files`` are encoded
+        as ReplChangeManager encodes them."""
+        return self._finish(
+            {
+                "txnid": txn_id,
+                "writeId": write_id,
+                "timestamp": self.now(),
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "database": table.dbName,
+                "table": table.tableName,
+                "partition": partition_name,
+                "tableObjJson": self.table_json(table),
+                "partitionObjJson": (
+                    self.partition_json(partition) if partition is not None else None
+                ),
+                "files": list(files),
+            }
+        )
+
     # -- transactions: JSONOpenTxnMessage, JSONCommitTxnMessage, JSONAbortTxnMessage,
     #    JSONAllocWriteIdMessage
 
