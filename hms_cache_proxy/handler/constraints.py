@@ -75,15 +75,22 @@ class ConstraintHandlers(HandlerBase):
     # -- reads -----------------------------------------------------------------------------------
 
     def _constraints_of(
-        self, cat_name: str | None, db_name: str | None, tbl_name: str | None
+        self,
+        cat_name: str | None,
+        db_name: str | None,
+        tbl_name: str | None,
+        snapshot: str | None,
     ) -> Any:
         cat, db = self.require_db(db_name)
         if cat_name:
             cat = self.catalog(cat_name)
-        return self.store.get_table_constraints(cat, db, self.require_name(tbl_name))
+        name = self.require_name(tbl_name)
+        return self.store.get_table_constraints(cat, db, name, valid_write_id_list=snapshot)
 
     def get_primary_keys(self, request: hms.PrimaryKeysRequest) -> hms.PrimaryKeysResponse:
-        found = self._constraints_of(request.catName, request.db_name, request.tbl_name)
+        found = self._constraints_of(
+            request.catName, request.db_name, request.tbl_name, request.validWriteIdList
+        )
         return hms.PrimaryKeysResponse(primaryKeys=found.primaryKeys)
 
     def get_foreign_keys(self, request: hms.ForeignKeysRequest) -> hms.ForeignKeysResponse:
@@ -106,29 +113,39 @@ class ConstraintHandlers(HandlerBase):
     def get_unique_constraints(
         self, request: hms.UniqueConstraintsRequest
     ) -> hms.UniqueConstraintsResponse:
-        found = self._constraints_of(request.catName, request.db_name, request.tbl_name)
+        found = self._constraints_of(
+            request.catName, request.db_name, request.tbl_name, request.validWriteIdList
+        )
         return hms.UniqueConstraintsResponse(uniqueConstraints=found.uniqueConstraints)
 
     def get_not_null_constraints(
         self, request: hms.NotNullConstraintsRequest
     ) -> hms.NotNullConstraintsResponse:
-        found = self._constraints_of(request.catName, request.db_name, request.tbl_name)
+        found = self._constraints_of(
+            request.catName, request.db_name, request.tbl_name, request.validWriteIdList
+        )
         return hms.NotNullConstraintsResponse(notNullConstraints=found.notNullConstraints)
 
     def get_default_constraints(
         self, request: hms.DefaultConstraintsRequest
     ) -> hms.DefaultConstraintsResponse:
-        found = self._constraints_of(request.catName, request.db_name, request.tbl_name)
+        found = self._constraints_of(
+            request.catName, request.db_name, request.tbl_name, request.validWriteIdList
+        )
         return hms.DefaultConstraintsResponse(defaultConstraints=found.defaultConstraints)
 
     def get_check_constraints(
         self, request: hms.CheckConstraintsRequest
     ) -> hms.CheckConstraintsResponse:
-        found = self._constraints_of(request.catName, request.db_name, request.tbl_name)
+        found = self._constraints_of(
+            request.catName, request.db_name, request.tbl_name, request.validWriteIdList
+        )
         return hms.CheckConstraintsResponse(checkConstraints=found.checkConstraints)
 
     def get_all_table_constraints(
         self, request: hms.AllTableConstraintsRequest
     ) -> hms.AllTableConstraintsResponse:
-        found = self._constraints_of(request.catName, request.dbName, request.tblName)
+        found = self._constraints_of(
+            request.catName, request.dbName, request.tblName, request.validWriteIdList
+        )
         return hms.AllTableConstraintsResponse(allTableConstraints=found)

@@ -114,17 +114,26 @@ class ConstraintsMixin(SqlStoreBase):
 
     # -- reads -----------------------------------------------------------------------------------
 
-    def get_table_constraints(self, cat: str, db: str, name: str) -> hms.SQLAllTableConstraints:
+    def get_table_constraints(
+        self, cat: str, db: str, name: str, *, valid_write_id_list: str | None = None
+    ) -> hms.SQLAllTableConstraints:
         """Every constraint of a table (those whose parent it is, and the foreign keys it
-        holds); empty lists for a table that does not exist, as Hive answers."""
+        holds); empty lists for a table that does not exist, as Hive answers. The database
+        answers every snapshot (constraint changes take no write ids)."""
         with self.db.read() as conn:
-            row = self._find_table(conn, cat, db, name)
-            if row is None:
-                return _empty()
-            rows = self._constraint_rows(
-                conn, or_(_KC.c.PARENT_TBL_ID == row, _KC.c.CHILD_TBL_ID == row)
-            )
-            pk_names = self._primary_key_names(conn, rows)
+            return self.table_constraints_in(conn, cat, db, name)
+
+    def table_constraints_in(
+        self, conn: Connection, cat: str, db: str, name: str
+    ) -> hms.SQLAllTableConstraints:
+        """get_table_constraints inside the caller's snapshot (the cache's loads)."""
+        row = self._find_table(conn, cat, db, name)
+        if row is None:
+            return _empty()
+        rows = self._constraint_rows(
+            conn, or_(_KC.c.PARENT_TBL_ID == row, _KC.c.CHILD_TBL_ID == row)
+        )
+        pk_names = self._primary_key_names(conn, rows)
         out = _empty()
         for r in rows:
             if r.CONSTRAINT_TYPE == FOREIGN_KEY:
