@@ -6,6 +6,7 @@ the default one. The store checks tables, columns and names inside its transacti
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -17,14 +18,13 @@ def _declared_only(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The add_* calls declare NoSuchObject and Meta only: an InvalidObjectException (missing
     table or column, name taken) is answered as MetaException with the same message."""
 
+    @functools.wraps(fn)
     def call(*args: Any) -> Any:
         try:
             return fn(*args)
         except hms.InvalidObjectException as exc:
             raise hms.MetaException(message=exc.message) from None
 
-    call.__name__ = fn.__name__
-    call.__doc__ = fn.__doc__
     return call
 
 
