@@ -11,6 +11,7 @@ The names (where each is hit):
 
 - ``load.after_snapshot``: a table load has read its snapshot and not installed it yet;
 - ``load.stats_after_snapshot``: a statistics load has read its rows, not installed them;
+- ``load.constraints_after_snapshot``: a constraints load has read them, not installed them;
 - ``poller.before_apply``: the poller has read a batch of events and not applied it yet;
 - ``write.before_commit``: a write transaction has done its work and holds its locks
   (the notification sequence row included) just before it commits.
@@ -31,6 +32,7 @@ NAMES = frozenset(
     {
         "load.after_snapshot",
         "load.stats_after_snapshot",
+        "load.constraints_after_snapshot",
         "poller.before_apply",
         "write.before_commit",
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hms_cache_proxy.handler.constraints import ConstraintHandlers
 from hms_cache_proxy.handler.databases import DatabaseHandlers
 from hms_cache_proxy.handler.functions import FunctionHandlers
 from hms_cache_proxy.handler.notifications import NotificationHandlers
@@ -10,6 +11,7 @@ from hms_cache_proxy.handler.session import SessionHandlers
 from hms_cache_proxy.handler.stats import StatsHandlers
 from hms_cache_proxy.handler.tables import TableHandlers
 from hms_cache_proxy.handler.txn import TxnHandlers
+from hms_cache_proxy.handler.write_notes import WriteNotificationHandlers
 
 
 class Handler(
@@ -21,6 +23,8 @@ class Handler(
     FunctionHandlers,
     NotificationHandlers,
     TxnHandlers,
+    ConstraintHandlers,
+    WriteNotificationHandlers,
 ):
     """Every call the service answers; methods the IDL declares but no mixin defines are
     answered by the processor with a clear "not implemented" error."""

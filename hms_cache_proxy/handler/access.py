@@ -61,6 +61,9 @@ WRITE_CALLS = _calls(
     create_function drop_function alter_function open_txns abort_txn abort_txns commit_txn
     allocate_table_write_ids seed_write_id lock check_lock unlock heartbeat
     heartbeat_txn_range add_dynamic_partitions fire_listener_event flushCache
+    add_primary_key add_foreign_key add_unique_constraint add_not_null_constraint
+    add_default_constraint add_check_constraint drop_constraint
+    add_write_notification_log add_write_notification_log_in_batch
     """
 )
 """Calls that change the metastore (metadata, statistics, transactions, locks, events) or
@@ -87,6 +90,9 @@ READ_CALLS = _calls(
     get_metastore_db_uuid get_open_txns_req getName getVersion getStatus getStatusDetails
     getCounters getCounter setOption getOption getOptions getCpuProfile aliveSince
     reinitialize shutdown
+    get_primary_keys get_foreign_keys get_unique_constraints get_not_null_constraints
+    get_default_constraints get_check_constraints get_all_table_constraints
+    get_all_write_event_info
     """
 )
 """Calls that leave the metastore as it is (session settings and fb303 included)."""
@@ -119,7 +125,14 @@ FILTERED_CALLS = _calls(
 
 DB_ARGS = frozenset({"db_name", "dbname", "dbName", "source_db", "dest_db"})
 """Argument and struct field names that hold a database name."""
-DB_FIELDS = DB_ARGS | {"table_db", "pktable_db", "fktable_db"}
+DB_FIELDS = DB_ARGS | {
+    "table_db",
+    "pktable_db",
+    "fktable_db",
+    "parent_db_name",  # ForeignKeysRequest
+    "foreign_db_name",
+    "db",  # WriteNotificationLogRequest, WriteNotificationLogBatchRequest
+}
 EMPTY_WHEN_ABSENT = _calls("get_tables get_tables_by_type get_all_tables get_functions")
 """Calls that answer an absent database with an empty list (so also a hidden one)."""
 NAME_IS_DB = frozenset({"get_database", "drop_database"})
@@ -520,6 +533,9 @@ _RESULT_FILTERS: dict[str, Callable[[Any, Callable[[str | None], bool]], Any]] =
     "get_table_meta": _filter_field("", "dbName"),
     "get_all_functions": _filter_field("functions", "dbName"),
     "show_locks": _filter_field("locks", "dbname"),
+    # foreign keys referencing a visible table may be held by tables of hidden databases
+    "get_foreign_keys": _filter_field("foreignKeys", "fktable_db"),
+    "get_all_write_event_info": _filter_field("", "database"),  # dbName is optional
 }
 
 

@@ -293,32 +293,74 @@ class TableHandlers(FileRules):
     ) -> None:
         self._create_table(tbl, environment_context)
 
-    def create_table_with_constraints(self, tbl: hms.Table, *constraints: Any) -> None:
-        self._reject_constraints(constraints)
-        self._create_table(tbl, None)
+    def create_table_with_constraints(
+        self,
+        tbl: hms.Table,
+        primaryKeys: list[Any] | None = None,
+        foreignKeys: list[Any] | None = None,
+        uniqueConstraints: list[Any] | None = None,
+        notNullConstraints: list[Any] | None = None,
+        defaultConstraints: list[Any] | None = None,
+        checkConstraints: list[Any] | None = None,
+    ) -> None:
+        constraints = hms.SQLAllTableConstraints(
+            primaryKeys=primaryKeys,
+            foreignKeys=foreignKeys,
+            uniqueConstraints=uniqueConstraints,
+            notNullConstraints=notNullConstraints,
+            defaultConstraints=defaultConstraints,
+            checkConstraints=checkConstraints,
+        )
+        self._create_table(tbl, None, constraints)
 
     def create_table_req(self, request: hms.CreateTableRequest) -> None:
-        self._reject_constraints(
-            (
-                request.primaryKeys,
-                request.foreignKeys,
-                request.uniqueConstraints,
-                request.notNullConstraints,
-                request.defaultConstraints,
-                request.checkConstraints,
-            )
+        constraints = hms.SQLAllTableConstraints(
+            primaryKeys=request.primaryKeys,
+            foreignKeys=request.foreignKeys,
+            uniqueConstraints=request.uniqueConstraints,
+            notNullConstraints=request.notNullConstraints,
+            defaultConstraints=request.defaultConstraints,
+            checkConstraints=request.checkConstraints,
         )
-        self._create_table(request.table, request.envContext)
+        self._create_table(request.table, request.envContext, constraints)
 
     @staticmethod
-    def _reject_constraints(constraints: Sequence[Any]) -> None:
-        if any(c for c in constraints):
-            raise hms.MetaException(
-                message="hms-cache-proxy does not store table constraints (primary, foreign, "
-                "unique, not-null, default, check keys) yet; create the table without them"
-            )
+    def _own_constraints(
+        constraints: hms.SQLAllTableConstraints | None, cat: str, db: str, name: str
+    ) -> hms.SQLAllTableConstraints | None:
+        """Constraints created with a table belong to it: unset names are filled in, another
+        table's name is refused (a foreign key may reference another table)."""
+        if constraints is None:
+            return None
+        fields = ("table_db", "table_name")
+        if not any(getattr(constraints, f) for f in constraints.__dict__):
+            return None
+        out = hms.SQLAllTableConstraints()
+        for field, items in constraints.__dict__.items():
+            kept = []
+            for c in items or []:
+                c = type(c)(**c.__dict__)
+                own = ("fktable_db", "fktable_name") if field == "foreignKeys" else fields
+                for attr, value in zip(own, (db, name), strict=True):
+                    given = normalize(getattr(c, attr))
+                    if not given:
+                        setattr(c, attr, value)
+                    elif given != value:
+                        raise hms.InvalidObjectException(
+                            message=f"a constraint of table {cat}.{db}.{name} names table "
+                            f"{getattr(c, own[0])}.{getattr(c, own[1])}; constraints created "
+                            "with a table must be its own"
+                        )
+                kept.append(c)
+            setattr(out, field, kept)
+        return out
 
-    def _create_table(self, tbl: hms.Table | None, env: hms.EnvironmentContext | None) -> None:
+    def _create_table(
+        self,
+        tbl: hms.Table | None,
+        env: hms.EnvironmentContext | None,
+        constraints: hms.SQLAllTableConstraints | None = None,
+    ) -> None:
         """HMSHandler.create_table_core (Hive 4.0, without the MetastoreDefaultTransformer)."""
         if tbl is None:
             raise hms.MetaException(message="The table must be set")
@@ -343,6 +385,7 @@ class TableHandlers(FileRules):
         qualified = f"{cat}.{tbl.dbName}.{tbl.tableName}"
         table.tableName, table.dbName, table.catName = name, db, cat
         lower_columns(table)
+        owned = self._own_constraints(constraints, cat, db, name)
         made_dir = False
         if not is_view(table):
             if not table.sd.location:
@@ -385,7 +428,10 @@ class TableHandlers(FileRules):
             table.ownerType = hms.PrincipalType.USER
         normalize_table_type(table)
         try:
-            self.store.create_table(table)
+            if owned is None:
+                self.store.create_table(table)
+            else:
+                self.store.create_table(table, constraints=owned)
         except Exception as exc:
             if made_dir:
                 self.delete_quietly(table.sd.location)

@@ -143,3 +143,39 @@ def test_allow_list_per_sasl_user(populated: tuple[str, Path]) -> None:
             bob.get_table("sales", "orders")
         alice.close()
         bob.close()
+
+
+def test_constraint_calls_keep_to_the_allow_list(populated: tuple[str, Path]) -> None:
+    url, wh = populated
+    flags = {"enable_cstr": False, "validate_cstr": False, "rely_cstr": False}
+    with running_service(url, wh) as svc:
+        c = _client(svc.port)
+        pk = hms.SQLPrimaryKey(
+            table_db="sales", table_name="orders", column_name="a", key_seq=1, **flags
+        )
+        c.add_primary_key(hms.AddPrimaryKeyRequest(primaryKeyCols=[pk]))
+        fk = hms.SQLForeignKey(
+            pktable_db="sales", pktable_name="orders", pkcolumn_name="a", fktable_db="secret_db",
+            fktable_name="keys", fkcolumn_name="a", key_seq=1, update_rule=0, delete_rule=0,
+            fk_name="keys_orders", **flags,
+        )  # fmt: skip
+        c.add_foreign_key(hms.AddForeignKeyRequest(foreignKeyCols=[fk]))
+        by_parent = hms.ForeignKeysRequest(parent_db_name="sales", parent_tbl_name="orders")
+        assert [k.fk_name for k in c.get_foreign_keys(by_parent).foreignKeys] == ["keys_orders"]
+        c.close()
+    with running_service(url, wh, allowed_databases=["sales"]) as svc:
+        c = _client(svc.port)
+        assert c.get_foreign_keys(by_parent).foreignKeys == []  # held by a hidden table
+        assert [k.column_name for k in c.get_primary_keys(
+            hms.PrimaryKeysRequest(db_name="sales", tbl_name="orders")
+        ).primaryKeys] == ["a"]  # fmt: skip
+        with pytest.raises(hms.NoSuchObjectException):
+            c.get_foreign_keys(
+                hms.ForeignKeysRequest(foreign_db_name="secret_db", foreign_tbl_name="keys")
+            )
+        with pytest.raises(hms.NoSuchObjectException):
+            c.drop_constraint(hms.DropConstraintRequest("secret_db", "keys", "keys_orders"))
+        events = c.get_next_notification(hms.NotificationEventRequest(lastEvent=0)).events
+        assert "ADD_PRIMARYKEY" in {e.eventType for e in events}
+        assert "ADD_FOREIGNKEY" not in {e.eventType for e in events}  # names secret_db
+        c.close()

@@ -54,6 +54,7 @@ STATS_PARTITIONS = ["ds=2024-01-01/hr=0", "ds=2024-01-03/hr=5", "ds=2024-01-05/h
 # - Long/Double/Decimal/Date stats 6: histogram (Hive 4).
 # - TableStatsResult / PartitionsStatsResult 2: isStatsCompliant.
 # - Function 9: catName.
+# - SQLPrimaryKey 9, SQLForeignKey 15: catName.
 # Every other struct (StorageDescriptor, FieldSchema, Order, SkewedInfo, ...) is compared whole.
 HIVE_2_3_LAST_FIELD = {
     "Database": 7,
@@ -69,6 +70,8 @@ HIVE_2_3_LAST_FIELD = {
     "TableStatsResult": 1,
     "PartitionsStatsResult": 1,
     "Function": 8,
+    "SQLPrimaryKey": 8,
+    "SQLForeignKey": 14,
 }
 
 # The id-bearing tables and the DataNucleus sequence rows that hand out their ids.
@@ -1007,3 +1010,51 @@ def test_interleaved_writes_read_back_and_ids_never_collide(world: World) -> Non
         "the stock server altered the schema"
     )
     assert world.stock_server.proc.poll() is None, world.stock_server.log_tail()
+
+
+def test_constraints_read_back(world: World) -> None:
+    """Primary and foreign keys (the kinds Hive 2.3 knows) written by us, read by both."""
+    T, ours = world.T, world.ours
+    ours.create_database(T.Database(name="keys_db", locationUri=f"{world.warehouse.as_uri()}/k"))
+    flags = {"enable_cstr": False, "validate_cstr": False, "rely_cstr": True}
+    pks = [
+        T.SQLPrimaryKey(table_db="keys_db", table_name="orders", column_name=c, key_seq=i, **flags)
+        for i, c in enumerate(["a", "b"], start=1)
+    ]
+    ours.create_table_with_constraints(
+        _simple_table(T, "keys_db", "orders"), pks, [], [], [], [], []
+    )
+    ours.create_table(_simple_table(T, "keys_db", "lines"))
+    fks = [
+        T.SQLForeignKey(
+            pktable_db="keys_db",
+            pktable_name="orders",
+            pkcolumn_name=p,
+            fktable_db="keys_db",
+            fktable_name="lines",
+            fkcolumn_name=f,
+            key_seq=i,
+            update_rule=0,
+            delete_rule=0,
+            fk_name="lines_orders",
+            **flags,
+        )  # fmt: skip
+        for i, (p, f) in enumerate([("a", "a"), ("b", "b")], start=1)
+    ]
+    ours.add_foreign_key(T.AddForeignKeyRequest(fks))
+    stock, mine = world.both("get_primary_keys", T.PrimaryKeysRequest("keys_db", "orders"))
+    assert_same(stock, mine, "get_primary_keys(keys_db.orders)")
+    assert [k.column_name for k in mine.primaryKeys] == ["a", "b"]
+    assert mine.primaryKeys[0].pk_name.startswith("pk_")  # generated, read the same by both
+    request = T.ForeignKeysRequest(
+        parent_db_name="keys_db",
+        parent_tbl_name="orders",
+        foreign_db_name="keys_db",
+        foreign_tbl_name="lines",
+    )
+    stock, mine = world.both("get_foreign_keys", request)
+    assert_same(stock, mine, "get_foreign_keys(keys_db.lines -> keys_db.orders)")
+    assert [(k.fkcolumn_name, k.pkcolumn_name) for k in mine.foreignKeys] == [
+        ("a", "a"),
+        ("b", "b"),
+    ]

@@ -251,3 +251,28 @@ def test_an_event_of_another_writer_about_a_database_makes_a_databases_load_stal
     assert ("hive", "d") not in cache.databases
     assert not cache.install_databases({("hive", "d"): (database, b"x")}, 4)
     assert cache.install_databases({("hive", "d"): (database, b"y")}, 5)
+
+
+def test_constraints_install_only_when_nothing_since_may_have_changed_them() -> None:
+    cache = Cache(10**9)
+    parent, child = TableKey("hive", "d", "p"), TableKey("hive", "d", "c")
+    with cache.lock:
+        for name in ("p", "c"):
+            cache.put_locked(_entry(name, 0, 5))
+        cache.position = 10
+        assert not cache.install_constraints_locked(child, b"fk", frozenset({parent}), 11)
+        assert cache.install_constraints_locked(child, b"fk", frozenset({parent}), 10)
+        assert cache.install_constraints_locked(parent, b"pk", frozenset(), 10)
+        size = cache.nbytes
+        cache.constraints_changed_locked(parent, 12)  # the child's foreign key names it
+        assert cache.entries[parent].constraints is None
+        assert cache.entries[child].constraints is None and cache.nbytes < size
+        cache.position = 12
+        # read before event 12: stale, whichever table it was about
+        assert not cache.install_constraints_locked(child, b"fk", frozenset({parent}), 11)
+        assert cache.install_constraints_locked(child, b"fk", frozenset({parent}), 12)
+        cache.forget_constraints_locked(13, ("hive", "other"))  # no key into that database
+        assert cache.entries[child].constraints == b"fk"
+        cache.forget_constraints_locked(14, ("hive", "d"))
+        assert cache.entries[child].constraints is None
+        assert cache.fk_holders == set()

@@ -46,3 +46,14 @@ def test_an_unreadable_message_is_unknown() -> None:
     broken_object = _event({"db": "pub", "tableObjJson": "{not tjson"})
     assert event_databases(broken_object) is None
     assert event_databases(hms.NotificationEvent(eventId=1, dbName="Pub")) == {"pub"}
+
+
+def test_a_foreign_key_names_the_database_of_the_table_holding_it() -> None:
+    fk = hms.SQLForeignKey(
+        pktable_db="pub", pktable_name="p", pkcolumn_name="a", fktable_db="Secret",
+        fktable_name="c", fkcolumn_name="a", key_seq=1, fk_name="f",
+    )  # fmt: skip
+    body = m.MessageBuilder().add_constraints("foreignKeyListJson", [fk])
+    assert event_databases(_event(body, db="pub")) == {"pub", "secret"}
+    dropped = m.MessageBuilder().drop_constraint("hive", "secret", "c", "f")
+    assert event_databases(_event(dropped)) == {"secret"}

@@ -51,6 +51,11 @@ class Cache:
         self.databases_as_of: int | None = None
         self.catalogs: set[str] = {"hive"}
         self.position = 0  # the last event applied (the applier sets it under the lock)
+        # Constraints: the last event that changed some table's constraints, or dropped or
+        # renamed a table (a load read before it may name it), and the entries holding
+        # foreign keys (their answer depends on the referenced tables).
+        self.constraints_epoch = 0
+        self.fk_holders: set[TableKey] = set()
         self._loading: dict[TableKey, set[LoadTicket]] = {}
         self._evicted: OrderedDict[TableKey, None] = OrderedDict()
         self._on_evict = on_evict
@@ -162,6 +167,55 @@ class Cache:
             self._forget(old)
         return old
 
+    def constraints_changed_locked(self, key: TableKey, event_id: int) -> None:
+        """The constraints of ``key`` changed, or it was dropped or renamed: forget them, and
+        those of every entry with a foreign key referencing it; loads read before are stale."""
+        self.constraints_epoch = max(self.constraints_epoch, event_id)
+        entry = self.entries.get(key)
+        if entry is not None:
+            self._forget_constraints(entry, event_id)
+        for holder in list(self.fk_holders):
+            other = self.entries.get(holder)
+            if other is None or other.constraints is None:
+                self.fk_holders.discard(holder)
+            elif key in other.constraint_refs:
+                self._forget_constraints(other, event_id)
+
+    def forget_constraints_locked(self, event_id: int, db: tuple[str, str] | None = None) -> None:
+        """An event about a whole database (``db``: catalog, name), or about everything: the
+        constraints of every entry with a foreign key into it are forgotten."""
+        self.constraints_epoch = max(self.constraints_epoch, event_id)
+        for holder in list(self.fk_holders):
+            other = self.entries.get(holder)
+            if other is None or other.constraints is None:
+                self.fk_holders.discard(holder)
+            elif db is None or any((r.cat, r.db) == db for r in other.constraint_refs):
+                self._forget_constraints(other, event_id)
+
+    def _forget_constraints(self, entry: TableEntry, event_id: int) -> None:
+        before = len(entry.parts) if entry.parts is not None else 0
+        entry.forget_constraints(event_id)
+        self.fk_holders.discard(entry.key)
+        self.resized_locked(entry, before)
+
+    def install_constraints_locked(
+        self, key: TableKey, data: bytes, refs: frozenset[TableKey], at: int
+    ) -> bool:
+        """Constraints read at position ``at``, kept only if the entry reflects that position
+        for them: the poller has applied every event up to ``at``, and no event since may have
+        changed them (this table's, or a table a foreign key of any table may reference)."""
+        entry = self.entries.get(key)
+        if entry is None or self.position < at:
+            return False
+        if entry.constraints_changed > at or self.constraints_epoch > at:
+            return False
+        before = len(entry.parts) if entry.parts is not None else 0
+        entry.constraints, entry.constraint_refs = data, refs
+        if refs:
+            self.fk_holders.add(key)
+        self.resized_locked(entry, before)
+        return True
+
     def clear_locked(self) -> list[TableKey]:
         """Forget everything; loads made before the current position are refused."""
         keys = list(self.entries)
@@ -170,6 +224,8 @@ class Cache:
         self.partitions = 0
         self.databases.clear()
         self.databases_as_of = self.position
+        self.constraints_epoch = self.position
+        self.fk_holders.clear()
         for tickets in self._loading.values():
             for ticket in tickets:
                 ticket.touched = STALE  # every load under way is now stale

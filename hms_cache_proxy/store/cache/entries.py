@@ -202,6 +202,9 @@ class TableEntry:
         "parts",
         "stats",
         "stats_changed",
+        "constraints",
+        "constraint_refs",
+        "constraints_changed",
         "nbytes",
     )
 
@@ -222,6 +225,11 @@ class TableEntry:
         self.parts = parts
         self.stats: StatsRows | None = None
         self.stats_changed = as_of
+        # The table's constraints as encoded SQLAllTableConstraints (None: not loaded), the
+        # tables its foreign keys reference, and the last event that changed them or may have.
+        self.constraints: bytes | None = None
+        self.constraint_refs: frozenset[TableKey] = frozenset()
+        self.constraints_changed = as_of
         self.nbytes = 0
         self.set_table(table, table_bytes)
 
@@ -243,7 +251,15 @@ class TableEntry:
             n += self.parts.nbytes
         if self.stats is not None:
             n += self.stats.nbytes
+        if self.constraints is not None:
+            n += 2 * len(self.constraints) + 100 * len(self.constraint_refs)
         return n
+
+    def forget_constraints(self, event_id: int) -> None:
+        """Constraints changed (or may have) at ``event_id``: loaded again on the next read."""
+        self.constraints = None
+        self.constraint_refs = frozenset()
+        self.constraints_changed = event_id
 
 
 def is_transactional(params: dict[str, str] | None) -> bool:

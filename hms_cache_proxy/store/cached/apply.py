@@ -33,6 +33,7 @@ from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, 
 from hms_cache_proxy.store.cached.patterns import TablePatterns
 from hms_cache_proxy.store.cached.prewarm import Loader, empty_write_ids
 from hms_cache_proxy.store.events import messages as msg
+from hms_cache_proxy.store.events import tjson
 from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
 
 log = logging.getLogger(__name__)
@@ -58,13 +59,6 @@ IGNORED = frozenset(
         msg.CREATE_CATALOG,
         msg.ALTER_CATALOG,
         msg.DROP_CATALOG,
-        msg.ADD_PRIMARYKEY,
-        msg.ADD_FOREIGNKEY,
-        msg.ADD_UNIQUECONSTRAINT,
-        msg.ADD_NOTNULLCONSTRAINT,
-        msg.ADD_DEFAULTCONSTRAINT,
-        msg.ADD_CHECKCONSTRAINT,
-        msg.DROP_CONSTRAINT,
         msg.CREATE_ISCHEMA,
         msg.ALTER_ISCHEMA,
         msg.DROP_ISCHEMA,
@@ -77,6 +71,20 @@ IGNORED = frozenset(
     }
 )
 """Events that change nothing the cache holds."""
+
+CONSTRAINT_EVENTS = frozenset(
+    {
+        msg.ADD_PRIMARYKEY,
+        msg.ADD_FOREIGNKEY,
+        msg.ADD_UNIQUECONSTRAINT,
+        msg.ADD_NOTNULLCONSTRAINT,
+        msg.ADD_DEFAULTCONSTRAINT,
+        msg.ADD_CHECKCONSTRAINT,
+        msg.DROP_CONSTRAINT,
+    }
+)
+"""Events that change constraints only: whoever wrote them, the constraints of the tables
+they name (and of tables with foreign keys into those) are forgotten, loaded again on read."""
 
 STATS_EVENTS = frozenset(
     {
@@ -169,6 +177,7 @@ class _Batch:
 
     def drop(self, key: TableKey, reason: str, reload: bool = True) -> None:
         self.cache.touched_locked(key, self.event_id)
+        self.cache.constraints_changed_locked(key, self.event_id)
         if self.cache.drop_locked(key) is not None:
             metrics.INVALIDATIONS.labels(reason).inc()
             if reload:
@@ -259,6 +268,8 @@ class EventApplier:
             return self._alloc(body)
         if t in (msg.CREATE_DATABASE, msg.ALTER_DATABASE, msg.DROP_DATABASE):
             return self._database(t, cat, ev, body, ours)
+        if t in CONSTRAINT_EVENTS:
+            return self._constraints(cat, ev, body)
         if not ours:
             return self._invalidate_scope(ev, body)
         write_id = msg.write_id(body)
@@ -312,6 +323,9 @@ class EventApplier:
         old_key, new_key = self._key(cat, before), self._key(cat, after)
         data = wire.encode(after)
         parts_changed = msg.partitions_changed(body)
+        columns_changed = (before.sd.cols if before.sd else None) != (
+            after.sd.cols if after.sd else None
+        ) or before.partitionKeys != after.partitionKeys
 
         def op(b: _Batch) -> None:
             if old_key != new_key:
@@ -320,6 +334,8 @@ class EventApplier:
                 b.drop(new_key, "renamed", reload=False)
                 b.reload.add(new_key)
                 return
+            if columns_changed:  # constraints name columns by position
+                b.cache.constraints_changed_locked(old_key, b.event_id)
             entry = b.entry(old_key)
             if entry is None:
                 return
@@ -337,6 +353,24 @@ class EventApplier:
             if write_id is not None and entry.transactional:
                 entry.pending[write_id] = None
             b.changed(entry, n)
+
+        return op
+
+    # -- constraints ---------------------------------------------------------------------------
+
+    def _constraints(self, cat: str, ev: Any, body: dict[str, Any]) -> Op:
+        """The event names the table (a foreign key's: the referenced one); a foreign key's
+        own table is in its message."""
+        keys = {TableKey(cat, _norm(ev.dbName), _norm(ev.tableName))}
+        for text in body.get("foreignKeyListJson") or ():
+            fk = tjson.loads(text, hms.SQLForeignKey)
+            keys.add(
+                TableKey(_norm(fk.catName) or cat, _norm(fk.fktable_db), _norm(fk.fktable_name))
+            )
+
+        def op(b: _Batch) -> None:
+            for key in keys:
+                b.cache.constraints_changed_locked(key, b.event_id)
 
         return op
 
@@ -446,6 +480,7 @@ class EventApplier:
         def op(b: _Batch) -> None:
             cache = b.cache
             if t == msg.DROP_DATABASE:
+                cache.forget_constraints_locked(b.event_id, (cat, name))
                 for entry in list(cache.entries_of_db_locked(cat, name)):
                     b.drop(entry.key, "dropped", reload=False)
                 cache.touched_db_locked(cat, name, b.event_id)
@@ -558,6 +593,7 @@ class EventApplier:
                 for key in [TableKey(cat, db, table), *others]:
                     b.drop(key, "other_writer")
             elif db:
+                b.cache.forget_constraints_locked(b.event_id, (cat, db))
                 for entry in list(b.cache.entries_of_db_locked(cat, db)):
                     b.drop(entry.key, "other_writer")
                 b.cache.touched_db_locked(cat, db, b.event_id)
@@ -566,6 +602,7 @@ class EventApplier:
                 b.cache.databases_as_of = max(b.cache.databases_as_of or 0, b.event_id)
                 b.databases = True
             else:
+                b.cache.forget_constraints_locked(b.event_id)
                 for key in list(b.cache.entries):
                     b.drop(key, "unreadable_event")
 

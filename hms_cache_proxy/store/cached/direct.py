@@ -21,6 +21,9 @@ class DirectStore:
     def flush_all(self) -> int:
         return 0
 
+    def get_table_constraints(self, cat: str, db: str, name: str, **_: Any) -> Any:
+        return self.sql.get_table_constraints(cat, db, name)
+
     def get_table(self, cat: str, db: str, name: str, **_: Any) -> Any:
         return self.sql.get_table(cat, db, name)
 

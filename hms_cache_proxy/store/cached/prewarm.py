@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 RETRIES = 5
 DATABASES = "databases"
 STATS = "stats"
+CONSTRAINTS = "constraints"
 TABLE = "table"
 BATCH = "batch"
 
@@ -96,6 +97,9 @@ class Loader:
 
     def request_stats(self, key: TableKey) -> None:
         self._put((STATS, key), True)
+
+    def request_constraints(self, key: TableKey) -> None:
+        self._put((CONSTRAINTS, key), True)
 
     def request_databases(self) -> None:
         self._put((DATABASES, None), True)
@@ -246,6 +250,9 @@ class Loader:
         elif kind == STATS:
             assert key is not None
             self.load_stats(key)
+        elif kind == CONSTRAINTS:
+            assert key is not None
+            self.load_constraints(key)
         else:
             assert key is not None
             for _ in range(RETRIES):
@@ -317,6 +324,19 @@ class Loader:
     def load_databases(self) -> bool:
         at, found = cacheload.load_databases(self.sql)
         return self.cache.install_databases({k: (v, wire.encode(v)) for k, v in found.items()}, at)
+
+    def load_constraints(self, key: TableKey) -> bool:
+        """Constraints of a cached table, kept only if nothing may have changed them since
+        (Cache.install_constraints_locked); else the next read asks again."""
+        loaded = cacheload.load_constraints(self.sql, key.cat, key.db, key.table)
+        refs = frozenset(
+            TableKey(fk.catName or key.cat, fk.pktable_db, fk.pktable_name)
+            for fk in loaded.constraints.foreignKeys or ()
+        )
+        data = wire.encode(loaded.constraints)
+        failpoints.hit("load.constraints_after_snapshot", key.qualified())
+        with self.cache.lock:
+            return self.cache.install_constraints_locked(key, data, refs, loaded.at)
 
     def load_stats(self, key: TableKey) -> bool:
         """Statistics rows of a cached table, kept only if nothing changed them since."""

@@ -84,6 +84,9 @@ WRITE_METHODS = frozenset(
         "delete_table_column_statistics",
         "delete_partition_column_statistics",
         "truncate_table",
+        "add_constraints",
+        "drop_constraint",
+        "add_write_notifications",
     }
 )
 """SqlStore calls that write metadata events the cache must see before the call returns."""
@@ -298,6 +301,32 @@ class CachedStore(StatsReads):
         result = self._read("get_table", key, valid_write_id_list, cached, database)
         if isinstance(result, bytes) and not encoded:
             return wire.decode(hms.Table, result)
+        return result
+
+    def get_table_constraints(
+        self, cat: str, db: str, name: str, *, valid_write_id_list: str | None = None
+    ) -> hms.SQLAllTableConstraints:
+        """From the table's entry, under the table's rules; constraints are loaded on the first
+        read (not with the table: few tables have any, fewer clients ask)."""
+        key = TableKey(cat, db, name)
+        method = "get_table_constraints"
+
+        def cached(entry: TableEntry) -> Any:
+            if entry.constraints is None:
+                self.loader.request_constraints(key)
+                raise _NoConstraints()
+            return entry.constraints
+
+        def database() -> Any:
+            return self.sql.get_table_constraints(cat, db, name)
+
+        try:
+            result = self._read(method, key, valid_write_id_list, cached, database)
+        except _NoConstraints:
+            self.counters.miss(method, metrics.MISS_NOT_CACHED)
+            return database()
+        if isinstance(result, bytes):
+            return wire.decode(hms.SQLAllTableConstraints, result)
         return result
 
     def get_tables_by_names(self, cat: str, db: str, names: Sequence[str]) -> list[hms.Table]:
@@ -696,6 +725,10 @@ class CachedStore(StatsReads):
             keys = self.cache.clear_locked()
         self.loader.request_databases()
         return len(keys)
+
+
+class _NoConstraints(Exception):
+    """Internal: the entry is there, its constraints are not loaded yet."""
 
 
 class _PartitionList:

@@ -43,6 +43,13 @@ _EMBEDDED: dict[str, tuple[type, Any]] = {
         k: (hms.Database, lambda d: d.name) for k in ("dbjson", "dbobjbeforejson", "dbobjafterjson")
     },
     "functionobjjson": (hms.Function, _db_of),
+    # constraints: the event's dbName is a foreign key's referenced database; its own is here
+    "primarykeylistjson": (hms.SQLPrimaryKey, lambda c: c.table_db),
+    "foreignkeylistjson": (hms.SQLForeignKey, lambda c: c.fktable_db),
+    "uniqueconstraintlistjson": (hms.SQLUniqueConstraint, lambda c: c.table_db),
+    "notnullconstraintlistjson": (hms.SQLNotNullConstraint, lambda c: c.table_db),
+    "defaultconstraintlistjson": (hms.SQLDefaultConstraint, lambda c: c.table_db),
+    "checkconstraintlistjson": (hms.SQLCheckConstraint, lambda c: c.table_db),
     "colstatsjson": (hms.ColumnStatistics, lambda c: c.statsDesc and c.statsDesc.dbName),
 }
 

@@ -682,6 +682,65 @@ class MessageBuilder:
             }
         )
 
+    # -- constraints: JSONAdd{PrimaryKey,ForeignKey,UniqueConstraint,NotNullConstraint,
+    #    DefaultConstraint,CheckConstraint}Message, JSONDropConstraintMessage
+
+    def add_constraints(self, list_key: str, items: Sequence[Any]) -> dict[str, Any]:
+        """``list_key`` is the message's list field (``primaryKeyListJson``, ...): one TJSON
+        text per constraint column, as stored (generated names filled in)."""
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "timestamp": self.now(),
+                list_key: [tjson.dumps(item) for item in items],
+            }
+        )
+
+    def drop_constraint(self, cat: str, db: str, table: str, name: str) -> dict[str, Any]:
+        return self._finish(
+            {
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "catName": cat,
+                "dbName": db,
+                "tableName": table,
+                "constraintName": name,
+                "timestamp": self.now(),
+            }
+        )
+
+    # -- JSONAcidWriteMessage
+
+    def acid_write(
+        self,
+        txn_id: int,
+        write_id: int,
+        table: Any,
+        partition_name: str,
+        partition: Any | None,
+        files: Sequence[str],
+    ) -> dict[str, Any]:
+        """``partition`` is the partition's name ("" for the table); ``files`` are encoded
+        as ReplChangeManager encodes them."""
+        return self._finish(
+            {
+                "txnid": txn_id,
+                "writeId": write_id,
+                "timestamp": self.now(),
+                "server": self.server,
+                "servicePrincipal": self.service_principal,
+                "database": table.dbName,
+                "table": table.tableName,
+                "partition": partition_name,
+                "tableObjJson": self.table_json(table),
+                "partitionObjJson": (
+                    self.partition_json(partition) if partition is not None else None
+                ),
+                "files": list(files),
+            }
+        )
+
     # -- transactions: JSONOpenTxnMessage, JSONCommitTxnMessage, JSONAbortTxnMessage,
     #    JSONAllocWriteIdMessage
 

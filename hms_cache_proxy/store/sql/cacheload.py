@@ -49,6 +49,12 @@ class LoadedStats:
     part_rows: list[tuple[str, Any]]  # (partition name, row)
 
 
+@dataclass
+class LoadedConstraints:
+    at: int
+    constraints: hms.SQLAllTableConstraints
+
+
 def current_event(store: Any, conn: Any) -> int:
     return store.events.current_event_id(conn)
 
@@ -170,6 +176,13 @@ def load_stats(store: Any, cat: str, db: str, name: str) -> LoadedStats | None:
             .where(p.c.TBL_ID == tbl_id)
         ).all()
     return LoadedStats(at, list(table_rows), [(r[0], r) for r in part_rows])
+
+
+def load_constraints(store: Any, cat: str, db: str, name: str) -> LoadedConstraints:
+    """A table's constraints and the event position they reflect, in one snapshot."""
+    with store.db.read() as conn:
+        at = current_event(store, conn)
+        return LoadedConstraints(at, store.table_constraints_in(conn, cat, db, name))
 
 
 def _transactional(params: dict[str, str] | None) -> bool:

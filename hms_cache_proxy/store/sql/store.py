@@ -10,6 +10,7 @@ from hms_cache_proxy.store.sql.functions import FunctionsMixin
 from hms_cache_proxy.store.sql.notifications import NotificationsMixin
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
 from hms_cache_proxy.store.sql.stats import StatsMixin
+from hms_cache_proxy.store.sql.write_notes import WriteNotesMixin
 from hms_cache_proxy.store.txn.service import TxnConfig, TxnService
 
 
@@ -18,6 +19,7 @@ class SqlStore(
     StatsMixin,
     FunctionsMixin,
     NotificationsMixin,
+    WriteNotesMixin,
     PartitionsMixin,  # after its subclasses (StatsMixin, NotificationsMixin): a consistent MRO
 ):
     """Every store call answered from the metastore database.

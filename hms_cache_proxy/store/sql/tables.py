@@ -35,6 +35,7 @@ from hms_cache_proxy.store.sql.common import (
     principal_type,
     table_ref,
 )
+from hms_cache_proxy.store.sql.constraints import ConstraintsMixin
 from hms_cache_proxy.store.sql.details import load_details
 from hms_cache_proxy.store.sql.storage import (
     SD_COLUMNS,
@@ -88,7 +89,7 @@ TABLE_BY_NAME = table_select(
 TABLE_BY_ID = table_select(_T.c.TBL_ID == bindparam("tbl_id"))
 
 
-class TablesMixin(SqlStoreBase):
+class TablesMixin(ConstraintsMixin, SqlStoreBase):
     # -- reads -----------------------------------------------------------------------------------
 
     def get_table(self, cat: str, db: str, name: str) -> hms.Table:
@@ -225,7 +226,11 @@ class TablesMixin(SqlStoreBase):
     # -- writes ----------------------------------------------------------------------------------
 
     def create_table(
-        self, table: hms.Table, *, valid_write_id_list: str | None = None
+        self,
+        table: hms.Table,
+        *,
+        valid_write_id_list: str | None = None,
+        constraints: hms.SQLAllTableConstraints | None = None,
     ) -> hms.Table:
         """Store a table the handler has completed (names normalised, defaults filled); returns
         it as stored.
@@ -234,7 +239,8 @@ class TablesMixin(SqlStoreBase):
         a write id allocated on the new name, as Hive's CTAS asks for one before the table
         exists) gets TBLS.WRITE_ID = that write id, checked to belong to an open txn
         (``_txn_write``); its CREATE_TABLE carries ``writeId`` and the txn's validWriteIdList.
-        Other tables store 0, as Hive's ObjectStore.createTable does.
+        Other tables store 0, as Hive's ObjectStore.createTable does. ``constraints`` are
+        stored with the table, their events (ADD_PRIMARYKEY, ...) after its CREATE_TABLE.
         """
         cat, db, name = table.catName, table.dbName, table.tableName
 
@@ -247,6 +253,7 @@ class TablesMixin(SqlStoreBase):
             tw = self._create_txn_write(conn, table, valid_write_id_list)
             tbl_id = self._insert_table(conn, db_row.DB_ID, table, tw.write_id or 0)
             stored = self._load_table_by_id(conn, tbl_id)
+            extra = self._insert_constraints(conn, cat, constraints) if constraints else []
             self._emit(
                 conn,
                 [
@@ -258,7 +265,8 @@ class TablesMixin(SqlStoreBase):
                         cat,
                         db,
                         name,
-                    )
+                    ),
+                    *extra,
                 ],
             )
             return stored
