@@ -61,6 +61,8 @@ WRITE_CALLS = _calls(
     create_function drop_function alter_function open_txns abort_txn abort_txns commit_txn
     allocate_table_write_ids seed_write_id lock check_lock unlock heartbeat
     heartbeat_txn_range add_dynamic_partitions fire_listener_event flushCache
+    create_role drop_role grant_role revoke_role grant_revoke_role grant_privileges
+    revoke_privileges grant_revoke_privileges refresh_privileges
     """
 )
 """Calls that change the metastore (metadata, statistics, transactions, locks, events) or
@@ -87,6 +89,8 @@ READ_CALLS = _calls(
     get_metastore_db_uuid get_open_txns_req getName getVersion getStatus getStatusDetails
     getCounters getCounter setOption getOption getOptions getCpuProfile aliveSince
     reinitialize shutdown
+    get_role_names list_roles get_principals_in_role get_role_grants_for_principal
+    get_privilege_set list_privileges
     """
 )
 """Calls that leave the metastore as it is (session settings and fb303 included)."""
@@ -105,6 +109,8 @@ GLOBAL_CALLS = _calls(
     heartbeat_txn_range get_current_notificationEventId flushCache get_metastore_db_uuid
     get_open_txns_req getName getVersion getStatus getStatusDetails getCounters getCounter
     setOption getOption getOptions getCpuProfile aliveSince reinitialize shutdown
+    create_role drop_role get_role_names grant_role revoke_role list_roles grant_revoke_role
+    get_principals_in_role get_role_grants_for_principal
     """
 )
 """Calls that name no database (catalogs, transactions by id, session, fb303)."""
@@ -113,6 +119,7 @@ FILTERED_CALLS = _calls(
     """
     get_databases get_all_databases get_table_meta get_next_notification get_all_functions
     show_locks get_notification_events_count
+    list_privileges
     """
 )
 """Calls whose results list several databases' objects: hidden ones are left out."""
@@ -520,6 +527,9 @@ _RESULT_FILTERS: dict[str, Callable[[Any, Callable[[str | None], bool]], Any]] =
     "get_table_meta": _filter_field("", "dbName"),
     "get_all_functions": _filter_field("functions", "dbName"),
     "show_locks": _filter_field("locks", "dbname"),
+    "list_privileges": lambda result, visible: [
+        p for p in result if p.hiveObject is None or visible(_lower(p.hiveObject.dbName))
+    ],
 }
 
 
