@@ -15,8 +15,7 @@ from typing import Any
 from hms_cache_proxy.handler.base import HandlerBase
 from hms_cache_proxy.handler.roles import as_meta
 from hms_cache_proxy.idl import hms
-
-PARTITION_LEVEL_PRIVILEGE = "PARTITION_LEVEL_PRIVILEGE"
+from hms_cache_proxy.store.sql.privileges import partition_level as store_partition_level
 
 
 def _bag(privileges: hms.PrivilegeBag | None) -> list[hms.HiveObjectPrivilege]:
@@ -25,7 +24,7 @@ def _bag(privileges: hms.PrivilegeBag | None) -> list[hms.HiveObjectPrivilege]:
 
 def partition_level(table: hms.Table) -> bool:
     """Whether Hive fills a partition's privileges in the ``*_with_auth`` calls."""
-    return str((table.parameters or {}).get(PARTITION_LEVEL_PRIVILEGE, "")).upper() == "TRUE"
+    return store_partition_level(table.parameters)
 
 
 def with_partition_privileges(

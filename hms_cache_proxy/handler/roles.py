@@ -143,7 +143,3 @@ class RoleHandlers(HandlerBase):
             principal, _require_type(request.principal_type)
         )
         return hms.GetRoleGrantsForPrincipalResponse(principalGrants=grants)
-
-    def set_ugi(self, user_name: str, group_names: list[str]) -> list[str]:
-        """HMSHandler.set_ugi: the groups with the user appended (nothing is kept)."""
-        return [*(group_names or []), user_name]

@@ -211,7 +211,12 @@ def test_create_table_stores_the_owner_privileges_it_carries(client, T):
     t.privileges = T.PrincipalPrivilegeSet(userPrivileges={"alice": [info]})
     client.create_table(t)
     listed = client.list_privileges("alice", T.PrincipalType.USER, _ref(T, "TABLE", "d", "owned"))
-    assert [(p.grantInfo.privilege, p.grantInfo.grantOption) for p in listed] == [("ALL", True)]
+    assert [(p.grantInfo.privilege, p.grantInfo.grantOption, p.authorizer) for p in listed] == [
+        ("ALL", True, "SQL")
+    ]
+    # The database's privileges are not stored at create, as in Hive.
+    client.create_database(T.Database(name="d2", privileges=t.privileges))
+    assert client.list_privileges("alice", T.PrincipalType.USER, _ref(T, "DATABASE", "d2")) == []
 
 
 def test_refresh_privileges_replaces_an_authorizers_grants(client, T):
@@ -247,4 +252,13 @@ def test_with_auth_calls_fill_partition_privileges_when_the_table_asks(client, T
     assert _names(parts[0].privileges.userPrivileges["bob"]) == ["SELECT"]
     parts = client.get_partitions_ps_with_auth("d", "guarded", ["x"], -1, "bob", [])
     assert _names(parts[0].privileges.userPrivileges["bob"]) == ["SELECT"]
-    assert client.set_ugi("bob", ["eng"]) == ["eng", "bob"]
+    # A new partition of such a table starts with the table's grants, as in Hive.
+    table_ref = _ref(T, "TABLE", "d", "guarded")
+    client.grant_privileges(
+        T.PrivilegeBag(privileges=[_priv(T, table_ref, "carl", "USER", "INSERT")])
+    )
+    client.add_partition(partition(T, "d", "guarded", ["y"]))
+    new_ref = _ref(T, "PARTITION", "d", "guarded", partValues=["y"])
+    assert _names(client.list_privileges("carl", T.PrincipalType.USER, new_ref)) == ["INSERT"]
+    got = client.get_partition_with_auth("d", "guarded", ["y"], "carl", [])
+    assert _names(got.privileges.userPrivileges["carl"]) == ["INSERT"]

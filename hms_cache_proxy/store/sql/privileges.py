@@ -10,7 +10,7 @@ Rows go with their object (tables.py and databases.py delete them).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,7 +219,7 @@ def owner_grant_rows(
     level: Level, owner_id: int, privileges: hms.PrincipalPrivilegeSet | None
 ) -> list[dict[str, Any]]:
     """The rows of a PrincipalPrivilegeSet a new object carries (Table.privileges), as
-    ObjectStore.createTable stores them (no authorizer)."""
+    Hive 4's ObjectStore.createTable stores them (authorizer ``SQL``)."""
     if privileges is None:
         return []
     rows = []
@@ -231,8 +231,45 @@ def owner_grant_rows(
         for principal, infos in (grants or {}).items():
             for info in infos or []:
                 for priv in _split(info.privilege):
-                    rows.append(_row(level, principal, ptype, info, priv, None, owner_id))
+                    rows.append(_row(level, principal, ptype, info, priv, "SQL", owner_id))
     return rows
+
+
+PARTITION_LEVEL_PRIVILEGE = "PARTITION_LEVEL_PRIVILEGE"
+
+
+def partition_level(params: Mapping[str, str] | None) -> bool:
+    """Whether a table's partitions carry their own privileges (Hive's table parameter)."""
+    return str((params or {}).get(PARTITION_LEVEL_PRIVILEGE, "")).upper() == "TRUE"
+
+
+def copy_table_grants_to_partitions(
+    conn: Connection, ids: idseq.IdAllocator, tbl_id: int, part_ids: Sequence[int]
+) -> None:
+    """ObjectStore.addPartition on a table with PARTITION_LEVEL_PRIVILEGE=TRUE: each new
+    partition gets the table's grants (TBL_PRIVS) and column grants (TBL_COL_PRIVS)."""
+    if not part_ids:
+        return
+    for source, target in ((TABLE, PARTITION), (TABLE_COLUMN, PARTITION_COLUMN)):
+        grants = conn.execute(select(source.table).where(source.table.c.TBL_ID == tbl_id)).all()
+        rows = []
+        for part_id in part_ids:
+            for g in grants:
+                row = {
+                    "PRINCIPAL_NAME": g.PRINCIPAL_NAME,
+                    "PRINCIPAL_TYPE": g.PRINCIPAL_TYPE,
+                    target.priv: g._mapping[source.priv],
+                    "CREATE_TIME": now(),
+                    "GRANTOR": g.GRANTOR,
+                    "GRANTOR_TYPE": g.GRANTOR_TYPE,
+                    "GRANT_OPTION": g.GRANT_OPTION,
+                    "AUTHORIZER": g.AUTHORIZER,
+                    "PART_ID": part_id,
+                }
+                if target.has_column:
+                    row["COLUMN_NAME"] = g.COLUMN_NAME
+                rows.append(row)
+        insert_grants(conn, ids, target, rows)
 
 
 class PrivilegesMixin(SqlStoreBase):
