@@ -262,3 +262,27 @@ def test_with_auth_calls_fill_partition_privileges_when_the_table_asks(client, T
     assert _names(client.list_privileges("carl", T.PrincipalType.USER, new_ref)) == ["INSERT"]
     got = client.get_partition_with_auth("d", "guarded", ["y"], "carl", [])
     assert _names(got.privileges.userPrivileges["carl"]) == ["INSERT"]
+
+
+def test_allow_lists_hide_grants_on_hidden_databases(database_url, tmp_path, T):
+    with running_service(database_url, tmp_path / "wh") as svc:
+        admin, transport = apache_client("127.0.0.1", svc.port)
+        try:
+            for name in ("open", "hidden"):
+                admin.create_database(T.Database(name=name))
+                admin.grant_privileges(
+                    T.PrivilegeBag(
+                        privileges=[_priv(T, _ref(T, "DATABASE", name), "bob", "USER", "SELECT")]
+                    )
+                )
+        finally:
+            transport.close()
+    with running_service(database_url, tmp_path / "wh", allowed_databases=["open"]) as svc:
+        client, transport = apache_client("127.0.0.1", svc.port)
+        try:
+            listed = client.list_privileges("bob", T.PrincipalType.USER, T.HiveObjectRef())
+            assert [p.hiveObject.dbName for p in listed] == ["open"]
+            with raises(T.MetaException, "database hive.hidden"):
+                client.get_privilege_set(_ref(T, "DATABASE", "hidden"), "bob", [])
+        finally:
+            transport.close()
