@@ -548,6 +548,8 @@ class PrivilegesMixin(SqlStoreBase):
 def _require(p: hms.HiveObjectPrivilege) -> hms.PrivilegeGrantInfo:
     if p is None or p.hiveObject is None or p.grantInfo is None:
         raise hms.MetaException(message="A privilege needs a hiveObject and a grantInfo")
-    if not p.principalName or p.principalType is None:
-        raise hms.MetaException(message="A privilege needs a principalName and a principalType")
+    if not p.principalName or principal_name(p.principalType) is None:
+        raise hms.MetaException(
+            message="A privilege needs a principalName and a principalType (USER, ROLE, GROUP)"
+        )
     return p.grantInfo
