@@ -262,6 +262,23 @@ def test_with_auth_calls_fill_partition_privileges_when_the_table_asks(client, T
     assert _names(client.list_privileges("carl", T.PrincipalType.USER, new_ref)) == ["INSERT"]
     got = client.get_partition_with_auth("d", "guarded", ["y"], "carl", [])
     assert _names(got.privileges.userPrivileges["carl"]) == ["INSERT"]
+    # Groups and roles as get_privilege_set answers them.
+    client.create_role(T.Role(roleName="r", ownerName="hive"))
+    client.grant_role("r", "bob", T.PrincipalType.USER, "hive", T.PrincipalType.USER, False)
+    x_ref = _ref(T, "PARTITION", "d", "guarded", partValues=["x"])
+    client.grant_privileges(
+        T.PrivilegeBag(
+            privileges=[
+                _priv(T, x_ref, "eng", "GROUP", "ALTER"),
+                _priv(T, x_ref, "r", "ROLE", "DROP"),
+            ]
+        )
+    )
+    parts = client.get_partitions_with_auth("d", "guarded", -1, "bob", ["eng"])
+    by_values = {tuple(p.values): p.privileges for p in parts}
+    assert by_values[("x",)] == client.get_privilege_set(x_ref, "bob", ["eng"])
+    assert _names(by_values[("x",)].rolePrivileges["r"]) == ["DROP"]
+    assert _names(by_values[("x",)].groupPrivileges["eng"]) == ["ALTER"]
 
 
 def test_allow_lists_hide_grants_on_hidden_databases(database_url, tmp_path, T):

@@ -40,18 +40,19 @@ class Level:
     seq: idseq.IdSequence
     priv: str
     owner: str | None  # DB_ID, TBL_ID, PART_ID; None for global privileges
+    object_type: int  # the HiveObjectType its rows are listed as
     has_column: bool = False
 
 
-GLOBAL = Level(s.GLOBAL_PRIVS, idseq.GLOBAL_PRIVILEGE, "USER_PRIV", None)
-DATABASE = Level(s.DB_PRIVS, idseq.DB_PRIVILEGE, "DB_PRIV", "DB_ID")
-TABLE = Level(s.TBL_PRIVS, idseq.TABLE_PRIVILEGE, "TBL_PRIV", "TBL_ID")
-PARTITION = Level(s.PART_PRIVS, idseq.PARTITION_PRIVILEGE, "PART_PRIV", "PART_ID")
+GLOBAL = Level(s.GLOBAL_PRIVS, idseq.GLOBAL_PRIVILEGE, "USER_PRIV", None, _T.GLOBAL)
+DATABASE = Level(s.DB_PRIVS, idseq.DB_PRIVILEGE, "DB_PRIV", "DB_ID", _T.DATABASE)
+TABLE = Level(s.TBL_PRIVS, idseq.TABLE_PRIVILEGE, "TBL_PRIV", "TBL_ID", _T.TABLE)
+PARTITION = Level(s.PART_PRIVS, idseq.PARTITION_PRIVILEGE, "PART_PRIV", "PART_ID", _T.PARTITION)
 TABLE_COLUMN = Level(
-    s.TBL_COL_PRIVS, idseq.TABLE_COLUMN_PRIVILEGE, "TBL_COL_PRIV", "TBL_ID", has_column=True
+    s.TBL_COL_PRIVS, idseq.TABLE_COLUMN_PRIVILEGE, "TBL_COL_PRIV", "TBL_ID", _T.COLUMN, True
 )
 PARTITION_COLUMN = Level(
-    s.PART_COL_PRIVS, idseq.PARTITION_COLUMN_PRIVILEGE, "PART_COL_PRIV", "PART_ID", has_column=True
+    s.PART_COL_PRIVS, idseq.PARTITION_COLUMN_PRIVILEGE, "PART_COL_PRIV", "PART_ID", _T.COLUMN, True
 )
 LEVELS = (GLOBAL, DATABASE, TABLE, PARTITION, TABLE_COLUMN, PARTITION_COLUMN)
 
@@ -148,15 +149,7 @@ def _object_privilege(level: Level, row: Any) -> hms.HiveObjectPrivilege:
     else:
         part = m.get("PART_NAME")
         ref = hms.HiveObjectRef(
-            objectType=(
-                _T.COLUMN
-                if level.has_column
-                else _T.DATABASE
-                if level is DATABASE
-                else _T.TABLE
-                if level is TABLE
-                else _T.PARTITION
-            ),
+            objectType=level.object_type,
             dbName=m["DB_NAME"],
             objectName=m.get("TBL_NAME"),
             partValues=[v for _, v in parse_part_name(part)] if part else None,
@@ -426,21 +419,53 @@ class PrivilegesMixin(SqlStoreBase):
         user: str | None,
         groups: Sequence[str] | None,
     ) -> list[hms.PrincipalPrivilegeSet]:
-        """get_privilege_set of each partition, for the ``*_with_auth`` calls."""
-        return [
-            self.get_privilege_set(
-                hms.HiveObjectRef(
-                    objectType=_T.PARTITION,
-                    dbName=db,
-                    objectName=tbl,
-                    partValues=list(values),
-                    catName=cat,
-                ),
-                user,
-                groups,
-            )
-            for values in part_values
-        ]
+        """get_privilege_set of each partition, for the ``*_with_auth`` calls: the table's
+        partition grants of the user, its groups and roles in one query."""
+        groups = list(groups or [])
+        part_values = [list(v) for v in part_values]
+        with self.db.read() as conn:
+            try:
+                table = self._table_row(conn, cat, db, tbl)
+            except hms.NoSuchObjectException:
+                return [hms.PrincipalPrivilegeSet() for _ in part_values]
+            keys = [
+                r[0]
+                for r in conn.execute(
+                    select(s.PARTITION_KEYS.c.PKEY_NAME)
+                    .where(s.PARTITION_KEYS.c.TBL_ID == table.TBL_ID)
+                    .order_by(s.PARTITION_KEYS.c.INTEGER_IDX)
+                )
+            ]
+            roles = roles_in_hierarchy(conn, user, groups)
+            principals = [(g, "GROUP") for g in groups] + [(r, "ROLE") for r in roles]
+            if user is not None:
+                principals.append((user, "USER"))
+            c, pt = s.PART_PRIVS.c, s.PARTITIONS.c
+            rows = conn.execute(
+                select(s.PART_PRIVS, pt.PART_NAME)
+                .select_from(s.PART_PRIVS.join(s.PARTITIONS, pt.PART_ID == c.PART_ID))
+                .where(pt.TBL_ID == table.TBL_ID, c.PRINCIPAL_NAME.in_([n for n, _ in principals]))
+                .order_by(c.PART_GRANT_ID)
+            ).all()
+        held: dict[tuple[str, str, str], list[hms.PrivilegeGrantInfo]] = {}
+        for r in rows:
+            key = (r.PART_NAME, r.PRINCIPAL_NAME, r.PRINCIPAL_TYPE)
+            held.setdefault(key, []).append(_grant_info(PARTITION, r))
+        out = []
+        for values in part_values:
+            try:
+                name = make_part_name(keys, values)
+            except PartitionNameError as exc:
+                raise hms.MetaException(message=str(exc)) from None
+            result = hms.PrincipalPrivilegeSet()
+            if user is not None:
+                result.userPrivileges = {user: held.get((name, user, "USER"), [])}
+            if groups:
+                result.groupPrivileges = {g: held.get((name, g, "GROUP"), []) for g in groups}
+            if roles:
+                result.rolePrivileges = {r: held.get((name, r, "ROLE"), []) for r in roles}
+            out.append(result)
+        return out
 
     # -- writes ----------------------------------------------------------------------------------
 
