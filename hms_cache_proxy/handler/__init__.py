@@ -7,6 +7,8 @@ from hms_cache_proxy.handler.databases import DatabaseHandlers
 from hms_cache_proxy.handler.functions import FunctionHandlers
 from hms_cache_proxy.handler.notifications import NotificationHandlers
 from hms_cache_proxy.handler.partitions import PartitionHandlers
+from hms_cache_proxy.handler.privileges import PrivilegeHandlers
+from hms_cache_proxy.handler.roles import RoleHandlers
 from hms_cache_proxy.handler.session import SessionHandlers
 from hms_cache_proxy.handler.stats import StatsHandlers
 from hms_cache_proxy.handler.tables import TableHandlers
@@ -25,6 +27,9 @@ class Handler(
     TxnHandlers,
     ConstraintHandlers,
     WriteNotificationHandlers,
+    # issue 15: roles and privileges
+    RoleHandlers,
+    PrivilegeHandlers,
 ):
     """Every call the service answers; methods the IDL declares but no mixin defines are
     answered by the processor with a clear "not implemented" error."""

@@ -64,6 +64,8 @@ WRITE_CALLS = _calls(
     add_primary_key add_foreign_key add_unique_constraint add_not_null_constraint
     add_default_constraint add_check_constraint drop_constraint
     add_write_notification_log add_write_notification_log_in_batch
+    create_role drop_role grant_role revoke_role grant_revoke_role grant_privileges
+    revoke_privileges grant_revoke_privileges refresh_privileges
     """
 )
 """Calls that change the metastore (metadata, statistics, transactions, locks, events) or
@@ -93,6 +95,8 @@ READ_CALLS = _calls(
     get_primary_keys get_foreign_keys get_unique_constraints get_not_null_constraints
     get_default_constraints get_check_constraints get_all_table_constraints
     get_all_write_event_info
+    get_role_names list_roles get_principals_in_role get_role_grants_for_principal
+    get_privilege_set list_privileges
     """
 )
 """Calls that leave the metastore as it is (session settings and fb303 included)."""
@@ -111,6 +115,8 @@ GLOBAL_CALLS = _calls(
     heartbeat_txn_range get_current_notificationEventId flushCache get_metastore_db_uuid
     get_open_txns_req getName getVersion getStatus getStatusDetails getCounters getCounter
     setOption getOption getOptions getCpuProfile aliveSince reinitialize shutdown
+    create_role drop_role get_role_names grant_role revoke_role list_roles grant_revoke_role
+    get_principals_in_role get_role_grants_for_principal
     """
 )
 """Calls that name no database (catalogs, transactions by id, session, fb303)."""
@@ -119,6 +125,7 @@ FILTERED_CALLS = _calls(
     """
     get_databases get_all_databases get_table_meta get_next_notification get_all_functions
     show_locks get_notification_events_count
+    list_privileges
     """
 )
 """Calls whose results list several databases' objects: hidden ones are left out."""
@@ -536,6 +543,9 @@ _RESULT_FILTERS: dict[str, Callable[[Any, Callable[[str | None], bool]], Any]] =
     # foreign keys referencing a visible table may be held by tables of hidden databases
     "get_foreign_keys": _filter_field("foreignKeys", "fktable_db"),
     "get_all_write_event_info": _filter_field("", "database"),  # dbName is optional
+    "list_privileges": lambda result, visible: [
+        p for p in result if p.hiveObject is None or visible(_lower(p.hiveObject.dbName))
+    ],
 }
 
 

@@ -26,6 +26,7 @@ from hms_cache_proxy.handler.partition_add import (
     lowered,
     part_name,
 )
+from hms_cache_proxy.handler.privileges import partition_level, with_partition_privileges
 from hms_cache_proxy.handler.tables import DDL_TIME, data_deletable, is_view
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import filter as pfilter
@@ -87,7 +88,35 @@ class PartitionHandlers(PartitionAddHandlers):
     def get_partition_with_auth(
         self, db_name: str, tbl_name: str, part_vals: list[str], user_name: str, group_names: Any
     ) -> hms.Partition:
-        return self.get_partition(db_name, tbl_name, part_vals)
+        part = self.get_partition(db_name, tbl_name, part_vals)
+        return self._with_auth(db_name, tbl_name, [part], user_name, group_names)[0]
+
+    def _partition_level(self, cat: str, db: str, tbl: str) -> bool:
+        """Whether the table keeps partition-level privileges; False for a missing table, whose
+        error the partition read itself reports as before."""
+        try:
+            return partition_level(self.store.get_table(cat, db, tbl))
+        except hms.NoSuchObjectException:
+            return False
+
+    def _with_auth(
+        self,
+        db_name: str,
+        tbl_name: str,
+        parts: list[hms.Partition],
+        user_name: str | None,
+        group_names: Any,
+        cat_name: str | None = None,
+    ) -> list[hms.Partition]:
+        """The partitions with their privilege sets when the table keeps partition-level
+        privileges (PARTITION_LEVEL_PRIVILEGE=TRUE), as Hive's ``*_with_auth`` calls fill them."""
+        if not parts:
+            return parts
+        cat, db, tbl = self._names(db_name, tbl_name, cat_name)
+        if not self._partition_level(cat, db, tbl):
+            return parts
+        table = self.store.get_table(cat, db, tbl)
+        return with_partition_privileges(self.store, table, parts, user_name, group_names)
 
     def get_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> hms.Partition:
         """The name is parsed into the table's key values (Warehouse.makeSpecFromName), so
@@ -119,7 +148,10 @@ class PartitionHandlers(PartitionAddHandlers):
         """Hive answers this one through JDO, where ``max_parts`` 0 means all."""
         cat, db, tbl = self._names(db_name, tbl_name)
         n = _max(max_parts)
-        return self.store.get_partitions(cat, db, tbl, -1 if n == 0 else n, encoded=True)
+        if not self._partition_level(cat, db, tbl):
+            return self.store.get_partitions(cat, db, tbl, -1 if n == 0 else n, encoded=True)
+        parts = self.store.get_partitions(cat, db, tbl, -1 if n == 0 else n)
+        return self._with_auth(db_name, tbl_name, parts, user_name, group_names)
 
     def get_partitions_ps(
         self, db_name: str, tbl_name: str, part_vals: list[str], max_parts: int
@@ -135,6 +167,8 @@ class PartitionHandlers(PartitionAddHandlers):
         part_vals: Sequence[str] | None,
         max_parts: int | None,
         snapshot: str | None = None,
+        *,
+        encoded: bool = True,
     ) -> list[hms.Partition]:
         """Partial specification: leading values, "" for any value of a key; an empty list is
         Warehouse.makePartName's error, as in Hive."""
@@ -142,7 +176,7 @@ class PartitionHandlers(PartitionAddHandlers):
             self.store.partition_count(cat, db, tbl)  # a missing table is reported first
             raise hms.MetaException(message="Invalid partition key & values; keys [], values []")
         return self.store.get_partitions_ps(
-            cat, db, tbl, part_vals, _max(max_parts), valid_write_id_list=snapshot, encoded=True
+            cat, db, tbl, part_vals, _max(max_parts), valid_write_id_list=snapshot, encoded=encoded
         )
 
     def get_partitions_ps_with_auth(
@@ -154,14 +188,26 @@ class PartitionHandlers(PartitionAddHandlers):
         user_name: str,
         group_names: Any,
     ) -> list[hms.Partition]:
-        return self.get_partitions_ps(db_name, tbl_name, part_vals, max_parts)
+        cat, db, tbl = self._names(db_name, tbl_name)
+        if not self._partition_level(cat, db, tbl):
+            return self.get_partitions_ps(db_name, tbl_name, part_vals, max_parts)
+        parts = self._ps(cat, db, tbl, part_vals, max_parts, encoded=False)
+        return self._with_auth(db_name, tbl_name, parts, user_name, group_names)
 
     def get_partitions_ps_with_auth_req(
         self, req: hms.GetPartitionsPsWithAuthRequest
     ) -> hms.GetPartitionsPsWithAuthResponse:
         cat, db, tbl = self._names(req.dbName, req.tblName, req.catName)
-        parts = self._ps(cat, db, tbl, req.partVals, req.maxParts, req.validWriteIdList)
-        return wrap(hms.GetPartitionsPsWithAuthResponse, "partitions", parts)
+        if not self._partition_level(cat, db, tbl):
+            parts = self._ps(cat, db, tbl, req.partVals, req.maxParts, req.validWriteIdList)
+            return wrap(hms.GetPartitionsPsWithAuthResponse, "partitions", parts)
+        parts = self._ps(
+            cat, db, tbl, req.partVals, req.maxParts, req.validWriteIdList, encoded=False
+        )
+        parts = self._with_auth(
+            req.dbName, req.tblName, parts, req.userName, req.groupNames, req.catName
+        )
+        return hms.GetPartitionsPsWithAuthResponse(partitions=parts)
 
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int) -> list[str]:
         cat, db, tbl = self._names(db_name, tbl_name)

@@ -66,10 +66,15 @@ def test_init_db_creates_seeds_and_default_database(database: Database) -> None:
     created, managed, kind = rest[6], rest[7], rest[8]
     assert created > 1_600_000_000 and managed is None and kind == "NATIVE"
     sequences = dict(rows["SEQUENCE_TABLE"])
+    assert sorted((r[3], r[2]) for r in rows["ROLES"]) == [("admin", "admin"), ("public", "public")]
+    ((grant_id, _, *grant),) = rows["GLOBAL_PRIVS"]
+    assert grant == [1, "admin", "ROLE", "admin", "ROLE", "All", "SQL"]
     assert sequences == {
         ids.NOTIFICATION_LOG.name: 1,
         ids.TXN_WRITE_NOTIFICATION_LOG.name: 1,
         ids.DATABASE.name: db_id + 1,
+        ids.ROLE.name: max(r[0] for r in rows["ROLES"]) + 1,
+        ids.GLOBAL_PRIVILEGE.name: grant_id + 1,
     }
     assert rows["NOTIFICATION_SEQUENCE"] == [(1, 1)]
     assert rows["TXNS"] == [(0, "c", 0, 0, "", "", None, None, None, None)]

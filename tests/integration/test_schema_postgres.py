@@ -250,6 +250,22 @@ def seeded_rows(conn: Connection) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
+def default_role_sequences(rows: dict[str, list[tuple[Any, ...]]]) -> list[tuple[str, int]]:
+    """The SEQUENCE_TABLE rows the first start's roles and admin grant leave behind."""
+    return [
+        (ids.ROLE.name, max(r[0] for r in rows["ROLES"]) + 1),
+        (ids.GLOBAL_PRIVILEGE.name, max(r[0] for r in rows["GLOBAL_PRIVS"]) + 1),
+    ]
+
+
+def assert_default_roles(rows: dict[str, list[tuple[Any, ...]]]) -> None:
+    """HMSHandler.createDefaultRoles' rows: roles admin and public, admin's global ``All``."""
+    assert sorted((r[3], r[2]) for r in rows["ROLES"]) == [("admin", "admin"), ("public", "public")]
+    ((_, created, *grant),) = rows["GLOBAL_PRIVS"]
+    assert created > 1_600_000_000
+    assert grant == [1, "admin", "ROLE", "admin", "ROLE", "All", "SQL"]
+
+
 def expected_seed_rows() -> dict[str, list[tuple[Any, ...]]]:
     out: dict[str, list[tuple[Any, ...]]] = {}
     for row in FACTS["seed_rows"]:
@@ -322,9 +338,14 @@ def test_init_db_seed_rows_and_first_start(database: Database) -> None:
     expected = expected_seed_rows()
     expected["CTLGS"] = [(1, "hive", "Default catalog for Hive", WAREHOUSE, None)]
     expected["SEQUENCE_TABLE"] = sorted(
-        [*expected["SEQUENCE_TABLE"], (ids.DATABASE.name, rows["DBS"][0][0] + 1)]
+        [
+            *expected["SEQUENCE_TABLE"],
+            (ids.DATABASE.name, rows["DBS"][0][0] + 1),
+            *default_role_sequences(rows),
+        ]
     )
     assert seeded == expected
+    assert_default_roles(rows)
     assert rows["CTLGS"] == [(1, "hive", "Default catalog for Hive", WAREHOUSE, None)]
     (
         (db_id, desc, location, name, owner, owner_type, ctlg, created, managed, kind, dc, remote),
@@ -349,7 +370,7 @@ def test_init_db_seed_rows_and_first_start(database: Database) -> None:
     assert rows["NEXT_LOCK_ID"] == [(1,)]
     assert rows["NEXT_COMPACTION_QUEUE_ID"] == [(1,)]
     assert rows["VERSION"] == [(1, "4.0.0", "Hive release version 4.0.0")]
-    seeded = {r["table"] for r in FACTS["seed_rows"]} | {"DBS"}
+    seeded = {r["table"] for r in FACTS["seed_rows"]} | {"DBS", "ROLES", "GLOBAL_PRIVS"}
     assert all(not v for k, v in rows.items() if k not in seeded), "rows outside the seed"
 
 
@@ -420,8 +441,9 @@ def test_schematool_database_is_served_as_is(schematool_db: Database) -> None:
     ((db_id, *rest),) = after["DBS"]
     assert rest[:6] == ["Default Hive database", WAREHOUSE, "default", "public", "ROLE", "hive"]
     assert dict(after["SEQUENCE_TABLE"])[ids.DATABASE.name] > db_id
+    assert_default_roles(after)
     # Nothing else was touched.
-    for name in set(tables_before) - {"CTLGS", "DBS", "SEQUENCE_TABLE"}:
+    for name in set(tables_before) - {"CTLGS", "DBS", "SEQUENCE_TABLE", "ROLES", "GLOBAL_PRIVS"}:
         assert after[name] == tables_before[name], name
 
     msg = init_db(schematool_db, WAREHOUSE)

@@ -20,6 +20,7 @@ from hms_cache_proxy.store.sql import ids
 from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.ids import IdAllocator
+from hms_cache_proxy.store.sql.roles import ADMIN_ROLE, PUBLIC_ROLE
 
 SCHEMA_VERSION = "4.0.0"
 VERSION_COMMENT = "Hive release version 4.0.0"
@@ -30,6 +31,7 @@ DEFAULT_DATABASE = "default"
 DEFAULT_DATABASE_COMMENT = "Default Hive database"
 # Hive's seed leaves the catalog's location to the metastore's first start.
 UNSET_LOCATION = "TBD"
+DEFAULT_ROLES = (ADMIN_ROLE, PUBLIC_ROLE)
 
 # Serialises concurrent init-db runs on PostgreSQL (any constant will do; this one spells HMS).
 _INIT_LOCK_KEY = 0x484D53
@@ -236,7 +238,20 @@ def _first_start_needed(conn: Connection) -> bool:
     location = conn.execute(
         select(s.CTLGS.c.LOCATION_URI).where(s.CTLGS.c.NAME == HIVE_CATALOG)
     ).scalar()
-    return location in (None, UNSET_LOCATION) or not _default_database_exists(conn)
+    return (
+        location in (None, UNSET_LOCATION)
+        or not _default_database_exists(conn)
+        or _missing_default_roles(conn)
+    )
+
+
+def _missing_default_roles(conn: Connection) -> list[str]:
+    found = set(
+        conn.execute(select(s.ROLES.c.ROLE_NAME).where(s.ROLES.c.ROLE_NAME.in_(DEFAULT_ROLES)))
+        .scalars()
+        .all()
+    )
+    return [r for r in DEFAULT_ROLES if r not in found]
 
 
 def _default_database_exists(conn: Connection) -> bool:
@@ -272,6 +287,7 @@ def _first_start(db: Database, conn: Connection, warehouse_uri: str, tables_are_
         conn.execute(
             update(s.CTLGS).where(s.CTLGS.c.NAME == HIVE_CATALOG).values(LOCATION_URI=warehouse_uri)
         )
+    _create_default_roles(db, conn, now, tables_are_new)
     if not _default_database_exists(conn):
         conn.execute(
             insert(s.DBS).values(
@@ -284,6 +300,44 @@ def _first_start(db: Database, conn: Connection, warehouse_uri: str, tables_are_
                 CTLG_NAME=HIVE_CATALOG,
                 CREATE_TIME=now,
                 TYPE="NATIVE",
+            )
+        )
+
+
+def _create_default_roles(db: Database, conn: Connection, now: int, tables_are_new: bool) -> None:
+    """HMSHandler.createDefaultRoles: roles ``admin`` and ``public`` (each its own owner), and
+    the global privilege ``All`` of ``admin`` with grant option. A stock metastore starting
+    later finds them and adds nothing (it skips roles and grants that exist)."""
+    missing = _missing_default_roles(conn)
+    for name in missing:
+        conn.execute(
+            insert(s.ROLES).values(
+                ROLE_ID=_new_id(db, conn, ids.ROLE, tables_are_new),
+                ROLE_NAME=name,
+                OWNER_NAME=name,
+                CREATE_TIME=now,
+            )
+        )
+    if ADMIN_ROLE not in missing:
+        return
+    g = s.GLOBAL_PRIVS.c
+    held = conn.execute(
+        select(g.USER_GRANT_ID).where(
+            g.PRINCIPAL_NAME == ADMIN_ROLE, g.PRINCIPAL_TYPE == "ROLE", g.USER_PRIV == "All"
+        )
+    ).first()
+    if held is None:
+        conn.execute(
+            insert(s.GLOBAL_PRIVS).values(
+                USER_GRANT_ID=_new_id(db, conn, ids.GLOBAL_PRIVILEGE, tables_are_new),
+                CREATE_TIME=now,
+                GRANT_OPTION=1,
+                GRANTOR=ADMIN_ROLE,
+                GRANTOR_TYPE="ROLE",
+                PRINCIPAL_NAME=ADMIN_ROLE,
+                PRINCIPAL_TYPE="ROLE",
+                USER_PRIV="All",
+                AUTHORIZER="SQL",
             )
         )
 

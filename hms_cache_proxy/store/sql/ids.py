@@ -45,6 +45,18 @@ PARTITION_COLUMN_STATS = IdSequence(
     _MODEL + "MPartitionColumnStatistics", "PART_COL_STATS", "CS_ID"
 )
 FUNCTION = IdSequence(_MODEL + "MFunction", "FUNCS", "FUNC_ID")
+ROLE = IdSequence(_MODEL + "MRole", "ROLES", "ROLE_ID")
+ROLE_MAP = IdSequence(_MODEL + "MRoleMap", "ROLE_MAP", "ROLE_GRANT_ID")
+GLOBAL_PRIVILEGE = IdSequence(_MODEL + "MGlobalPrivilege", "GLOBAL_PRIVS", "USER_GRANT_ID")
+DB_PRIVILEGE = IdSequence(_MODEL + "MDBPrivilege", "DB_PRIVS", "DB_GRANT_ID")
+TABLE_PRIVILEGE = IdSequence(_MODEL + "MTablePrivilege", "TBL_PRIVS", "TBL_GRANT_ID")
+PARTITION_PRIVILEGE = IdSequence(_MODEL + "MPartitionPrivilege", "PART_PRIVS", "PART_GRANT_ID")
+TABLE_COLUMN_PRIVILEGE = IdSequence(
+    _MODEL + "MTableColumnPrivilege", "TBL_COL_PRIVS", "TBL_COLUMN_GRANT_ID"
+)
+PARTITION_COLUMN_PRIVILEGE = IdSequence(
+    _MODEL + "MPartitionColumnPrivilege", "PART_COL_PRIVS", "PART_COLUMN_GRANT_ID"
+)
 NOTIFICATION_LOG = IdSequence(_MODEL + "MNotificationLog", "NOTIFICATION_LOG", "NL_ID")
 TXN_WRITE_NOTIFICATION_LOG = IdSequence(
     _MODEL + "MTxnWriteNotificationLog", "TXN_WRITE_NOTIFICATION_LOG", "WNL_ID"

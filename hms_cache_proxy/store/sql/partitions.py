@@ -32,6 +32,10 @@ from hms_cache_proxy.store.sql.common import (
     table_ref,
 )
 from hms_cache_proxy.store.sql.details import load_details
+from hms_cache_proxy.store.sql.privileges import (
+    copy_table_grants_to_partitions,
+    partition_level,
+)
 from hms_cache_proxy.store.sql.storage import (
     SD_COLUMNS,
     build_storage_descriptors,
@@ -606,6 +610,8 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         insert_rows(conn, _P, rows)
         insert_rows(conn, _KV, kv_rows)
         insert_rows(conn, s.PARTITION_PARAMS, param_rows_)
+        if partition_level(table.parameters):
+            copy_table_grants_to_partitions(conn, self.ids, tk.tbl_id, part_ids)
         return list(part_ids)
 
     def alter_partitions(

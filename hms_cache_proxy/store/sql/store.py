@@ -9,6 +9,8 @@ from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.functions import FunctionsMixin
 from hms_cache_proxy.store.sql.notifications import NotificationsMixin
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
+from hms_cache_proxy.store.sql.privileges import PrivilegesMixin
+from hms_cache_proxy.store.sql.roles import RolesMixin
 from hms_cache_proxy.store.sql.stats import StatsMixin
 from hms_cache_proxy.store.sql.write_notes import WriteNotesMixin
 from hms_cache_proxy.store.txn.service import TxnConfig, TxnService
@@ -20,6 +22,8 @@ class SqlStore(
     FunctionsMixin,
     NotificationsMixin,
     WriteNotesMixin,
+    RolesMixin,
+    PrivilegesMixin,
     PartitionsMixin,  # after its subclasses (StatsMixin, NotificationsMixin): a consistent MRO
 ):
     """Every store call answered from the metastore database.

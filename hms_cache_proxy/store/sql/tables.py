@@ -25,6 +25,7 @@ from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import compile_pattern, filter_names
 from hms_cache_proxy.store.sql import ids as idseq
+from hms_cache_proxy.store.sql import privileges
 from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.batch import chunks, fetch_in
 from hms_cache_proxy.store.sql.common import (
@@ -252,6 +253,8 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
                 )
             tw = self._create_txn_write(conn, table, valid_write_id_list)
             tbl_id = self._insert_table(conn, db_row.DB_ID, table, tw.write_id or 0)
+            grants = privileges.owner_grant_rows(privileges.TABLE, tbl_id, table.privileges)
+            privileges.insert_grants(conn, self.ids, privileges.TABLE, grants)
             stored = self._load_table_by_id(conn, tbl_id)
             extra = self._insert_constraints(conn, cat, constraints) if constraints else []
             self._emit(
