@@ -38,6 +38,17 @@ CURRENT_EVENT_ID_SQL = 'SELECT "NEXT_EVENT_ID" FROM "NOTIFICATION_SEQUENCE"'
 """NEXT_EVENT_ID as plain SQL, for a DB-API cursor (PostgreSQL and SQLite alike)."""
 _PREPARED = "hms_current_event_id"
 
+_APPEND_SQL = (
+    'WITH seq AS (UPDATE "NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = "NEXT_EVENT_ID" + %s '
+    'RETURNING "NEXT_EVENT_ID" - %s AS first), '
+    'ins AS (INSERT INTO "NOTIFICATION_LOG" ("NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", '
+    '"CAT_NAME", "DB_NAME", "TBL_NAME", "MESSAGE", "MESSAGE_FORMAT") '
+    "SELECT v.nl_id, seq.first + v.k, %s, v.kind, v.cat, v.db, v.tbl, v.body, %s "
+    "FROM seq, (VALUES {values}) AS v (k, nl_id, kind, cat, db, tbl, body)) "
+    "SELECT first{notify} FROM seq"
+)
+"""The PostgreSQL append as one statement (psycopg2 placeholders; see one_statement)."""
+
 NOTIFY_CHANNEL = "hms_notification_log"
 """PostgreSQL channel that ``append`` notifies (payload: the last new event id) on commit."""
 
@@ -51,6 +62,14 @@ class NewEvent:
     cat_name: str | None = DEFAULT_CATALOG
     db_name: str | None = None
     table_name: str | None = None
+
+
+def one_statement(conn: Connection) -> bool:
+    """Whether ``conn`` takes the hand-written PostgreSQL statements (several steps in one
+    round trip, sent as text without SQLAlchemy's compilation): PostgreSQL through psycopg2,
+    whose client-side parameters also allow several statements in one call."""
+    dialect = conn.dialect
+    return dialect.name == "postgresql" and dialect.driver == "psycopg2"
 
 
 def _normalize(name: str) -> str:
@@ -96,6 +115,10 @@ class EventLog:
         nl_ids = self.ids.allocate(conn, ids_module.NOTIFICATION_LOG, n)
         event_time = int(self._clock())
 
+        if one_statement(conn):
+            first = self._append_in_one_statement(conn, events, bodies, nl_ids, event_time)
+            if first is not None:
+                return list(range(first, first + n))
         first = self._take_event_ids(conn, n)
         event_ids = list(range(first, first + n))
         rows = [
@@ -116,6 +139,31 @@ class EventLog:
         if self.notify_channel and conn.dialect.name == "postgresql":
             conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
         return event_ids
+
+    def _append_in_one_statement(
+        self,
+        conn: Connection,
+        events: Sequence[NewEvent],
+        bodies: list[str],
+        nl_ids: list[int],
+        event_time: int,
+    ) -> int | None:
+        """PostgreSQL: advance the sequence, insert the rows and notify in one round trip (a
+        data-modifying CTE); returns the first event id, or None when the sequence row is
+        missing (nothing was written: the caller takes the general path, which creates it)."""
+        n = len(events)
+        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * n)
+        params: list[Any] = []
+        for k, (e, nl_id, body) in enumerate(zip(events, nl_ids, bodies, strict=True)):
+            params += [k, nl_id, e.event_type, e.cat_name, e.db_name, e.table_name, body]
+        notify = self.notify_channel
+        sql = _APPEND_SQL.format(
+            values=values,
+            notify=", pg_notify(%s, (first + %s - 1)::text)" if notify else "",
+        )
+        params = [n, n, event_time, self.message_format, *params] + ([notify, n] if notify else [])
+        row = conn.exec_driver_sql(sql, tuple(params)).first()
+        return None if row is None else int(row[0])
 
     @staticmethod
     def _take_event_ids(conn: Connection, n: int) -> int:
