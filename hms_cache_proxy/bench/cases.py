@@ -239,6 +239,9 @@ class Case:
     stock: str | None = None
     quick: bool = True
     warmup: bool = True
+    history: bool = False
+    """Measured with txn_history's finished transactions in the database (the command adds
+    them before the first such case and removes them after the last)."""
 
 
 def _get(name: str, *args: Any) -> Callable[[Any, Ctx], Op]:
