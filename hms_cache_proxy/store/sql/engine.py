@@ -54,6 +54,7 @@ class Database:
         else:
             self.read_engine = self._pg_engine(pool_size, "REPEATABLE READ")
             self.write_engine = self._pg_engine(pool_size, "READ COMMITTED")
+            self.autocommit_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
 
     # -- engines ---------------------------------------------------------------------------------
 
@@ -119,6 +120,20 @@ class Database:
         with self.read_engine.connect() as conn, conn.begin():
             yield conn
 
+    @contextmanager
+    def single_statement(self) -> Iterator[Connection]:
+        """A connection for one statement that needs no transaction around it: on PostgreSQL
+        it runs in autocommit (a statement is atomic and sees one snapshot by itself), which
+        saves the BEGIN and COMMIT round trips; on SQLite it is a write transaction."""
+        if self.dialect != "postgresql":
+            with self.write_engine.connect() as conn:
+                conn = conn.execution_options(hms_write=True)
+                with conn.begin():
+                    yield conn
+            return
+        with self.autocommit_engine.connect() as conn:
+            yield conn
+
     def transaction(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn(conn)`` as one write transaction, committing on return.
 
@@ -159,10 +174,16 @@ class Database:
             return _sqlstate(exc) in _PG_RETRYABLE or bool(exc.connection_invalidated)
         return isinstance(exc, OperationalError) and "locked" in str(exc.orig).lower()
 
+    def engines(self) -> list[Engine]:
+        """Every distinct engine (for listeners that must see all the driver's work)."""
+        found = [self.read_engine, self.write_engine, getattr(self, "autocommit_engine", None)]
+        return list({id(e): e for e in found if e is not None}.values())
+
     def dispose(self) -> None:
         self.read_engine.dispose()
         if self.write_engine is not self.read_engine:
             self.write_engine.dispose()
+            self.autocommit_engine.dispose()
 
     def describe(self) -> str:
         """The URL with any password hidden, for logs and messages."""
@@ -170,4 +191,52 @@ class Database:
 
 
 def _sqlstate(exc: DBAPIError) -> str | None:
-    return getattr(exc.orig, "pgcode", None)
+    return getattr(exc.orig, "pgcode", None) or getattr(exc.orig, "sqlstate", None)
+
+
+# What a client can do about each kind of database failure. The driver's own text names the
+# host, port and SQL, which the client cannot act on and should not see; the log has it.
+_RETRY = "; the call made no change, try it again"
+_BY_SQLSTATE = {
+    "57014": "The metastore database did not answer in time (statement timeout: it is "
+    "overloaded, or another client holds a lock this call needs)" + _RETRY,
+    "55P03": "The metastore database could not take a lock in time (lock timeout: another "
+    "client holds it)" + _RETRY,
+    "40001": "The metastore database kept reporting serialization failures after the "
+    "retries (heavy contention)" + _RETRY,
+    "40P01": "The metastore database kept reporting deadlocks after the retries (heavy "
+    "contention)" + _RETRY,
+    "53300": "The metastore database has no free connections (too many clients)" + _RETRY,
+}
+_LOST = (
+    "The connection to the metastore database was lost (is the database restarting?); "
+    "try the call again: a write may or may not have been applied"
+)
+_POOL = (
+    "No connection to the metastore database became free in time (the service is "
+    "overloaded or the database is slow)" + _RETRY
+)
+
+
+def database_error_message(exc: BaseException) -> str | None:
+    """A message a client can act on for a database failure, without driver internals (no
+    host, port or SQL text); None if ``exc`` is not a database failure."""
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    if isinstance(exc, PoolTimeout):
+        return _POOL
+    if not isinstance(exc, DBAPIError):
+        return None
+    state = _sqlstate(exc)
+    if state in _BY_SQLSTATE:
+        return _BY_SQLSTATE[state]
+    if exc.connection_invalidated or (state or "").startswith(("08", "57P")):
+        return _LOST
+    if isinstance(exc, OperationalError) and state is None:
+        if "locked" in str(exc.orig).lower():  # SQLite's busy timeout
+            return "The metastore database stayed locked by another writer" + _RETRY
+        return _LOST
+    return (
+        f"The metastore database refused the call ({type(exc.orig).__name__}"
+        f"{', SQLSTATE ' + state if state else ''}); the service log has the details"
+    )

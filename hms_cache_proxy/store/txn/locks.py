@@ -474,16 +474,14 @@ class LocksMixin(TxnsMixin):
     def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
         """HeartbeatRequest: the lock first, then the txn (each may be absent)."""
 
-        def run_lock(conn: Connection) -> None:
-            self.heartbeat_lock_in(conn, int(lock_id or 0))
-
-        def run_txn(conn: Connection) -> None:
-            self.heartbeat_txn_in(conn, int(txn_id or 0))
-
+        # Each is one UPDATE (the state reads after a miss only name the error): no
+        # transaction around it.
         if lock_id:
-            self.db.transaction(run_lock)
+            with self.db.single_statement() as conn:
+                self.heartbeat_lock_in(conn, int(lock_id))
         if txn_id:
-            self.db.transaction(run_txn)
+            with self.db.single_statement() as conn:
+                self.heartbeat_txn_in(conn, int(txn_id))
 
     def show_locks(
         self,

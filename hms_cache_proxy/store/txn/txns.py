@@ -195,11 +195,11 @@ class TxnsMixin(TxnServiceBase):
         return OpenTxnList(hwm, tuple(txns))
 
     def get_open_txns(self, exclude_types: Iterable[int] = (hms.TxnType.READ_ONLY,)) -> Any:
-        with self.db.read() as conn:
+        with self.db.single_statement() as conn:  # open_txn_list is one query
             return self.open_txn_list(conn).response(exclude_types)
 
     def get_open_txns_info(self) -> Any:
-        with self.db.read() as conn:
+        with self.db.single_statement() as conn:
             return self.open_txn_list(conn, info=True).info_response()
 
     # -- opening ------------------------------------------------------------------------------
