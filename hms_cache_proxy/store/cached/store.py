@@ -34,8 +34,9 @@ data-only transactions). An entry is uncommitted from the first event of an open
 that touches it until that transaction's COMMIT_TXN.
 
 Writes go to the database (with their events, in one transaction) and then this instance's
-cache catches up with the log at once (read-your-writes on one instance); if that catch-up
-fails the cache is emptied rather than left behind.
+cache catches up at once (read-your-writes on one instance): with the write's own committed
+events from memory when they directly follow what the cache has applied, else by reading the
+log; if that catch-up fails the cache is emptied rather than left behind.
 """
 
 from __future__ import annotations

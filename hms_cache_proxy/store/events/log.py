@@ -16,12 +16,13 @@ All SQL on NOTIFICATION_LOG and NOTIFICATION_SEQUENCE lives in this module.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, and_, delete, event, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.idl import hms
@@ -48,6 +49,11 @@ _APPEND_SQL = (
     "SELECT first{notify} FROM seq"
 )
 """The PostgreSQL append as one statement (psycopg2 placeholders; see one_statement)."""
+
+_KEEP_COMMITTED = 256
+"""Most committed events ``take_committed`` keeps per thread (a thread whose writes no cache
+takes, open_txns for one, would otherwise collect them without end; fewer only means the cache
+reads the log instead)."""
 
 NOTIFY_CHANNEL = "hms_notification_log"
 """PostgreSQL channel that ``append`` notifies (payload: the last new event id) on commit."""
@@ -99,6 +105,65 @@ class EventLog:
         self.max_event_response = max(1, max_event_response)
         self.notify_channel = notify_channel
         self._clock = clock
+        self._recording = False
+        self._local = threading.local()
+
+    # -- this instance's own committed events ----------------------------------------------------
+
+    def record_commits(self, engines: Sequence[Engine]) -> None:
+        """From now on remember, per thread, the events this process appends that commit, for
+        ``take_committed``: the writer's cache applies them from memory instead of reading the
+        log back. Events of a transaction that rolls back (a retried one) are forgotten."""
+        for engine in engines:
+            event.listen(engine, "commit", self._on_commit)
+            event.listen(engine, "rollback", self._on_rollback)
+        self._recording = True
+
+    def take_committed(self) -> list[Any]:
+        """The NotificationEvents this thread's transactions appended and committed since the
+        last call, in id order (at most the last ``_KEEP_COMMITTED``)."""
+        done: list[Any] = getattr(self._local, "committed", [])
+        self._local.committed = []
+        return done
+
+    def _pending(self) -> dict[int, list[Any]]:
+        pending = getattr(self._local, "pending", None)
+        if pending is None:
+            pending = self._local.pending = {}
+        return pending
+
+    def _on_commit(self, conn: Connection) -> None:
+        events = self._pending().pop(id(conn.connection.dbapi_connection), None)
+        if events:
+            done = getattr(self._local, "committed", [])
+            done.extend(events)
+            self._local.committed = done[-_KEEP_COMMITTED:]
+
+    def _on_rollback(self, conn: Connection) -> None:
+        self._pending().pop(id(conn.connection.dbapi_connection), None)
+
+    def _remember(
+        self,
+        conn: Connection,
+        events: Sequence[NewEvent],
+        bodies: list[str],
+        event_ids: list[int],
+        event_time: int,
+    ) -> None:
+        key = id(conn.connection.dbapi_connection)
+        self._pending().setdefault(key, []).extend(
+            hms.NotificationEvent(
+                eventId=event_id,
+                eventTime=event_time,
+                eventType=e.event_type,
+                catName=e.cat_name,
+                dbName=e.db_name,
+                tableName=e.table_name,
+                message=body,
+                messageFormat=self.message_format,
+            )
+            for e, body, event_id in zip(events, bodies, event_ids, strict=True)
+        )
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -118,7 +183,10 @@ class EventLog:
         if one_statement(conn):
             first = self._append_in_one_statement(conn, events, bodies, nl_ids, event_time)
             if first is not None:
-                return list(range(first, first + n))
+                event_ids = list(range(first, first + n))
+                if self._recording:
+                    self._remember(conn, events, bodies, event_ids, event_time)
+                return event_ids
         first = self._take_event_ids(conn, n)
         event_ids = list(range(first, first + n))
         rows = [
@@ -138,6 +206,8 @@ class EventLog:
         conn.execute(insert(s.NOTIFICATION_LOG), rows)
         if self.notify_channel and conn.dialect.name == "postgresql":
             conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
+        if self._recording:
+            self._remember(conn, events, bodies, event_ids, event_time)
         return event_ids
 
     def _append_in_one_statement(

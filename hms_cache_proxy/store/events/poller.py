@@ -121,35 +121,56 @@ class Poller:
 
     # -- polling -------------------------------------------------------------------------------
 
+    def apply_own(self, events: Sequence[Any]) -> int:
+        """After a write on this instance: apply its committed ``events`` (NotificationEvents,
+        in id order) from memory when they follow the position without a gap, which saves
+        reading them back; else (other writers' events in between, or none of ours) catch up
+        from the log. Returns the position reached."""
+        with self._poll_lock:
+            fresh = [e for e in events if e.eventId > self._position]
+            if events and not fresh:
+                return self._position  # the poller has applied them already
+            ids = [e.eventId for e in fresh]
+            if fresh and ids == list(range(self._position + 1, self._position + 1 + len(ids))):
+                self._apply(fresh)
+                self._advance(ids[-1])
+                self.last_current = max(self.last_current, ids[-1])
+                self._lag(ids[-1], None)
+                return self._position
+            return self._catch_up_locked()
+
     def catch_up(self) -> int:
         """Apply every event the log holds now; returns the position reached."""
         with self._poll_lock:
-            while True:
-                with self.db.read() as conn:
-                    current = self.events.current_event_id(conn)
-                    rows: list[Any] = []
-                    if current > self._position:
-                        rows = self.events.next_events(conn, self._position, self.batch_size)
-                self.last_current = max(self.last_current, current)
-                if current <= self._position:
+            return self._catch_up_locked()
+
+    def _catch_up_locked(self) -> int:
+        while True:
+            with self.db.read() as conn:
+                current = self.events.current_event_id(conn)
+                rows: list[Any] = []
+                if current > self._position:
+                    rows = self.events.next_events(conn, self._position, self.batch_size)
+            self.last_current = max(self.last_current, current)
+            if current <= self._position:
+                self._lag(current, None)
+                return self._position
+            if not rows or rows[0].eventId != self._position + 1:
+                log.warning(
+                    "events %d..%d are no longer in the log (purged); the cache starts over",
+                    self._position + 1,
+                    (rows[0].eventId - 1) if rows else current,
+                )
+                self._on_gap(GAP_PURGED)
+                if not rows:
+                    self._advance(current)
                     self._lag(current, None)
                     return self._position
-                if not rows or rows[0].eventId != self._position + 1:
-                    log.warning(
-                        "events %d..%d are no longer in the log (purged); the cache starts over",
-                        self._position + 1,
-                        (rows[0].eventId - 1) if rows else current,
-                    )
-                    self._on_gap(GAP_PURGED)
-                    if not rows:
-                        self._advance(current)
-                        self._lag(current, None)
-                        return self._position
-                self._apply(rows)
-                self._advance(rows[-1].eventId)
-                self._lag(current, rows[0].eventTime)
-                if self._position >= current:
-                    return self._position
+            self._apply(rows)
+            self._advance(rows[-1].eventId)
+            self._lag(current, rows[0].eventTime)
+            if self._position >= current:
+                return self._position
 
     def _advance(self, position: int) -> None:
         with self._moved:
