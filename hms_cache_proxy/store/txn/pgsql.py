@@ -10,6 +10,7 @@ message may hold more than one). The statements do what the general SQLAlchemy p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection
@@ -119,3 +120,55 @@ def finish_commit(conn: Connection, txn_id: int, move_components: bool) -> None:
     """Move the components (when asked), drop locks and history rows, mark the txn committed."""
     sql: Any = COMMIT_WITH_COMPONENTS_SQL if move_components else COMMIT_SQL
     conn.exec_driver_sql(sql, {"txn": txn_id})
+
+
+class Compiled:
+    """A SQLAlchemy statement compiled once (for psycopg2) and then executed as its text with
+    the call's values: no per-call construction, compilation or cache-key work. ``build``
+    makes the statement; its bind parameters named in ``execute``'s values vary per call, the
+    others are the statement's constants."""
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self._build = build
+        self._sql: str | None = None
+        self._constants: dict[str, Any] = {}
+
+    def execute(self, conn: Connection, **values: Any) -> Any:
+        if self._sql is None:
+            compiled = self._build().compile(dialect=conn.dialect)
+            self._constants = dict(compiled.construct_params(values))
+            self._sql = str(compiled)
+        return conn.exec_driver_sql(self._sql, {**self._constants, **values})
+
+
+_ENQUEUE_SQL = (
+    'WITH nli AS (UPDATE "NEXT_LOCK_ID" SET "NL_NEXT" = "NL_NEXT" + 1 '
+    'RETURNING "NL_NEXT" - 1 AS ext), '
+    'ins AS (INSERT INTO "HIVE_LOCKS" ("HL_LOCK_EXT_ID", "HL_LOCK_INT_ID", "HL_TXNID", "HL_DB", '
+    '"HL_TABLE", "HL_PARTITION", "HL_LOCK_STATE", "HL_LOCK_TYPE", "HL_LAST_HEARTBEAT", '
+    '"HL_USER", "HL_HOST", "HL_AGENT_INFO") '
+    "SELECT nli.ext, v.int_id, %s, v.db, v.tbl, v.part, 'w', v.kind, {heartbeat}, %s, %s, %s "
+    "FROM nli, (VALUES {values}) AS v (int_id, db, tbl, part, kind)) "
+    "SELECT ext FROM nli"
+)
+
+
+def enqueue_locks(
+    conn: Connection,
+    txn_id: int,
+    rows: list[tuple[int, str, str | None, str | None, str]],
+    user: str,
+    host: str,
+    agent_info: str | None,
+) -> int | None:
+    """Take the next lock id under NEXT_LOCK_ID's row lock and insert the waiting rows
+    ((int id, db, table, partition, type) each) in one statement; the lock id, or None when
+    NEXT_LOCK_ID has no row (nothing was written)."""
+    sql = _ENQUEUE_SQL.format(
+        heartbeat="0" if txn_id != 0 else _NOW_MS,
+        values=", ".join(["(%s, %s, %s, %s, %s)"] * len(rows)),
+    )
+    # In the text the SELECT's values come first, then the VALUES list.
+    flat = [value for row in rows for value in row]
+    found = conn.exec_driver_sql(sql, (txn_id, user, host, agent_info, *flat)).first()
+    return None if found is None else int(found[0])
