@@ -238,10 +238,12 @@ def _acid_insert_op(client: Any, ctx: Ctx) -> Op:
 
 
 def _open_txn_with_lock(client: Any, ctx: Ctx) -> tuple[int, int]:
-    """A txn of the worker's own holding a SHARED_READ lock (acquired) on a table."""
+    """A txn of the worker's own holding a SHARED_READ lock (acquired) on a table of its own."""
     (txn,) = _open(client)
+    # A table of its own: the txn stays open, and its lock must not hold up lock_unlock's
+    # EXCLUSIVE locks on the next server (they share the database).
     component = _component(
-        hms.LockType.SHARED_READ, f"{LOCK_TABLE}_{ctx.index}", hms.DataOperationType.SELECT
+        hms.LockType.SHARED_READ, ctx.unique("held"), hms.DataOperationType.SELECT
     )
     resp = client.lock(hms.LockRequest(component=[component], txnid=txn, user=USER, hostname=HOST))
     return txn, resp.lockid
