@@ -33,6 +33,18 @@ GAP_PURGED = "events_purged"
 """on_gap reason: the log no longer holds the events after our position."""
 
 
+def _last_announced(notifies: Sequence[Any]) -> int | None:
+    """The highest event id the notifications announce (their payload: the writer's last new
+    event id); None when any payload is not one (then the log must be read)."""
+    ids = []
+    for n in notifies:
+        payload = getattr(n, "payload", "")
+        if not payload.isdigit():
+            return None
+        ids.append(int(payload))
+    return max(ids) if ids else None
+
+
 class Poller:
     """Applies the log from ``position`` on, in batches of at most ``batch_size`` events."""
 
@@ -214,12 +226,18 @@ class Poller:
                         pass
                 except (BlockingIOError, OSError):
                     pass
+            announced: int | None = None
             if listener is not None and listener in ready:
                 try:
                     listener.poll()
+                    announced = _last_announced(listener.notifies)
                     listener.notifies.clear()
                 except Exception:  # noqa: BLE001 - the connection broke: poll meanwhile
                     self._close_listener()
+            if announced is not None and announced <= self._position and self._wake_r not in ready:
+                # Only events already applied were announced (this instance's own writes,
+                # applied from memory): nothing to read.
+                continue
             try:
                 self.catch_up()
             except Exception:  # noqa: BLE001 - the database may be down; retry next round
