@@ -121,11 +121,16 @@ class Database:
             yield conn
 
     @contextmanager
-    def single_statement(self) -> Iterator[Connection]:
+    def single_statement(self, *, write: bool = False) -> Iterator[Connection]:
         """A connection for one statement that needs no transaction around it: on PostgreSQL
         it runs in autocommit (a statement is atomic and sees one snapshot by itself), which
-        saves the BEGIN and COMMIT round trips; on SQLite it is a write transaction."""
+        saves the BEGIN and COMMIT round trips; on SQLite it is a read snapshot or, for a
+        ``write``, a write transaction."""
         if self.dialect != "postgresql":
+            if not write:
+                with self.read() as conn:
+                    yield conn
+                return
             with self.write_engine.connect() as conn:
                 conn = conn.execution_options(hms_write=True)
                 with conn.begin():

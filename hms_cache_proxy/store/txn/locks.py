@@ -550,10 +550,10 @@ class LocksMixin(TxnsMixin):
         # Each is one UPDATE (the state reads after a miss only name the error): no
         # transaction around it.
         if lock_id:
-            with self.db.single_statement() as conn:
+            with self.db.single_statement(write=True) as conn:
                 self.heartbeat_lock_in(conn, int(lock_id))
         if txn_id:
-            with self.db.single_statement() as conn:
+            with self.db.single_statement(write=True) as conn:
                 self.heartbeat_txn_in(conn, int(txn_id))
 
     def show_locks(

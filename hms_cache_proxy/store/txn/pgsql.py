@@ -172,3 +172,28 @@ def enqueue_locks(
     flat = [value for row in rows for value in row]
     found = conn.exec_driver_sql(sql, (txn_id, user, host, agent_info, *flat)).first()
     return None if found is None else int(found[0])
+
+
+TABLE_WRITE_IDS_SQL = (
+    'WITH below AS (SELECT max("T2W_WRITEID") AS w FROM "TXN_TO_WRITE_ID" '
+    'WHERE "T2W_TXNID" <= %(txn_hwm)s AND "T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s), '
+    "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM below), 0) > 0 THEN (SELECT w FROM below) "
+    'ELSE COALESCE((SELECT "NWI_NEXT" - 1 FROM "NEXT_WRITE_ID" '
+    'WHERE "NWI_DATABASE" = %(db)s AND "NWI_TABLE" = %(tbl)s), 0) END AS w) '
+    'SELECT hwm.w, t."T2W_TXNID", t."T2W_WRITEID" FROM hwm LEFT JOIN "TXN_TO_WRITE_ID" t '
+    'ON t."T2W_DATABASE" = %(db)s AND t."T2W_TABLE" = %(tbl)s AND t."T2W_WRITEID" <= hwm.w '
+    'ORDER BY t."T2W_WRITEID"'
+)
+"""getValidWriteIdsForTable's two reads in one: the write-id hwm under the snapshot's txn hwm
+(else the last allocated id), and every (txn, write id) at or below it."""
+
+
+def table_write_ids(
+    conn: Connection, db: str, table: str, txn_hwm: int
+) -> tuple[int, list[tuple[int, int]]]:
+    """The table's write-id hwm and the (txn, write id) rows at or below it, in one query."""
+    rows = conn.exec_driver_sql(
+        TABLE_WRITE_IDS_SQL, {"txn_hwm": txn_hwm, "db": db, "tbl": table}
+    ).all()
+    hwm = int(rows[0][0]) if rows else 0
+    return hwm, [(int(r[1]), int(r[2])) for r in rows if r[1] is not None]
