@@ -29,7 +29,7 @@ from hms_cache_proxy.bench import targets as tg
 from hms_cache_proxy.bench.cases import BENCH_DB, GET_TABLE, Case, all_cases
 from hms_cache_proxy.bench.rawclient import walker_kind
 from hms_cache_proxy.bench.report import Report, machine, write_docs, write_outputs
-from hms_cache_proxy.bench.runner import Result, Timing, prepare, run_case
+from hms_cache_proxy.bench.runner import Result, Timing, prepare, run_case, teardown
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -345,6 +345,11 @@ class Run:
                             run_id=self.run_id,
                         )
                     )
+            if runs and not reason and case.name not in failed:
+                try:
+                    teardown(target.key, host, port, case, self.run_id)
+                except Exception as exc:  # noqa: BLE001 - reported, the next cases still run
+                    print(f"{target.key} {case.name}: teardown failed: {exc}", flush=True)
         history.remove()
 
     def _add(self, r: Result) -> None:

@@ -1,6 +1,7 @@
 """The transaction cases of `hms-cache-proxy bench` run end to end against this service on
 PostgreSQL: Hive's query sequences, heartbeat and check_lock, and the history knob, whose
-finished transactions are put in before its cases and taken out after. Plumbing, not figures."""
+finished transactions are put in before its cases and taken out after, and the txns the cases
+hold open are ended after them. Plumbing, not figures."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, func, select
 
+from hms_cache_proxy.bench.txn_cases import HELD_HOST
 from hms_cache_proxy.bench.txn_history import HISTORY_USER
 from hms_cache_proxy.store.sql import schema as s
 
@@ -59,6 +61,12 @@ def test_txn_cases_and_history_run_against_the_database_path(pg_url: str, tmp_pa
             left = conn.execute(
                 select(func.count()).where(s.TXNS.c.TXN_USER == HISTORY_USER)
             ).scalar()
+            held_open = conn.execute(
+                select(func.count()).where(
+                    s.TXNS.c.TXN_HOST == HELD_HOST, s.TXNS.c.TXN_STATE == "o"
+                )
+            ).scalar()
     finally:
         engine.dispose()
     assert left == 0
+    assert held_open == 0  # heartbeat's and check_lock's txns were ended after their runs

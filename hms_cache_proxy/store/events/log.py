@@ -132,15 +132,17 @@ class EventLog:
             pending = self._local.pending = {}
         return pending
 
+    # Keyed by the Connection object (the one ``append`` got is the one these events get);
+    # they touch nothing of it, so they also work on a connection the database has cut.
     def _on_commit(self, conn: Connection) -> None:
-        events = self._pending().pop(id(conn.connection.dbapi_connection), None)
+        events = self._pending().pop(id(conn), None)
         if events:
             done = getattr(self._local, "committed", [])
             done.extend(events)
             self._local.committed = done[-_KEEP_COMMITTED:]
 
     def _on_rollback(self, conn: Connection) -> None:
-        self._pending().pop(id(conn.connection.dbapi_connection), None)
+        self._pending().pop(id(conn), None)
 
     def _remember(
         self,
@@ -150,8 +152,7 @@ class EventLog:
         event_ids: list[int],
         event_time: int,
     ) -> None:
-        key = id(conn.connection.dbapi_connection)
-        self._pending().setdefault(key, []).extend(
+        self._pending().setdefault(id(conn), []).extend(
             hms.NotificationEvent(
                 eventId=event_id,
                 eventTime=event_time,
