@@ -416,3 +416,22 @@ def test_own_events_after_someone_elses_are_read_from_the_log(db: Database) -> N
     assert [e.eventId for e in own] == mine
     assert poller.apply_own(own) == mine[-1]
     assert applied == theirs + mine
+
+
+def test_own_events_not_next_are_left_to_the_poller_when_reading_is_not_asked(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, other = new_log(db), new_log(db)
+    log.record_commits(db.engines())
+    applied: list[int] = []
+    poller = _poller(db, log, applied)
+    start = poller.position
+    write(db, other, [ev(1)])
+    write(db, log, [ev(2)])
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("read the log")
+
+    monkeypatch.setattr(log, "next_events", no_read)
+    assert poller.apply_own(log.take_committed(), read=False) == start
+    assert applied == []

@@ -71,6 +71,7 @@ class CacheService:
             patterns=self.patterns,
             strict=settings.cache_strict,
             caught_up=self.poller.caught_up,
+            absorb=self._absorb_own_events,
         )
         cache = self.cache
         metrics.CACHE_BYTES.set_function(lambda: float(cache.nbytes))
@@ -79,6 +80,9 @@ class CacheService:
 
     def _catch_up_after_write(self) -> int:
         return self.poller.apply_own(self.sql.events.take_committed())
+
+    def _absorb_own_events(self) -> int:
+        return self.poller.apply_own(self.sql.events.take_committed(), read=False)
 
     def start(self) -> None:
         self.poller.start()

@@ -133,11 +133,12 @@ class Poller:
 
     # -- polling -------------------------------------------------------------------------------
 
-    def apply_own(self, events: Sequence[Any]) -> int:
+    def apply_own(self, events: Sequence[Any], *, read: bool = True) -> int:
         """After a write on this instance: apply its committed ``events`` (NotificationEvents,
         in id order) from memory when they follow the position without a gap, which saves
         reading them back; else (other writers' events in between, or none of ours) catch up
-        from the log. Returns the position reached."""
+        from the log, or with ``read`` False leave them to the poller. Returns the position
+        reached."""
         with self._poll_lock:
             fresh = [e for e in events if e.eventId > self._position]
             if events and not fresh:
@@ -149,7 +150,7 @@ class Poller:
                 self.last_current = max(self.last_current, ids[-1])
                 self._lag(ids[-1], None)
                 return self._position
-            return self._catch_up_locked()
+            return self._catch_up_locked() if read else self._position
 
     def catch_up(self) -> int:
         """Apply every event the log holds now; returns the position reached."""
