@@ -3,6 +3,7 @@ HTTP endpoint for metrics, health, readiness and admin operations."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import event
 
+from hms_cache_proxy import failpoints
 from hms_cache_proxy.config import Settings
 from hms_cache_proxy.handler import Handler, access
 from hms_cache_proxy.idl import service
@@ -70,7 +72,14 @@ class Service:
         """Open the Thrift and HTTP listening sockets (a taken port fails here, before serving)."""
         if self._bound:
             return
-        self.server.bind()
+        try:
+            self.server.bind()
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"cannot listen for Thrift on {self.server.host}:{self.server.port}: "
+                f"{exc.strerror or exc}; set host and port (--host, --port)",
+            ) from exc
         if self.http is not None:
             try:
                 self.http.bind()
@@ -101,6 +110,7 @@ class Service:
         if self.cache is not None:
             self.cache.start()
         metrics.track_connections(self.server)
+        metrics.track_pool(self.database)
         if self.http is not None:
             self.http.start()
 
@@ -113,6 +123,7 @@ class Service:
 
     def stop(self, grace_seconds: float = 10.0) -> None:
         # Probes answer 503 from here on, while calls in flight drain; HTTP stops last.
+        self.readiness.mark_stopping()
         self._serving.clear()
         self.server.stop(grace_seconds)
         if self.housekeeper is not None:
@@ -124,17 +135,21 @@ class Service:
         if self.http is not None:
             self.http.stop()
         metrics.untrack_connections(self.server)
+        metrics.untrack_pool(self.database)
         self.database.dispose()
 
 
 def build_service(settings: Settings) -> Service:
     """Check the database (creating the schema if allowed) and wire every layer together."""
     redact.install(settings.secrets())  # before anything can log them
+    if settings.failpoints:  # test only; in-process tests set theirs directly
+        failpoints.configure(settings.failpoints)
     opener = secure_opener(settings)  # a bad certificate stops us before the database is touched
     database = Database(
         settings.database_url,
         pool_size=settings.database_pool_size,
         timeout_seconds=settings.database_timeout_seconds,
+        statement_timeout_seconds=settings.database_statement_timeout_seconds,
     )
     _count_database_errors(database)
     ensure_ready(database, settings.warehouse_uri(), settings.database_auto_create)
@@ -166,9 +181,12 @@ def build_service(settings: Settings) -> Service:
         # After SASL negotiation every message travels in a length-prefixed frame.
         transport="framed" if settings.sasl_enabled else settings.transport,
         protocol=settings.protocol,
-        max_connections=settings.max_connections,
         limits=Limits.of(settings),
         opener=opener,
+        connection_limits=settings.thrift_connection_limits(),
+        handshake_timeout_seconds=settings.handshake_timeout_seconds,
+        first_call_timeout_seconds=settings.first_call_timeout_seconds,
+        on_dropped=functools.partial(metrics.connection_dropped, "thrift"),
     )
     if cache is None:
         readiness.mark_ready()  # nothing to prewarm (with a cache, its loader says when)

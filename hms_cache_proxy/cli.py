@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
+from sqlalchemy.exc import DBAPIError
 
 from hms_cache_proxy import __version__
+from hms_cache_proxy.argtypes import non_negative_float, positive_float
+from hms_cache_proxy.closed_stdout import quiet_on_closed_stdout
 
 
 def _add_config(p: argparse.ArgumentParser) -> None:
@@ -36,6 +40,20 @@ def _add_database(p: argparse.ArgumentParser) -> None:
         metavar="PATH_OR_URI",
         help="root of the warehouse: the default database's location and the parent of new "
         "databases (default: ./warehouse)",
+    )
+    p.add_argument(
+        "--hive-site",
+        metavar="FILE",
+        help="a stock metastore's hive-site.xml or metastore-site.xml to start from (also "
+        "$HMS_CACHE_PROXY_HIVE_SITE or hive_site in the YAML file; default: none). Read from "
+        "it: the database (javax.jdo.option.ConnectionURL, a jdbc:postgresql:// URL, with "
+        "javax.jdo.option.ConnectionUserName and javax.jdo.option.ConnectionPassword), the "
+        "warehouse (metastore.warehouse.dir or hive.metastore.warehouse.dir) and the Thrift "
+        "port (metastore.thrift.port or hive.metastore.port, else the port of "
+        "metastore.thrift.uris or hive.metastore.uris). The YAML file, HMS_CACHE_PROXY_* "
+        "variables and flags override it. Refused at start: Derby, MySQL/MariaDB, Oracle or "
+        "SQL Server databases, a password kept only in a Hadoop credential provider, "
+        "Kerberos (metastore.sasl.enabled=true) and keystore TLS (metastore.use.SSL=true).",
     )
 
 
@@ -105,14 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument(
         "--interval",
-        type=float,
+        type=non_negative_float,
         default=0.0,
         metavar="SECONDS",
         help="scrape twice this far apart and also print calls/s (default: one scrape)",
     )
     status.add_argument(
         "--timeout",
-        type=float,
+        type=positive_float,
         default=5.0,
         metavar="SECONDS",
         help="give up on an unanswered request after this long (default 5)",
@@ -182,15 +200,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace, **extra: Any) -> Any:
+# setting -> the flag that sets it, so that an error names what the user typed.
+_FLAGS = {
+    "host": "--host",
+    "port": "--port",
+    "database_url": "--database-url",
+    "warehouse_dir": "--warehouse-dir",
+    "hive_site": "--hive-site",
+    "log_level": "--log-level",
+    "log_format": "--log-format",
+    "metrics_host": "--metrics-host",
+    "metrics_port": "--metrics-port",
+    "tls_cert_file": "--tls-cert",
+    "tls_key_file": "--tls-key",
+}
+
+
+def _settings(args: argparse.Namespace, notes: list[str], **extra: Any) -> Any:
     from hms_cache_proxy.config import load_settings
 
-    return load_settings(
-        args.config,
+    given = dict(
         database_url=args.database_url,
         warehouse_dir=args.warehouse_dir,
+        hive_site=args.hive_site,
         **extra,
     )
+    flags = {k: v for k, v in _FLAGS.items() if k in given}
+    return load_settings(args.config, flag_names=flags, notes=notes, **given)
 
 
 def _configure_logging(level: str, log_format: str = "text") -> None:
@@ -203,8 +239,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from hms_cache_proxy.app import build_service
     from hms_cache_proxy.store.sql.bootstrap import SchemaError
 
+    notes: list[str] = []
     settings = _settings(
         args,
+        notes,
         host=args.host,
         port=args.port,
         log_level=args.log_level,
@@ -217,6 +255,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _configure_logging(settings.log_level, settings.log_format)
     log = logging.getLogger("hms_cache_proxy")
     log.info("settings: %s", settings.redacted())
+    for note in notes:
+        log.warning("%s", note)
     from hms_cache_proxy.shutdown import StopOnSignal
 
     # SIGTERM/SIGINT are held from here (before any thread starts) and taken by one thread.
@@ -225,6 +265,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             service = build_service(settings)
         except SchemaError as exc:
             print(f"hms-cache-proxy: {exc}", file=sys.stderr)
+            return 2
+        except DBAPIError as exc:
+            print(f"hms-cache-proxy: {_database_error(settings, exc)}", file=sys.stderr)
+            return 2
+        except ValueError as exc:  # a setting that validated but does not work (a TLS file)
+            print(f"hms-cache-proxy: {_as_given(str(exc), args)}", file=sys.stderr)
             return 2
         try:
             service.bind()
@@ -253,17 +299,40 @@ def cmd_init_db(args: argparse.Namespace) -> int:
     from hms_cache_proxy.store.sql.bootstrap import SchemaError, init_db
     from hms_cache_proxy.store.sql.engine import Database
 
-    settings = _settings(args)
+    notes: list[str] = []
+    settings = _settings(args, notes)
     _configure_logging(settings.log_level, settings.log_format)
+    for note in notes:
+        logging.getLogger("hms_cache_proxy").warning("%s", note)
     db = Database(settings.database_url, timeout_seconds=settings.database_timeout_seconds)
     try:
         print(init_db(db, settings.warehouse_uri()))
     except SchemaError as exc:
         print(f"hms-cache-proxy: {exc}", file=sys.stderr)
         return 2
+    except DBAPIError as exc:
+        print(f"hms-cache-proxy: {_database_error(settings, exc)}", file=sys.stderr)
+        return 2
     finally:
         db.dispose()
     return 0
+
+
+def _as_given(message: str, args: argparse.Namespace) -> str:
+    """``message`` with each setting the user gave as a flag named as that flag."""
+    dests = {"tls_cert_file": "tls_cert", "tls_key_file": "tls_key"}
+    for setting, flag in _FLAGS.items():
+        if getattr(args, dests.get(setting, setting), None) is not None:
+            message = re.sub(rf"\b{setting}\b", flag, message)
+    return message
+
+
+def _database_error(settings: Any, exc: DBAPIError) -> str:
+    """One line for a database that refused us (down, wrong password, no such database)."""
+    from hms_cache_proxy import dburl
+
+    reason = " ".join(str(exc.orig).split()) or type(exc.orig).__name__
+    return f"cannot use the database {dburl.masked(settings.database_url)}: {reason}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -295,10 +364,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_soak(args)
     except (ValidationError, FileNotFoundError, ValueError) as exc:
-        print(f"hms-cache-proxy: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():
+            print(f"hms-cache-proxy: {line}", file=sys.stderr)
         return 2
     return 1
 
+
+# `hms-cache-proxy status | head -5`: exit 141 after clean-up, not a BrokenPipeError traceback.
+main = quiet_on_closed_stdout(main)
 
 if __name__ == "__main__":
     raise SystemExit(main())

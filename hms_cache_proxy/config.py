@@ -6,16 +6,24 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+import yaml
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
 )
+from pydantic_settings import SettingsError as PydanticSettingsError
+
+from hms_cache_proxy import dburl
+from hms_cache_proxy.admission import ConnectionLimits
+from hms_cache_proxy.hivesite import ConfigurationFileError, read_hive_site
+from hms_cache_proxy.settings_origin import Origins, explain
 
 ENV_PREFIX = "HMS_CACHE_PROXY_"
 CONFIG_FILE_ENV = ENV_PREFIX + "CONFIG"
@@ -32,16 +40,27 @@ class Settings(BaseSettings):
     transport: Literal["buffered", "framed"] = "buffered"
     protocol: Literal["binary", "compact"] = "binary"
     max_connections: int = Field(1000, ge=1)
+    max_connections_per_client: int = Field(128, ge=0)  # per client IP address; 0: no share
+    reserved_connections: int = Field(32, ge=0)
+    reserved_connections_per_client: int = Field(4, ge=1)
+    handshake_timeout_seconds: float = Field(10.0, ge=0)
+    first_call_timeout_seconds: float = Field(30.0, ge=0)
     max_message_bytes: int = Field(100 * 1024 * 1024, ge=1024)
     max_string_bytes: int = Field(16 * 1024 * 1024, ge=1024)
     max_container_elements: int = Field(1_000_000, ge=1)
+    max_decoded_structures: int = Field(2_000_000, ge=1)
     client_timeout_seconds: float = Field(600.0, ge=0)
     message_timeout_seconds: float = Field(60.0, ge=0)
+
+    # -- a stock metastore's hive-site.xml / metastore-site.xml to take the database, warehouse
+    # and port from (hms_cache_proxy/hivesite); every other source overrides it
+    hive_site: str | None = None
 
     # -- metastore database
     database_url: str = "sqlite:///hms-cache-proxy.db"
     database_pool_size: int = Field(8, ge=1)
     database_timeout_seconds: float = Field(30.0, gt=0)
+    database_statement_timeout_seconds: float = Field(30.0, ge=0)
     database_auto_create: bool = True
     id_block_size: int = Field(100, ge=1)
 
@@ -49,6 +68,8 @@ class Settings(BaseSettings):
     warehouse_dir: str = "warehouse"
     event_message_format: Literal["gzip(json-2.0)", "json-0.2"] = "gzip(json-2.0)"
     notification_max_events: int = Field(10_000, ge=1)
+    partition_filter_max_length: int = Field(1_000_000, ge=1)
+    partition_filter_max_terms: int = Field(10_000, ge=1)
     server_uri: str = ""
 
     # -- transactions and locks (Hive's metastore.txn.* settings)
@@ -62,10 +83,15 @@ class Settings(BaseSettings):
     metrics_port: int | None = Field(9090, le=65535)  # 0: any free port; None or < 0: off
     health_timeout_seconds: float = Field(2.0, gt=0)
     health_cache_seconds: float = Field(1.0, ge=0)
+    http_max_connections: int = Field(256, ge=1)
+    http_max_connections_per_client: int = Field(16, ge=0)
+    http_reserved_connections: int = Field(32, ge=0)
+    http_reserved_connections_per_client: int = Field(2, ge=1)
+    http_request_timeout_seconds: float = Field(5.0, gt=0)
 
     # -- the cache (docs/cache.md)
     cache_enabled: bool = True
-    cache_max_bytes: int = Field(1024 * 1024 * 1024, ge=1024 * 1024)
+    cache_max_bytes: int = Field(1024 * 1024 * 1024, ge=4096)
     consistency: Literal["eventual", "strong"] = "eventual"
     consistency_wait_seconds: float = Field(1.0, ge=0)
     cache_strict: bool = False
@@ -83,6 +109,7 @@ class Settings(BaseSettings):
 
     # -- shutdown (SIGTERM, SIGINT)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
+    failpoints: str = ""
 
     # -- secrets (never logged; shown as ********)
     admin_token: SecretStr | None = None
@@ -98,12 +125,22 @@ class Settings(BaseSettings):
     read_only: bool = False
     allowed_databases: list[str] = Field([".*"])
     allowed_databases_by_user: dict[str, list[str]] = Field({})
+    admin_users: list[str] = Field([])
+    filesystem_roots: list[str] = Field([])
+    external_locations_outside_roots: Literal["metadata_only", "refuse"] = "metadata_only"
 
     @field_validator("database_url")
     @classmethod
     def _known_database(cls, v: str) -> str:
-        if not (v.startswith("sqlite:") or v.startswith("postgresql")):
-            raise ValueError("database_url must start with sqlite:/// or postgresql://")
+        dburl.resolve(v)  # an unknown or uninstalled driver: one line naming the forms that work
+        return v
+
+    @field_validator("failpoints")
+    @classmethod
+    def _failpoints(cls, v: str) -> str:
+        from hms_cache_proxy import failpoints
+
+        failpoints.parse(v)  # a malformed list is refused at start-up, not ignored
         return v
 
     @field_validator("metrics_port", mode="before")
@@ -124,12 +161,41 @@ class Settings(BaseSettings):
                 raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
         return v
 
+    @field_validator("filesystem_roots")
+    @classmethod
+    def _real_roots(cls, v: list[str]) -> list[str]:
+        for root in v:
+            if not root.strip() or to_uri(root.strip()).rstrip("/") in ("file:", "file://"):
+                raise ValueError(
+                    f"filesystem_roots entry {root!r} would confine nothing: name directories "
+                    "the service may change"
+                )
+        return v
+
+    @model_validator(mode="after")
+    def _reserves_fit(self) -> Settings:
+        if self.reserved_connections >= self.max_connections:
+            raise ValueError(
+                f"reserved_connections ({self.reserved_connections}) must be smaller than "
+                f"max_connections ({self.max_connections})"
+            )
+        if self.http_reserved_connections >= self.http_max_connections:
+            raise ValueError(
+                f"http_reserved_connections ({self.http_reserved_connections}) must be smaller "
+                f"than http_max_connections ({self.http_max_connections})"
+            )
+        return self
+
     @model_validator(mode="after")
     def _security_consistent(self) -> Settings:
         for patterns in self.allowed_databases_by_user.values():
             self._regexes(patterns)
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
-            raise ValueError("tls_cert_file and tls_key_file must be set together")
+            missing = "tls_key_file" if self.tls_key_file is None else "tls_cert_file"
+            raise ValueError(
+                f"tls_cert_file and tls_key_file must be set together (a PEM certificate and "
+                f"its private key): {missing} is missing"
+            )
         if self.tls_client_auth != "none" and not self.tls_ca_file:
             raise ValueError(f"tls_client_auth: {self.tls_client_auth} needs tls_ca_file")
         if self.sasl_enabled and not self.sasl_users:
@@ -154,6 +220,22 @@ class Settings(BaseSettings):
 
     # -- derived values
 
+    def thrift_connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(
+            self.max_connections,
+            self.max_connections_per_client,
+            self.reserved_connections,
+            self.reserved_connections_per_client,
+        )
+
+    def http_connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(
+            self.http_max_connections,
+            self.http_max_connections_per_client,
+            self.http_reserved_connections,
+            self.http_reserved_connections_per_client,
+        )
+
     @property
     def metrics_enabled(self) -> bool:
         return self.metrics_port is not None and self.metrics_port >= 0
@@ -162,13 +244,18 @@ class Settings(BaseSettings):
         """The warehouse root as a URI (relative paths are taken from the working directory)."""
         return to_uri(self.warehouse_dir)
 
+    def filesystem_root_uris(self) -> list[str]:
+        """Where DDL may change files: the warehouse and ``filesystem_roots`` (relative paths
+        taken from the working directory, as for the warehouse)."""
+        return [self.warehouse_uri(), *(to_uri(r.strip()) for r in self.filesystem_roots)]
+
     def redacted(self) -> dict[str, Any]:
         """The settings as a dict safe to log: secrets and database passwords masked."""
         out = self.model_dump()
         for key, value in out.items():
             if isinstance(getattr(self, key), SecretStr) and value is not None:
                 out[key] = "********"
-        out["database_url"] = _hide_password(self.database_url)
+        out["database_url"] = dburl.masked(self.database_url)
         out["sasl_users"] = {user: "********" for user in self.sasl_users}
         return out
 
@@ -194,20 +281,6 @@ def to_uri(path_or_uri: str) -> str:
     return "file:" + str(Path(path_or_uri).expanduser().resolve())
 
 
-def _hide_password(url: str) -> str:
-    """The URL with its password masked, also one given as a query field (?password=...)."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        parsed = make_url(url)
-        secret_keys = [k for k in parsed.query if "password" in k.lower()]
-        if secret_keys:
-            parsed = parsed.update_query_dict({k: "***" for k in secret_keys})
-        return parsed.render_as_string(hide_password=True)
-    except Exception:
-        return "<unparsable database url>"
-
-
 def default_config_file() -> Path | None:
     """$HMS_CACHE_PROXY_CONFIG, else conf/hms-cache-proxy.yaml in the working directory if there."""
     env = os.environ.get(CONFIG_FILE_ENV)
@@ -217,20 +290,154 @@ def default_config_file() -> Path | None:
     return default if default.is_file() else None
 
 
-def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
-    """Settings from the given (or default) YAML file, the environment and explicit overrides.
+class SettingsError(ValueError):
+    """Settings the service cannot start with: one line per problem, each naming the setting
+    the way the user gave it (flag, variable, file key or hive-site property)."""
+
+
+class _YamlBeyondDefaults(YamlConfigSettingsSource):
+    """The YAML file less the keys that only repeat their default: a copy of the documented
+    conf/hms-cache-proxy.yaml (every key at its default) must not mask hive-site.xml."""
+
+    def __call__(self) -> dict[str, Any]:
+        return _beyond_defaults(super().__call__())
+
+
+def _beyond_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    fields = Settings.model_fields
+    return {k: v for k, v in data.items() if k not in fields or v != fields[k].default}
+
+
+class _HiveSiteSource(PydanticBaseSettingsSource):
+    """The values read from hive-site.xml: the lowest of all sources."""
+
+    def __init__(self, settings_cls: type[BaseSettings], values: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self.values = values
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self.values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None,
+    *,
+    flag_names: Mapping[str, str] | None = None,
+    notes: list[str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Settings from hive-site.xml (``hive_site``), the given (or default) YAML file, the
+    environment and explicit overrides, in rising precedence.
 
     ``overrides`` with the value None are ignored, so unset command-line flags do not mask
-    the file or the environment.
+    the file or the environment. ``flag_names`` (setting -> flag) lets errors name a setting
+    as the flag the user typed; ``notes`` receives what hive-site.xml gave that is not used
+    (for the log). Raises SettingsError (or FileNotFoundError for the YAML file).
     """
     path = Path(config_file) if config_file is not None else default_config_file()
-    cls: type[Settings] = Settings
-    if path is not None:
-        if not path.is_file():
-            raise FileNotFoundError(f"config file {path} does not exist")
+    given = {k: v for k, v in overrides.items() if v is not None}
+    origins = Origins(
+        ENV_PREFIX,
+        config_file=path,
+        file_keys=_file_keys(path),
+        flag_names=dict(flag_names or {}),
+        flags_given=frozenset(given),
+    )
+    cls = _settings_class(path, None)
+    try:
+        settings = cls(**given)
+    except ValidationError as exc:
+        raise SettingsError(explain(exc, origins, Settings.model_fields)) from None
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{path} is not valid YAML: {_one_line(exc)}") from None
+    except PydanticSettingsError as exc:
+        raise SettingsError(_unparsable(exc, origins)) from None
+    if not settings.hive_site:
+        return settings
+    try:
+        site = read_hive_site(Path(settings.hive_site))
+    except ConfigurationFileError as exc:
+        raise SettingsError(f"{origins.name('hive_site')}: {exc}") from None
+    origins.hive_site = site.path
+    origins.hive_site_properties = site.properties
+    refused = [
+        f"{site.path}: {message}"
+        for setting, message in site.problems.items()
+        if not origins.given_above_hive_site(setting)
+    ]
+    if refused:
+        raise SettingsError("\n".join(refused))
+    try:
+        settings = _settings_class(path, site.values)(**given)
+    except ValidationError as exc:
+        raise SettingsError(explain(exc, origins, Settings.model_fields)) from None
+    if notes is not None:
+        notes.extend(f"{site.path}: {note}" for note in site.notes)
+        notes.extend(
+            f"{site.path}: {prop} is overridden by {origins.name(setting)}"
+            for setting, prop in site.properties.items()
+            if origins.given_above_hive_site(setting)
+        )
+    return settings
 
-        class FileSettings(Settings):
-            model_config = SettingsConfigDict(yaml_file=str(path))
 
-        cls = FileSettings
-    return cls(**{k: v for k, v in overrides.items() if v is not None})
+def _settings_class(path: Path | None, hive_site: dict[str, Any] | None) -> type[Settings]:
+    if path is None and hive_site is None:
+        return Settings
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    yaml_file = str(path) if path is not None else None
+
+    class LoadedSettings(Settings):
+        model_config = SettingsConfigDict(yaml_file=yaml_file)
+
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            if not hive_site:
+                return (init_settings, env_settings, YamlConfigSettingsSource(settings_cls))
+            return (
+                init_settings,
+                env_settings,
+                _YamlBeyondDefaults(settings_cls),
+                _HiveSiteSource(settings_cls, hive_site),
+            )
+
+    return LoadedSettings
+
+
+def _unparsable(exc: Exception, origins: Origins) -> str:
+    """pydantic-settings' 'error parsing value for field "x" from source ...' (a variable
+    holding a list or mapping that is not JSON), naming the variable and the form expected."""
+    found = re.search(r'field "(\w+)"', str(exc))
+    if found is None:
+        return _one_line(exc)
+    setting = found.group(1)
+    return (
+        f"{origins.name(setting)}: not a value of this setting; lists and mappings are "
+        'written as JSON, e.g. ["a", "b"] or {"name": "value"}'
+    )
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _file_keys(path: Path | None) -> frozenset[str]:
+    """The keys the YAML file sets (to tell which settings it, not hive-site, decides)."""
+    if path is None or not path.is_file():
+        return frozenset()
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return frozenset()  # pydantic-settings reports the error when it reads the file
+    return frozenset(_beyond_defaults(data)) if isinstance(data, dict) else frozenset()

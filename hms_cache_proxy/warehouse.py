@@ -1,25 +1,16 @@
-"""The filesystem side of DDL, for warehouse locations this process can reach.
+"""The pure location rules of Hive's ``Warehouse``: how a client's location is normalised
+(``getDnsPath``: Hadoop ``Path`` qualification), how a table name becomes a directory name
+(``MetaStoreUtils.encodeTableName``), parents, joins and relative paths.
 
 A stock metastore creates a managed table's directory, deletes it on DROP TABLE and moves it on
 RENAME through Hadoop's FileSystem. This service does the same for ``file:`` locations (and bare
-paths). Other schemes (hdfs:, s3a:, ...) are left alone and logged: their data belongs to the
-engines that write it.
-
-It also holds the pure location rules of Hive's ``Warehouse``: how a client's location is
-normalised (``getDnsPath``: Hadoop ``Path`` qualification) and how a table name becomes a
-directory name (``MetaStoreUtils.encodeTableName``).
+paths) inside its roots only, through ``confined_fs``; other schemes (hdfs:, s3a:, ...) are
+left alone: their data belongs to the engines that write it.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import re
-import shutil
-from pathlib import Path
-from urllib.parse import unquote, urlparse
-
-log = logging.getLogger(__name__)
 
 # Hadoop Path: a scheme is what precedes the first ':' when no '/' comes before it.
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
@@ -143,139 +134,15 @@ def encode_table_name(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch == "_" else f"-{ord(ch)}-" for ch in name)
 
 
-# -- filesystem effects (local locations only) ----------------------------------------------
-
-
-def local_path(uri: str | None) -> Path | None:
-    """The local path of a ``file:`` URI or bare absolute path; None for other schemes."""
-    if not uri:
-        return None
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        path = unquote(parsed.path)
-        if parsed.scheme == "" and not path.startswith("/"):
-            return None
-        return Path(path)
-    return None
+# -- which locations are local ---------------------------------------------------------------
 
 
 def is_local(uri: str | None) -> bool:
-    return local_path(uri) is not None
-
-
-def is_dir(uri: str | None) -> bool | None:
-    """Whether the location is a directory; None when it is not a local location."""
-    path = local_path(uri)
-    return None if path is None else path.is_dir()
-
-
-def exists(uri: str | None) -> bool | None:
-    path = local_path(uri)
-    return None if path is None else path.exists()
-
-
-def mkdirs(uri: str | None) -> bool:
-    """Create the directory if it is local and missing; True when this call made it.
-
-    Raises OSError when a local directory cannot be created (Hive: "... is not a directory or
-    unable to create one"); other schemes are left alone (False).
-    """
-    path = local_path(uri)
-    if path is None:
-        if uri:
-            log.debug("not creating %s: not a local location", uri)
+    """Whether a location is a ``file:`` URI or a bare absolute path (other schemes are never
+    touched by this service). Every file operation goes through confined_fs.ConfinedFS."""
+    if not uri:
         return False
-    if path.is_dir():
-        return False
-    path.mkdir(parents=True, exist_ok=True)
-    return True
-
-
-def delete(uri: str | None) -> None:
-    """Delete a local directory tree (or file); other schemes are only logged."""
-    path = local_path(uri)
-    if path is None:
-        if uri:
-            log.info("not deleting %s: not a local location", uri)
-        return
-    try:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-    except OSError as exc:
-        log.warning("could not delete %s: %s", path, exc)
-
-
-def _is_hidden(name: str) -> bool:
-    """FileUtils.HIDDEN_FILES_PATH_FILTER: names starting with '_' or '.' are hidden."""
-    return name.startswith(("_", "."))
-
-
-def is_empty_dir(uri: str | None) -> bool:
-    """Warehouse.isEmptyDir: a local directory with no visible (non-hidden) entries."""
-    path = local_path(uri)
-    if path is None or not path.is_dir():
-        return False
-    try:
-        return not any(not _is_hidden(child.name) for child in path.iterdir())
-    except OSError:
-        return False
-
-
-def delete_empty_parents(uri: str | None, depth: int) -> None:
-    """HMSHandler.deleteParentRecursive: delete up to ``depth`` levels of now-empty parents
-    (e.g. ``ds=x`` after its last ``hr=`` partition was dropped)."""
-    parent = parent_of(uri) if uri else None
-    while depth > 0 and parent is not None and is_empty_dir(parent):
-        delete(parent)
-        parent = parent_of(parent)
-        depth -= 1
-
-
-def is_within(child: str | None, parent: str | None) -> bool:
-    """Whether ``child`` is ``parent`` or lies below it (compared as local paths or URIs)."""
-    if not child or not parent:
-        return False
-    c, p = local_path(child), local_path(parent)
-    if c is not None and p is not None:
-        return c == p or p in c.parents
-    return child.rstrip("/") == parent.rstrip("/") or child.startswith(parent.rstrip("/") + "/")
-
-
-def rename(src: str | None, dst: str | None) -> bool:
-    """Move a local directory (creating the destination's parents); True when it was moved."""
-    s, d = local_path(src), local_path(dst)
-    if s is None or d is None or not s.exists():
-        return False
-    if d.exists():
-        raise FileExistsError(f"{dst} already exists")
-    d.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(s, d)
-    return True
-
-
-def directory_stats(uri: str | None) -> tuple[int, int] | None:
-    """(number of files, total bytes) below a location, as the metastore's quick statistics
-    count them (FileUtils.getFileStatusRecurse with Hadoop's hidden-file filter: names starting
-    with '.' or '_' are skipped, directories are not counted). A missing local directory is
-    ``(0, 0)`` (Hive lists nothing there); None when the location is not local."""
-    path = local_path(uri)
-    if path is None:
-        return None
-    if not path.is_dir():
-        if path.is_file():
-            return 1, path.stat().st_size
-        return 0, 0
-    files = size = 0
-    for root, dirs, names in os.walk(path):
-        dirs[:] = [d for d in dirs if not _is_hidden(d)]
-        for name in names:
-            if _is_hidden(name):
-                continue
-            try:
-                size += os.stat(os.path.join(root, name)).st_size
-                files += 1
-            except OSError:
-                continue
-    return files, size
+    scheme, _, path = split_uri(uri)
+    return (scheme is None and path.startswith("/")) or (
+        scheme is not None and scheme.lower() == "file"
+    )

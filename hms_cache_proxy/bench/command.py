@@ -25,6 +25,13 @@ from typing import Any
 
 import yaml
 
+from hms_cache_proxy.argtypes import (
+    non_negative_float,
+    positive_float,
+    positive_int,
+    readable_file,
+    thrift_uri,
+)
 from hms_cache_proxy.bench import targets as tg
 from hms_cache_proxy.bench.cases import BENCH_DB, GET_TABLE, Case, all_cases
 from hms_cache_proxy.bench.rawclient import walker_kind
@@ -35,6 +42,7 @@ from hms_cache_proxy.bench.runner import Result, Timing, prepare, run_case, tear
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--uri",
+        type=thrift_uri,
         metavar="thrift://HOST:PORT",
         help="measure only this running metastore (any HMS) instead of starting servers",
     )
@@ -82,10 +90,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="client counts to measure (default: 1 8)",
     )
     p.add_argument(
-        "--duration", type=float, metavar="SECONDS", help="measuring time per run (default 3)"
+        "--duration",
+        type=positive_float,
+        metavar="SECONDS",
+        help="measuring time per run (default 3)",
     )
     p.add_argument(
-        "--warmup", type=float, metavar="SECONDS", help="warm-up time per run (default 1)"
+        "--warmup",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="warm-up time per run (default 1)",
     )
     p.add_argument(
         "--quick",
@@ -101,7 +115,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--lag-writes",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="writes for the propagation-lag measurement (default 200; --quick 20)",
     )
@@ -126,6 +140,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     p.add_argument(
         "--render",
+        type=readable_file,
         metavar="JSON",
         help="run nothing: write the outputs (and --write-docs) again from a saved JSON report",
     )

@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from hms_cache_proxy.argtypes import output_file
 from hms_cache_proxy.bench import soak_workload as wl
 from hms_cache_proxy.bench.soak_stats import Limits, Window, make_window, percentile, verdict
 
@@ -119,7 +120,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "cache_enabled=false or consistency=strong; repeatable",
     )
     p.add_argument("--seed", type=int, default=1, help="seed of the clients' call choices")
-    p.add_argument("--output", metavar="FILE.json", help="write the JSON report here")
+    p.add_argument(
+        "--output", type=output_file, metavar="FILE.json", help="write the JSON report here"
+    )
     p.add_argument(
         "--write-docs", metavar="DIR", help="also write DIR/soak.md (`--write-docs docs`)"
     )

@@ -9,13 +9,16 @@ import logging
 import sys
 from pathlib import Path
 
+from hms_cache_proxy.argtypes import non_negative_float, output_file, positive_float
 from hms_cache_proxy.check.faults import KINDS, parse_kinds
 
 DESCRIPTION = (
     "Run a consistency check: INSTANCES caching hms-cache-proxy serve processes (plus one "
     "with the cache off: the database path) on one PostgreSQL; CLIENTS threads run random "
-    "transactional writes (multi-statement, some aborted), plain creates/alters/drops of "
-    "tables and partitions, and reads with snapshots, while faults are injected. Every call "
+    "transactional writes (multi-statement, some aborted, some setting parameters with "
+    "commit_txn keyValue or column statistics), plain creates/alters/renames/drops/re-creates "
+    "and truncates of tables and partitions, and reads with snapshots, while faults are "
+    "injected (loads are slowed by failpoints and the cache budget is tiny by default). Every call "
     "is recorded with its invocation and completion time and checked afterwards against "
     "docs/design.md's invariants; caches are compared with the database path at the end (and at "
     "checkpoints). Prints a summary and every violation with its object's history; exit "
@@ -61,7 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"comma-separated fault kinds, 'all' (default) or 'none': {', '.join(KINDS)}. "
         "kill: SIGKILL an instance and start it again; pg-restart: restart PostgreSQL "
         "(not with --database-url); stall: stall an instance's poller; purge: purge the "
-        "notification log behind a stalled instance; drop: cut client connections mid-call",
+        "notification log behind a stalled instance; drop: cut client connections mid-call; "
+        "churn: admin refreshes and flushes of random tables, back to back",
     )
     p.add_argument(
         "--fault-interval",
@@ -92,18 +96,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--eventual-bound",
-        type=float,
+        type=positive_float,
         default=30.0,
         metavar="SECONDS",
         help="in eventual mode, how far a read may lag an acknowledged write (default 30)",
     )
     p.add_argument(
         "--checkpoint-every",
-        type=float,
+        type=non_negative_float,
         default=0.0,
         metavar="SECONDS",
         help="pause the clients this often and compare every cache with the database path "
         "(default 0: only at the end)",
+    )
+    p.add_argument(
+        "--cache-max-bytes",
+        type=int,
+        default=20_000,
+        metavar="N",
+        help="the caching instances' cache_max_bytes (default 20000: a tiny budget, so tables "
+        "are evicted and loaded again all the time; 0: the service's default)",
+    )
+    p.add_argument(
+        "--failpoints",
+        default=None,
+        metavar="SPEC",
+        help="the caching instances' failpoints (name=action;...: see "
+        "hms_cache_proxy/failpoints.py); default: slow loads and applies "
+        "(load.after_snapshot=50%%sleep(0.1);poller.before_apply=10%%sleep(0.02)); "
+        "'none' for none",
     )
     p.add_argument(
         "--report", metavar="FILE", help="write the full report (all violations) as JSON here"
@@ -115,11 +136,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _failpoints(value: str | None) -> str:
+    from hms_cache_proxy.check.runner import SLOW_LOADS
+
+    if value is None:
+        return SLOW_LOADS
+    return "" if value.strip().lower() in ("", "none") else value
+
+
 def run(args: argparse.Namespace) -> int:
     from hms_cache_proxy.check.report import text
     from hms_cache_proxy.check.runner import CheckConfig, run_check
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.report:  # written at the end: a path that cannot be written must not cost the run
+        try:
+            output_file(args.report)
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"check --report: {exc}") from None
     duration = args.duration
     if args.operations is None and duration is None:
         duration = 30.0
@@ -137,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         eventual_bound=args.eventual_bound,
         checkpoint_every=args.checkpoint_every,
         workdir=args.workdir,
+        cache_max_bytes=args.cache_max_bytes,
+        failpoints=_failpoints(args.failpoints),
     )
     try:
         report = run_check(cfg)

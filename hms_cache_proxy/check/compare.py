@@ -1,6 +1,9 @@
-"""Invariant 5 at rest: each caching instance answers every table's get_table and
-get_partitions exactly as the database path does (an instance with ``cache_enabled: false``
-on the same database), transactional tables with the same snapshot on both sides.
+"""Invariant 5 at rest, the convergence audit: each caching instance answers, object by object,
+exactly as the database path does (an instance with ``cache_enabled: false`` on the same
+database): the database ``chk``, and every table name the run ever used (those dropped or
+renamed away too: the answer must then be the same NoSuchObjectException) with get_table and
+get_partitions; transactional tables with one snapshot on both sides, and their column
+statistics for that snapshot.
 
 Called while no client writes (a checkpoint, or the end). The instances may still be
 applying the last events, so a difference is retried until ``settle_seconds`` pass; one that
@@ -33,7 +36,13 @@ def _reads(client: Any, table: str, snapshot: str | None) -> dict[str, Any]:
             "get_table": _answer(lambda: client.get_table(DB, table)),
             "get_partitions": _answer(lambda: client.get_partitions(DB, table, -1)),
         }
+    stats = hms.TableStatsRequest(
+        dbName=DB, tblName=table, colNames=["a"], engine="hive", validWriteIdList=snapshot
+    )
     return {
+        "get_table_statistics_req": _answer(
+            lambda: client.get_table_statistics_req(stats).tableStats
+        ),
         "get_table_req": _answer(
             lambda: (
                 client.get_table_req(
@@ -53,10 +62,16 @@ def _reads(client: Any, table: str, snapshot: str | None) -> dict[str, Any]:
     }
 
 
-def _differences(db_client: Any, client: Any) -> list[tuple[str, str, str]]:
-    """(table, call, how they differ) for every table of the database."""
+def _differences(db_client: Any, client: Any, names: list[str]) -> list[tuple[str, str, str]]:
+    """(object, call, how they differ) for the database, every table of it and ``names``."""
     out = []
-    for table in sorted(db_client.get_all_tables(DB)):
+    want_db, got_db = (
+        _answer(lambda: db_client.get_database(DB)),
+        _answer(lambda: client.get_database(DB)),
+    )
+    if want_db != got_db:
+        out.append(("", "get_database", _describe(want_db, got_db)))
+    for table in sorted(set(db_client.get_all_tables(DB)) | set(names)):
         snapshot = None
         if table in TXN_TABLES:
             req = hms.GetValidWriteIdsRequest(fullTableNames=[f"{DB}.{table}"])
@@ -91,7 +106,11 @@ def _fields(want: Any, got: Any) -> str:
 
 
 def compare_all(
-    instances: list[Instance], db_path: Instance, when: str, settle_seconds: float = 30.0
+    instances: list[Instance],
+    db_path: Instance,
+    when: str,
+    settle_seconds: float = 30.0,
+    names: list[str] | None = None,
 ) -> tuple[int, list[Violation]]:
     """(comparisons made, violations) for every caching instance against the database path.
 
@@ -105,7 +124,7 @@ def compare_all(
         diffs: list[tuple[str, str, str]] = []
         while True:
             try:
-                diffs, tables = _compare_once(db_path, inst)
+                diffs, tables = _compare_once(db_path, inst, names or [])
                 failure = ""
             except Exception as exc:  # noqa: BLE001 - try again on fresh connections
                 failure = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -126,7 +145,7 @@ def compare_all(
                 Violation(
                     5,
                     "cache answer differs from the database path",
-                    f"tbl:{DB}.{table}",
+                    f"tbl:{DB}.{table}" if table else f"db:{DB}",
                     0,
                     f"{when}: {inst.name} {call}({DB}.{table}): {how}",
                 )
@@ -134,12 +153,15 @@ def compare_all(
     return compared, violations
 
 
-def _compare_once(db_path: Instance, inst: Instance) -> tuple[list[tuple[str, str, str]], int]:
+def _compare_once(
+    db_path: Instance, inst: Instance, names: list[str]
+) -> tuple[list[tuple[str, str, str]], int]:
     db_client = connect("127.0.0.1", db_path.port, timeout_s=60)
     try:
         client = connect("127.0.0.1", inst.port, timeout_s=60)
         try:
-            return _differences(db_client, client), len(db_client.get_all_tables(DB))
+            diffs = _differences(db_client, client, names)
+            return diffs, len(set(db_client.get_all_tables(DB)) | set(names))
         finally:
             client.close()
     finally:

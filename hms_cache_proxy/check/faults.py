@@ -5,7 +5,11 @@
 - ``stall``: stall an instance's poller (``POST /admin/poller/pause``);
 - ``purge``: stall an instance's poller, delete the notification log behind it (all but the
   newest event) while the others write on, let it go: it must notice the hole and start over;
-- ``drop``: the proxy in front of instance 0 cuts connections mid-call for a while.
+- ``drop``: the proxy in front of instance 0 cuts connections mid-call for a while;
+- ``churn``: for a while, ``POST /admin/refresh`` and ``/admin/flush`` of random tables on
+  random instances, back to back: loads of one table run side by side with the clients'
+  misses, reloads after events and each other (with a tiny ``cache_max_bytes`` and slow loads
+  through failpoints, the interleavings of issue 14).
 
 The purge uses SQL of its own (a test tool may): the service has no purge of its own.
 """
@@ -21,6 +25,7 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
+from hms_cache_proxy import dburl
 from hms_cache_proxy.check.history import History
 from hms_cache_proxy.check.instances import Instance
 from hms_cache_proxy.check.proxy import CuttingProxy
@@ -28,7 +33,7 @@ from hms_cache_proxy.store.events.log import EventLog
 
 log = logging.getLogger(__name__)
 
-KINDS = ("kill", "pg-restart", "stall", "purge", "drop")
+KINDS = ("kill", "pg-restart", "stall", "purge", "drop", "churn")
 PURGE_EXTRA_STALL_SECONDS = 5.0
 """A purge's stall lasts this much longer than --stall-seconds (writes and the purge fit)."""
 GAP_MESSAGE = "no longer in the log (purged)"
@@ -64,6 +69,7 @@ class FaultInjector:
         stall_seconds: float,
         seed: int,
         writer: Any | None = None,
+        names: Any | None = None,
     ) -> None:
         self.kinds = kinds
         self.history = history
@@ -74,6 +80,7 @@ class FaultInjector:
         self.interval = interval
         self.stall_seconds = stall_seconds
         self.writer = writer  # a workload Client on the database path (probe_write)
+        self.names = names or (lambda: [])  # table names the churn picks from
         self.rng = random.Random(seed)
         self.counts: dict[str, int] = dict.fromkeys(kinds, 0)
         self.errors: list[str] = []
@@ -160,7 +167,7 @@ class FaultInjector:
                 except Exception:  # noqa: BLE001 - a broken connection: once more, anew
                     self.writer.close()
                     self.writer.probe_write()
-        engine = create_engine(self.database_url, poolclass=NullPool)
+        engine = create_engine(dburl.resolve(self.database_url), poolclass=NullPool)
         try:
             with engine.begin() as conn:
                 newest = EventLog.newest_event_id(conn) or 0
@@ -196,3 +203,21 @@ class FaultInjector:
         self.proxy.cutting = False
         fault.end = self.history.now()
         fault.detail = f"{self.proxy.cuts - before} connections cut mid-call"
+
+    def _churn(self) -> None:
+        fault = self.history.fault("churn", "all instances")
+        deadline = time.monotonic() + self.stall_seconds
+        done = {"refresh": 0, "flush": 0}
+        while time.monotonic() < deadline:
+            names = list(self.names())
+            if not names:
+                break
+            inst = self._victim()
+            action = "refresh" if self.rng.random() < 0.6 else "flush"
+            try:
+                inst.admin(action, "chk", self.rng.choice(names))
+                done[action] += 1
+            except OSError:  # the instance is restarting (a kill): go on with another
+                time.sleep(0.05)
+        fault.end = self.history.now()
+        fault.detail = f"{done['refresh']} refreshes, {done['flush']} flushes"

@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -114,6 +116,21 @@ class Instance:
         )
         with urllib.request.urlopen(request, timeout=45) as answer:
             return dict(json.loads(answer.read()))
+
+    def admin(self, action: str, db: str, table: str | None = None) -> int:
+        """POST /admin/refresh or /admin/flush of a database or table; the HTTP status."""
+        query = urllib.parse.urlencode({"db": db, **({"table": table} if table else {})})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.http_port}/admin/{action}?{query}",
+            data=b"",
+            method="POST",
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=45) as answer:
+                return int(answer.status)
+        except urllib.error.HTTPError as exc:  # 404: a table gone meanwhile
+            return int(exc.code)
 
     def log_text(self) -> str:
         try:

@@ -12,7 +12,11 @@
    returns a version not yet sent when it completed.
 4. *Nothing acknowledged lost*: the final audit's reads (through the database path, after
    the run) are checked strictly: every acknowledged write and commit is there.
-5. *Cache answer = database path answer*: checked live by ``compare`` (not from the history).
+   The same for the table parameter a commit sets (``keyValue``): ``_meta.k`` is at least the
+   largest such write id whose commit set it.
+5. *Cache answer = database path answer*: checked live by ``compare`` (not from the history);
+   from the history: a read with snapshot ``S`` never shows column statistics written by a
+   write id ``S`` does not report committed (the database path answers none).
 
 A write whose call failed may or may not have applied: reads may show it or not.
 """
@@ -187,6 +191,12 @@ def _check_transactions(ops: list[Op], found: Findings) -> None:
     for writers in slot_writers.values():
         writers.sort(reverse=True)
     table_writers = {tbl: sorted(by_wid, reverse=True) for tbl, by_wid in intents.items()}
+    kv_writers: dict[str, list[int]] = defaultdict(list)
+    for op in ops:
+        if op.call == "commit_txn" and op.txn and op.txn.get("kv"):
+            kv_writers[op.txn["table"]].append(op.txn["write_id"])
+    for writers in kv_writers.values():
+        writers.sort(reverse=True)
 
     for op in ops:
         if not op.acked or op.snapshot is None:
@@ -223,6 +233,32 @@ def _check_transactions(ops: list[Op], found: Findings) -> None:
                         obj,
                         op.id,
                         f"wmax={seen} but {op.snapshot} reports write id {wid} committed",
+                    )
+                )
+            kv = _newest_valid(kv_writers.get(tbl, []), valid)
+            seen_kv = op.result.get("kv", 0)
+            if kv and seen_kv < kv:
+                found.violations.append(
+                    Violation(
+                        _inv(op, 1),
+                        "parameters set by a commit (keyValue) missing",
+                        obj,
+                        op.id,
+                        f"_meta.k={seen_kv} but {op.snapshot} reports write id {kv} committed, "
+                        f"whose commit set _meta.k={kv}",
+                    )
+                )
+        elif op.call == "get_table_statistics_req":
+            found.reads_checked += 1
+            high = op.result.get("stats", 0)
+            if high and not valid.is_write_id_valid(high):
+                found.violations.append(
+                    Violation(
+                        _inv(op, 5),
+                        "statistics of a write the snapshot does not include",
+                        obj,
+                        op.id,
+                        f"statistics written by write id {high}, not committed in {op.snapshot}",
                     )
                 )
         elif op.call == "get_partitions_req":

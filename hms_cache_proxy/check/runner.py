@@ -40,6 +40,10 @@ from hms_cache_proxy.idl import hms
 
 log = logging.getLogger(__name__)
 
+SLOW_LOADS = "load.after_snapshot=50%sleep(0.1);poller.before_apply=10%sleep(0.02)"
+"""The checker's default failpoints: half of the loads wait 100 ms after their snapshot, one
+batch of events in ten waits 20 ms before it is applied."""
+
 
 @dataclass
 class CheckConfig:
@@ -57,6 +61,12 @@ class CheckConfig:
     checkpoint_every: float = 0.0
     workdir: str | None = None
     keep_logs: bool = False
+    cache_max_bytes: int = 20_000
+    """The caching instances' byte budget: tiny by default, so tables are evicted and loaded
+    again all the time (0: the service's default)."""
+    failpoints: str = SLOW_LOADS
+    """The caching instances' failpoints (hms_cache_proxy/failpoints.py): slow loads and
+    applies widen the windows in which loads race events."""
 
     def validate(self) -> None:
         if self.instances < 1 or self.clients < 1:
@@ -69,10 +79,15 @@ class CheckConfig:
             raise ValueError("--duration must be positive")
         if self.consistency not in ("eventual", "strong"):
             raise ValueError("--consistency must be eventual or strong")
-        if self.database_url is not None and not self.database_url.startswith("postgresql"):
+        if self.database_url is not None and not self.database_url.startswith("postgres"):
             raise ValueError("--database-url must be a PostgreSQL URL (postgresql://...)")
         if self.fault_interval <= 0 or self.stall_seconds <= 0:
             raise ValueError("--fault-interval and --stall-seconds must be positive")
+        if self.cache_max_bytes < 0:
+            raise ValueError("--cache-max-bytes must be 0 (the service's default) or more")
+        from hms_cache_proxy import failpoints
+
+        failpoints.parse(self.failpoints)  # ValueError naming what is wrong
 
 
 def run_check(cfg: CheckConfig, postgres: Any | None = None) -> dict[str, Any]:
@@ -117,10 +132,13 @@ def _common_settings(cfg: CheckConfig) -> dict[str, Any]:
 def _run(cfg: CheckConfig, url: str, postgres: Any, workdir: Path) -> dict[str, Any]:
     common = _common_settings(cfg)
     db_path = Instance("db-path", url, workdir, {**common, "cache_enabled": False})
-    cached = [
-        Instance(f"instance{i}", url, workdir, {**common, "cache_enabled": True})
-        for i in range(cfg.instances)
-    ]
+    # Two loader threads: loads of one table run side by side (misses, reloads, refreshes).
+    caching: dict[str, Any] = {**common, "cache_enabled": True, "prewarm_threads": 2}
+    if cfg.cache_max_bytes:
+        caching["cache_max_bytes"] = cfg.cache_max_bytes
+    if cfg.failpoints:
+        caching["failpoints"] = cfg.failpoints
+    cached = [Instance(f"instance{i}", url, workdir, caching) for i in range(cfg.instances)]
     everyone = [db_path, *cached]
     proxy: CuttingProxy | None = None
     started = time.monotonic()
@@ -144,6 +162,7 @@ def _run(cfg: CheckConfig, url: str, postgres: Any, workdir: Path) -> dict[str, 
             cfg.stall_seconds,
             cfg.seed,
             writer=Client(AUDIT_CLIENT, len(cached), db_path.port, history, shared, seed=0),
+            names=lambda: [*shared.names(), *TXN_TABLES],
         )
         checkpoints: list[Violation] = []
         comparisons = _drive(cfg, history, shared, cached, db_path, proxy, injector, checkpoints)
@@ -153,7 +172,7 @@ def _run(cfg: CheckConfig, url: str, postgres: Any, workdir: Path) -> dict[str, 
         _audit(history, shared, db_path, len(cached))
         phases["audit_seconds"] = round(time.monotonic() - mark, 1)
         mark = time.monotonic()
-        made, at_end = compare_all(cached, db_path, "end of run")
+        made, at_end = compare_all(cached, db_path, "end of run", names=shared.names())
         phases["compare_seconds"] = round(time.monotonic() - mark, 1)
         mark = time.monotonic()
         findings = check_history(history.snapshot_ops(), cfg.consistency, cfg.eventual_bound)
@@ -280,7 +299,9 @@ def _drive(
                 gate.clear()
                 with busy_cond:
                     busy_cond.wait_for(lambda: busy[0] == 0, timeout=120)
-                made, found = compare_all(cached, db_path, f"checkpoint at {history.now():.0f}s")
+                made, found = compare_all(
+                    cached, db_path, f"checkpoint at {history.now():.0f}s", names=shared.names()
+                )
                 comparisons += made
                 checkpoints.extend(found)
                 gate.set()

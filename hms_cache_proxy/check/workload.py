@@ -10,9 +10,16 @@ Objects, in the database ``chk``:
 - Tables ``o<client>_<n>`` owned by one client each (plain tables, partitioned by ``p``):
   created, altered (parameter ``ver``), dropped; their partitions added, altered, dropped.
   Only the owner writes them, so the versions it numbers them with are in write order.
+  The owner also renames them (the old name is dropped, the new one holds the next version)
+  and re-creates a dropped one once (its versions then start above ``DROPPED``). Any client
+  truncates any owned table: truncate changes no version, so a truncate that wrote back a
+  stale copy shows up as a lost write.
+- Transactions also commit with ``keyValue`` (``_meta.k=w``, TABLE_PARAMS set by the commit)
+  and write column statistics of ``a`` with ``highValue=w`` under their write id.
 
-Reads: a transactional table with a snapshot (get_valid_write_ids, then get_table_req and
-get_partitions_req carrying it), or any client's owned table (get_table, get_partitions).
+Reads: a transactional table with a snapshot (get_valid_write_ids, then get_table_req,
+get_partitions_req and get_table_statistics_req carrying it), or any client's owned table
+(get_table, get_partitions).
 A call that fails leaves its outcome unknown; the client reconnects and goes on, aborting
 the transaction it was in when it can (otherwise the instance's txn timeout ends it).
 """
@@ -28,17 +35,21 @@ from typing import Any
 from hms_cache_proxy.bench.cases import connect
 from hms_cache_proxy.check.history import ABSENT, DROPPED, History, Op
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidReadTxnList
 
 DB = "chk"
 TXN_TABLES = ("x0", "x1", "x2", "x3")
 PROBE_TABLE = "probe"
 """A plain table the purge fault writes to (through the database path) to make events."""
 SLOTS = tuple(f"s{i}" for i in range(8))
-TXN_PARAMS = {"transactional": "true", "transactional_properties": "default"}
+KV_KEY = "_meta.k"
+"""The table parameter transactions set with commit_txn's keyValue (Hive's ``_meta`` prefix)."""
+TXN_PARAMS = {"transactional": "true", "transactional_properties": "default", KV_KEY: "0"}
 MAX_LIVE_TABLES = 3
 MAX_LIVE_PARTS = 6
 LOCK_WAIT_SECONDS = 45.0
+RECHECKS = 4
+"""How many of its next steps a client reads a table it dropped or renamed away again."""
 
 
 def table_key(name: str) -> str:
@@ -99,6 +110,11 @@ def new_partition(table: str, value: str, params: dict[str, str], write_id: int 
     )
 
 
+def _txn_list(client: Any, txn: int) -> str:
+    """The ValidTxnList of ``txn`` (its own snapshot), as Hive's string."""
+    return ValidReadTxnList.from_open_txns_response(client.get_open_txns(), txn).to_string()
+
+
 def declared(exc: BaseException) -> bool:
     """An exception the IDL declares (the server answered); others cut the connection."""
     return getattr(hms, type(exc).__name__, None) is type(exc)
@@ -115,6 +131,9 @@ class Owned:
     writable: bool = True  # no write of unknown outcome that makes further writes moot
     parts: dict[str, dict[str, Any]] = field(default_factory=dict)
     next_part: int = 0
+    recreated: bool = False  # re-created once after a drop (versions above DROPPED)
+    dropped_cleanly: bool = False  # its drop was acknowledged
+    settled: bool = True  # no partition write of unknown outcome (a rename may carry them)
 
 
 class Shared:
@@ -132,6 +151,11 @@ class Shared:
             parts = self.parts.setdefault(table, [])
             if part is not None and part not in parts:
                 parts.append(part)
+
+    def names(self) -> list[str]:
+        """Every owned table name ever used (renamed and dropped ones too)."""
+        with self.lock:
+            return sorted(self.tables)
 
     def random_table(self, rng: random.Random) -> str | None:
         with self.lock:
@@ -170,6 +194,7 @@ class Client:
         self.write_share = write_share
         self.owned: list[Owned] = []
         self.created = 0
+        self.recheck: dict[str, int] = {}  # names dropped or renamed away -> reads still due
         self._client: Any = None
 
     # -- connection ------------------------------------------------------------------------------
@@ -216,6 +241,8 @@ class Client:
     def step(self) -> None:
         r = self.rng.random()
         try:
+            if self.recheck:
+                self._recheck()
             if r < self.txn_share:
                 self.txn_write()
             elif r < self.txn_share + self.write_share:
@@ -229,6 +256,16 @@ class Client:
         except Exception:  # noqa: BLE001 - recorded in the history; go on
             if self._client is None:
                 time.sleep(0.1)  # the connection broke: do not hammer an instance restarting
+
+    def _recheck(self) -> None:
+        """Read a table this client dropped (or renamed away) again, at each of its next few
+        steps: a load older than the drop that installed anyway (issue 14, finding 1) is
+        visible only until the tiny cache budget evicts it."""
+        name = next(iter(self.recheck))
+        self.recheck[name] -= 1
+        if self.recheck[name] <= 0:
+            del self.recheck[name]
+        self.call("get_table", lambda c, op: self._observe_table(c, op, name))
 
     # -- transactions ----------------------------------------------------------------------------
 
@@ -268,6 +305,9 @@ class Client:
             table=tbl,
             write_id=wid,
         )
+        stats = self.rng.random() < 0.3
+        if stats:
+            self._write_stats(tbl, txn, wid)
         slots = sorted(self.rng.sample(SLOTS, self.rng.randint(1, 3)))
         adds = [new_partition(tbl, s, {"w": str(wid)}, wid) for s in slots]
         self.call(
@@ -299,18 +339,59 @@ class Client:
             partitions=slots,
         )
         commit = self.rng.random() >= 0.1
-        intent = {"table": tbl, "txn": txn, "write_id": wid, "partitions": slots}
+        key_value = self.rng.random() < 0.3
+        intent = {
+            "table": tbl,
+            "txn": txn,
+            "write_id": wid,
+            "partitions": slots,
+            "kv": key_value,
+            "stats": stats,
+        }
         if commit:
+            kv = None
+            if key_value:
+                kv = hms.CommitTxnKeyValue(tableId=current.id, key=KV_KEY, value=str(wid))
 
             def send(c: Any, op: Op) -> Any:
                 op.txn = intent
-                return c.commit_txn(hms.CommitTxnRequest(txnid=txn))
+                return c.commit_txn(hms.CommitTxnRequest(txnid=txn, keyValue=kv))
 
             self.call("commit_txn", send, txn=txn)
         else:
             self.call(
                 "abort_txn", lambda c, op: c.abort_txn(hms.AbortTxnRequest(txnid=txn)), txn=txn
             )
+
+    def _write_stats(self, tbl: str, txn: int, wid: int) -> None:
+        """Column statistics of ``a`` with ``highValue=wid``, written under the write id."""
+
+        def snap(c: Any, op: Op) -> str:
+            req = hms.GetValidWriteIdsRequest(
+                fullTableNames=[f"{DB}.{tbl}"], validTxnList=_txn_list(c, txn)
+            )
+            tvwi = c.get_valid_write_ids(req).tblValidWriteIds[0]
+            return ValidReaderWriteIdList.from_table_valid_write_ids(tvwi).to_string()
+
+        _, writer_snapshot = self.call("get_valid_write_ids", snap, txn=txn)
+        desc = hms.ColumnStatisticsDesc(isTblLevel=True, dbName=DB, tableName=tbl)
+        data = hms.ColumnStatisticsData(
+            longStats=hms.LongColumnStatsData(lowValue=0, highValue=wid, numNulls=0, numDVs=1)
+        )
+        stats = hms.ColumnStatistics(
+            statsDesc=desc,
+            statsObj=[hms.ColumnStatisticsObj(colName="a", colType="int", statsData=data)],
+            engine="hive",
+        )
+        request = hms.SetPartitionsStatsRequest(
+            colStats=[stats], writeId=wid, validWriteIdList=writer_snapshot, engine="hive"
+        )
+        self.call(
+            "update_table_column_statistics_req",
+            lambda c, op: c.update_table_column_statistics_req(request),
+            table=tbl,
+            write_id=wid,
+        )
 
     def _lock(self, tbl: str, txn: int) -> None:
         component = hms.LockComponent(
@@ -370,7 +451,10 @@ class Client:
             t = c.get_table_req(
                 hms.GetTableRequest(dbName=DB, tblName=tbl, validWriteIdList=s)
             ).table
-            op.result = {"wmax": int(t.parameters.get("wmax", "0"))}
+            op.result = {
+                "wmax": int(t.parameters.get("wmax", "0")),
+                "kv": int(t.parameters.get(KV_KEY, "0")),
+            }
 
         self.call("get_table_req", read_table, table=tbl)
 
@@ -383,17 +467,41 @@ class Client:
 
         self.call("get_partitions_req", read_parts, table=tbl)
 
+        def read_stats(c: Any, op: Op) -> None:
+            op.snapshot = s
+            found = c.get_table_statistics_req(
+                hms.TableStatsRequest(
+                    dbName=DB, tblName=tbl, colNames=["a"], engine="hive", validWriteIdList=s
+                )
+            ).tableStats
+            high = found[0].statsData.longStats.highValue if found else 0
+            op.result = {"stats": int(high or 0)}
+
+        self.call("get_table_statistics_req", read_stats, table=tbl)
+
     # -- owned tables ----------------------------------------------------------------------------
 
     def owned_write(self) -> None:
         live = [t for t in self.owned if t.live]
         writable = [t for t in live if t.writable and t.obj is not None]
         rng = self.rng
+        dropped = [t for t in self.owned if not t.live and t.dropped_cleanly and not t.recreated]
+        if dropped and len(live) < MAX_LIVE_TABLES and rng.random() < 0.1:
+            self.recreate_table(rng.choice(dropped))
+            return
         if not writable or (len(live) < MAX_LIVE_TABLES and rng.random() < 0.05):
             self.create_table()
             return
         if len(live) >= MAX_LIVE_TABLES and rng.random() < 0.05:
             self.drop_table(live[0])
+            return
+        r = rng.random()
+        settled = [t for t in writable if t.settled]
+        if r < 0.03 and settled:
+            self.rename_table(rng.choice(settled))
+            return
+        if r < 0.08:
+            self.truncate_any()
             return
         t = rng.choice(writable)
         parts = [v for v, p in t.parts.items() if p["live"] and p["writable"]]
@@ -449,6 +557,9 @@ class Client:
         self.call("alter_table", send, table=t.name, version=version)
 
     def drop_table(self, t: Owned) -> None:
+        # Read, drop, read again: with a tiny cache budget the first read misses and starts a
+        # load that is still running when the drop lands (issue 14, finding 1).
+        self.call("get_table", lambda c, op: self._observe_table(c, op, t.name))
         t.live = t.writable = False
         writes = [(table_key(t.name), DROPPED)] + [
             (part_key(t.name, v), DROPPED) for v, p in t.parts.items() if not p["dropped"]
@@ -461,6 +572,81 @@ class Client:
             c.drop_table(DB, t.name, True)
 
         self.call("drop_table", send, table=t.name)
+        t.dropped_cleanly = True
+        self.call("get_table", lambda c, op: self._observe_table(c, op, t.name))
+        self.recheck[t.name] = RECHECKS
+
+    def recreate_table(self, old: Owned) -> None:
+        """Create a dropped table's name again (once): versions go on above ``DROPPED``, so a
+        read of the old table after the new one was acknowledged is stale."""
+        old.recreated = True
+        t = Owned(old.name, version=DROPPED + 1, next_part=old.next_part, recreated=True)
+        self.owned.append(t)
+        version = t.version
+
+        def send(c: Any, op: Op) -> None:
+            op.writes = [(table_key(t.name), version)]
+            c.create_table(new_table(t.name, {"ver": str(version)}))
+
+        try:
+            self.call("create_table", send, table=t.name, recreate=True)
+        except Exception:
+            t.live = t.writable = False
+            raise
+        _, t.obj = self.call("get_table", lambda c, op: self._observe_table(c, op, t.name))
+
+    def rename_table(self, t: Owned) -> None:
+        """alter_table to a new name: the old name is dropped, the new one holds the next
+        version and the partitions at their versions."""
+        new_name = f"o{self.index}_{self.created}"
+        self.created += 1
+        old_name = t.name
+        self.call("get_table", lambda c, op: self._observe_table(c, op, old_name))
+        t.version += 1
+        version = t.version
+        live_parts = {v: p for v, p in t.parts.items() if not p["dropped"]}
+        self.shared.register(new_name, self.index)
+        for v in live_parts:
+            self.shared.register(new_name, self.index, v)
+        obj = t.obj
+        obj.tableName = new_name
+        obj.parameters["ver"] = str(version)
+        writes = [(table_key(old_name), DROPPED), (table_key(new_name), version)]
+        writes += [(part_key(old_name, v), DROPPED) for v in live_parts]
+        writes += [(part_key(new_name, v), p["version"]) for v, p in live_parts.items()]
+        t.name = new_name
+        for p in live_parts.values():
+            if p["obj"] is not None:
+                p["obj"].tableName = new_name
+
+        def send(c: Any, op: Op) -> None:
+            op.writes = writes
+            c.alter_table(DB, old_name, obj)
+
+        try:
+            self.call("alter_table", send, table=old_name, rename_to=new_name, version=version)
+        except Exception:
+            t.live = t.writable = False  # under either name, or none: stop writing it
+            raise
+        for name in (old_name, new_name):
+            self.call("get_table", lambda c, op, n=name: self._observe_table(c, op, n))
+        self.recheck[old_name] = RECHECKS
+
+    def truncate_any(self) -> None:
+        """truncate_table on any client's table (it may be gone): changes no version."""
+        name = self.shared.random_table(self.rng)
+        if name is None:
+            return
+
+        def send(c: Any, op: Op) -> None:
+            try:
+                c.truncate_table(DB, name, None)
+            except hms.MetaException as exc:
+                if "not found" not in (exc.message or ""):
+                    raise
+                op.result = {"absent": True}
+
+        self.call("truncate_table", send, table=name)
 
     def add_partition(self, t: Owned) -> None:
         value = f"q{t.next_part}"
@@ -483,7 +669,7 @@ class Client:
         try:
             _, state["obj"] = self.call("add_partitions_req", send, table=t.name, partition=value)
         except Exception:
-            state["writable"] = False
+            state["writable"] = t.settled = False
             raise
 
     def alter_partition(self, t: Owned, value: str) -> None:
@@ -497,7 +683,11 @@ class Client:
             op.writes = [(part_key(t.name, value), version)]
             c.alter_partition(DB, t.name, obj)
 
-        self.call("alter_partition", send, table=t.name, partition=value, version=version)
+        try:
+            self.call("alter_partition", send, table=t.name, partition=value, version=version)
+        except Exception:
+            t.settled = False
+            raise
 
     def drop_partition(self, t: Owned, value: str) -> None:
         state = t.parts[value]
@@ -508,7 +698,11 @@ class Client:
             op.writes = [(part_key(t.name, value), DROPPED)]
             c.drop_partition(DB, t.name, [value], True)
 
-        self.call("drop_partition", send, table=t.name, partition=value)
+        try:
+            self.call("drop_partition", send, table=t.name, partition=value)
+        except Exception:
+            t.settled = False
+            raise
 
     def probe_write(self) -> None:
         """A write to ``chk.probe`` (no history of its own): the purge fault makes events."""

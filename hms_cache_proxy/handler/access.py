@@ -1,10 +1,13 @@
-"""Read-only mode and database allow-lists, enforced between the processor and the handler.
+"""Read-only mode, database allow-lists and admin calls, enforced between the processor and
+the handler.
 
-``guard(handler, settings)`` returns the handler itself when neither is configured (no cost
+``guard(handler, settings)`` returns the handler itself when none is configured (no cost
 per call); otherwise an object exposing the same methods, where each call that writes is
 refused in read-only mode, each call naming a database outside the client's allow-list
-answers as if that database did not exist, and lists (databases, table metas, notification
-events, functions, locks) leave hidden databases out.
+answers as if that database did not exist, lists (databases, table metas, notification
+events, functions, locks) leave hidden databases out, events naming a hidden database in
+their message are hidden too, transactions and locks by id may be finished only by a client
+allowed on every database they touch, and admin calls (flushCache) need an admin user.
 
 Every method the handler implements is classified here: WRITE_CALLS or READ_CALLS for
 read-only mode; for the allow-list either a database is found in its arguments (by field
@@ -14,6 +17,7 @@ name, see ``_db_paths``), or its result is filtered (FILTERED_CALLS), or it touc
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import re
@@ -25,6 +29,7 @@ from thriftpy2.thrift import TApplicationException, TType
 
 from hms_cache_proxy.handler.databases import database_ref
 from hms_cache_proxy.idl import hms, service
+from hms_cache_proxy.store.events.databases import event_databases
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +60,11 @@ WRITE_CALLS = _calls(
     set_aggr_stats_for delete_partition_column_statistics delete_table_column_statistics
     create_function drop_function alter_function open_txns abort_txn abort_txns commit_txn
     allocate_table_write_ids seed_write_id lock check_lock unlock heartbeat
-    heartbeat_txn_range add_dynamic_partitions fire_listener_event
+    heartbeat_txn_range add_dynamic_partitions fire_listener_event flushCache
     """
 )
-"""Calls that change the metastore (metadata, statistics, transactions, locks, events)."""
+"""Calls that change the metastore (metadata, statistics, transactions, locks, events) or
+this instance's state (flushCache)."""
 
 READ_CALLS = _calls(
     """
@@ -77,7 +83,7 @@ READ_CALLS = _calls(
     get_partitions_statistics_req get_aggr_stats_for get_functions get_function
     get_all_functions set_ugi get_open_txns get_open_txns_info get_latest_txnid_in_conflict
     get_valid_write_ids get_max_allocated_table_write_id show_locks get_next_notification
-    get_current_notificationEventId get_notification_events_count flushCache
+    get_current_notificationEventId get_notification_events_count
     get_metastore_db_uuid get_open_txns_req getName getVersion getStatus getStatusDetails
     getCounters getCounter setOption getOption getOptions getCpuProfile aliveSince
     reinitialize shutdown
@@ -106,7 +112,7 @@ GLOBAL_CALLS = _calls(
 FILTERED_CALLS = _calls(
     """
     get_databases get_all_databases get_table_meta get_next_notification get_all_functions
-    show_locks
+    show_locks get_notification_events_count
     """
 )
 """Calls whose results list several databases' objects: hidden ones are left out."""
@@ -169,10 +175,24 @@ def _compile(patterns: Iterable[str]) -> re.Pattern[str] | None:
         raise ValueError(f"allowed_databases: invalid regular expression: {exc}") from None
 
 
+ADMIN_CALLS = _calls("flushCache")
+"""Calls that change this instance's state for every client: admin users only."""
+
+
+def admins_only(settings: Any, rules: DatabaseRules) -> bool:
+    """Whether admin calls are limited to ``admin_users``: as soon as clients are told apart
+    (SASL, allow-lists) or admins are named. An open service (neither) lets everyone."""
+    named = getattr(settings, "admin_users", None)
+    return bool(getattr(settings, "sasl_enabled", False) or named or not rules.everything)
+
+
 def guard(handler: Any, settings: Any) -> Any:
-    """The handler, wrapped only where read_only or allow-lists ask for it."""
+    """The handler, wrapped only where read_only, allow-lists or admin rights ask for it."""
     rules = DatabaseRules(settings.allowed_databases, settings.allowed_databases_by_user)
-    if not settings.read_only and rules.everything:
+    admins = (
+        frozenset(getattr(settings, "admin_users", ())) if admins_only(settings, rules) else None
+    )
+    if not settings.read_only and rules.everything and admins is None:
         return handler
     wrapped: dict[str, Callable[..., Any]] = {}
     for name in service.thrift_services:
@@ -183,8 +203,10 @@ def guard(handler: Any, settings: Any) -> Any:
             fn = _refuse(name)
         elif not rules.everything:
             fn = _scoped(name, fn, handler, rules)
-        else:
+        elif admins is None or name not in ADMIN_CALLS:
             continue
+        if admins is not None and name in ADMIN_CALLS and not settings.read_only:
+            fn = _admin_only(name, fn, admins)
         wrapped[name] = fn
     if settings.read_only:
         log.info("read_only: every call that writes is refused")
@@ -224,6 +246,21 @@ def _refuse(api: str) -> Callable[..., Any]:
     return refuse
 
 
+def _admin_only(api: str, fn: Callable[..., Any], admins: frozenset[str]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def call(*args: Any) -> Any:
+        user = current_user()
+        if user is None or user not in admins:
+            who = "a client without SASL" if user is None else f"user {user!r}"
+            raise TApplicationException(
+                TApplicationException.INTERNAL_ERROR,
+                f"{api} needs an admin user (admin_users); {who} is not one",
+            )
+        return fn(*args)
+
+    return call
+
+
 def _not_found(api: str) -> Callable[[str, str], Exception]:
     """The error a call declares for an absent database (NoSuchObject, UnknownDB, Meta)."""
     if api == "create_database":  # "does not exist" would make no sense here
@@ -245,6 +282,9 @@ def _scoped(api: str, fn: Callable[..., Any], handler: Any, rules: DatabaseRules
     not_found = _not_found(api)
     empty = api in EMPTY_WHEN_ABSENT
     filter_result = _RESULT_FILTERS.get(api)
+    owned = _OWNED.get(api)
+    counted = api == "get_notification_events_count"
+    paged = api == "get_next_notification"
 
     @functools.wraps(fn)
     def call(*args: Any) -> Any:
@@ -254,10 +294,16 @@ def _scoped(api: str, fn: Callable[..., Any], handler: Any, rules: DatabaseRules
         for i, spec in paths:
             for name in _db_names(api, spec, args[i], 0):
                 cat, db = _split(handler, name)
-                if db is not None and not visible(db):
+                if db and not visible(db):
                     if empty:
                         return []
                     raise not_found(cat, db)
+        if owned is not None:
+            _check_owned(api, handler, owned(*args), visible)
+        if counted:
+            return _visible_events_count(handler, args[0], visible)
+        if paged:
+            return _visible_events(fn, args[0], visible, handler.settings.notification_max_events)
         result = fn(*args)
         return filter_result(result, visible) if filter_result is not None else result
 
@@ -335,6 +381,54 @@ def _struct_db_names(obj: Any, depth: int) -> Iterable[str]:
             yield from _db_names("", spec, value, depth + 1)
 
 
+# -- transactions and locks by id ------------------------------------------------------------------
+
+
+def _txn_ids(field: str) -> Callable[..., dict[str, list[int]]]:
+    def ids(rqst: Any = None, *_rest: Any) -> dict[str, list[int]]:
+        value = getattr(rqst, field, None)
+        listed = value if isinstance(value, list) else [value]
+        return {"txn_ids": [int(v) for v in listed if isinstance(v, int)]}
+
+    return ids
+
+
+def _lock_ids(rqst: Any = None, *_rest: Any) -> dict[str, list[int]]:
+    lock = getattr(rqst, "lockid", None)
+    return {"lock_ids": [lock] if isinstance(lock, int) else []}
+
+
+_OWNED: dict[str, Callable[..., dict[str, list[int]]]] = {
+    "commit_txn": _txn_ids("txnid"),
+    "abort_txn": _txn_ids("txnid"),
+    "abort_txns": _txn_ids("txn_ids"),
+    "unlock": _lock_ids,
+}
+"""Calls that act on transactions or locks by id: allowed only when the client may see every
+database they touch (their TXN_COMPONENTS, TXN_TO_WRITE_ID and HIVE_LOCKS rows)."""
+
+
+def _check_owned(
+    api: str, handler: Any, ids: dict[str, list[int]], visible: Callable[[str | None], bool]
+) -> None:
+    if not any(ids.values()):
+        return
+    touched = handler.txn.databases_touched(**ids)
+    if all(visible(db) for db in touched):
+        return
+    what = "lock" if "lock_ids" in ids else "transaction"
+    shown = ", ".join(str(i) for i in next(iter(ids.values())))
+    message = (
+        f"{what} {shown} touches a database this client may not use (allowed_databases); "
+        f"only a client allowed on every database a {what} touches may {api.split('_')[0]} it"
+    )
+    declared = _declared(api)
+    for cls in (hms.NoSuchTxnException, hms.NoSuchLockException, hms.MetaException):
+        if cls in declared:
+            raise cls(message=message)
+    raise TApplicationException(TApplicationException.INTERNAL_ERROR, message)
+
+
 # -- filtering results -----------------------------------------------------------------------------
 
 
@@ -360,11 +454,70 @@ def _lower(name: str | None) -> str | None:
     return name.lower() if isinstance(name, str) else None
 
 
+def _event_visible(event: Any, visible: Callable[[str | None], bool]) -> bool:
+    """An event is shown only when every database it names (column and message) is visible;
+    one whose message cannot be read is hidden."""
+    names = event_databases(event)
+    return names is not None and all(visible(db) for db in names)
+
+
+_EVENT_PAGES = 10
+"""Pages of the log one get_next_notification reads for a restricted client at most."""
+
+
+def _visible_events(
+    fn: Callable[..., Any], rqst: Any, visible: Callable[[str | None], bool], configured: int
+) -> Any:
+    """get_next_notification for a restricted client: hidden events are left out, and further
+    pages read (up to _EVENT_PAGES) so that a run of hidden events does not make an empty page
+    that a client would take for the end of the log."""
+    if rqst is None or rqst.lastEvent is None:
+        return fn(rqst)  # the handler's error
+    asked = rqst.maxEvents
+    page = asked if asked is not None and 0 < asked < configured else configured
+    kept: list[Any] = []
+    last = rqst.lastEvent
+    for _ in range(_EVENT_PAGES):
+        step = copy.copy(rqst)
+        step.lastEvent, step.maxEvents = last, page
+        batch = fn(step).events or []
+        kept += [e for e in batch if _event_visible(e, visible)]
+        if len(kept) >= page or len(batch) < page:
+            break
+        last = batch[-1].eventId
+    return hms.NotificationEventResponse(events=kept[:page])
+
+
+def _visible_events_count(
+    handler: Any, rqst: Any, visible: Callable[[str | None], bool]
+) -> hms.NotificationEventsCountResponse:
+    """get_notification_events_count over the events this client may see: read page by page
+    (the count alone would include events naming hidden databases)."""
+    if rqst is None or rqst.fromEventId is None:
+        raise hms.MetaException(message="fromEventId must be set")
+    cat = handler.catalog(rqst.catName)
+    db = (rqst.dbName or "").strip().lower() or "*"
+    last, count = int(rqst.fromEventId), 0
+    page = max(1, int(handler.settings.notification_max_events))
+    while True:
+        events = handler.store.next_notifications(last, page, ())
+        for e in events:
+            if rqst.toEventId is not None and e.eventId > rqst.toEventId:
+                return hms.NotificationEventsCountResponse(eventsCount=count)
+            in_scope = (e.catName in (None, cat)) and (db == "*" or e.dbName in (None, db))
+            if in_scope and _event_visible(e, visible):
+                count += 1
+                if rqst.limit is not None and count >= rqst.limit:
+                    return hms.NotificationEventsCountResponse(eventsCount=count)
+        if len(events) < page:
+            return hms.NotificationEventsCountResponse(eventsCount=count)
+        last = events[-1].eventId
+
+
 _RESULT_FILTERS: dict[str, Callable[[Any, Callable[[str | None], bool]], Any]] = {
     "get_databases": _filter_names,
     "get_all_databases": _filter_names,
     "get_table_meta": _filter_field("", "dbName"),
-    "get_next_notification": _filter_field("events", "dbName"),
     "get_all_functions": _filter_field("functions", "dbName"),
     "show_locks": _filter_field("locks", "dbname"),
 }

@@ -7,6 +7,7 @@ from typing import Any
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.config import Settings
+from hms_cache_proxy.confined_fs import ConfinedFS, Roots
 from hms_cache_proxy.idl import hms
 
 DEFAULT_CATALOG = "hive"
@@ -35,6 +36,8 @@ class HandlerBase:
         self.settings = settings
         self.started_at = int(time.time())
         self._default_fs = warehouse.default_fs(settings.warehouse_uri())
+        # Every file operation goes through this: nothing outside the roots is ever touched.
+        self.files = ConfinedFS(Roots(settings.filesystem_root_uris()))
 
     # -- names -----------------------------------------------------------------------------------
 
@@ -99,10 +102,12 @@ class HandlerBase:
         except warehouse.RelativePathError as exc:
             raise hms.MetaException(message=str(exc)) from None
 
-    @staticmethod
-    def list_location(uri: str | None) -> tuple[int, int] | None:
-        """(files, bytes) below a location for the quick statistics; None if not listable."""
+    def list_location(self, uri: str | None) -> tuple[int, int] | None:
+        """(files, bytes) below a location for the quick statistics; None if not listable
+        (another filesystem, or a local location outside the roots: never looked at)."""
+        if not self.files.inside(uri):
+            return None
         try:
-            return warehouse.directory_stats(uri)
+            return self.files.stats(uri)
         except OSError:
             return None

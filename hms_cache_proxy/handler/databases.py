@@ -6,7 +6,9 @@ import logging
 import time
 
 from hms_cache_proxy import warehouse
-from hms_cache_proxy.handler.base import DEFAULT_CATALOG, HandlerBase, normalize
+from hms_cache_proxy.confined_fs import local_path
+from hms_cache_proxy.handler.base import DEFAULT_CATALOG, normalize
+from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.handler.names import filter_names
 from hms_cache_proxy.handler.validate import validate_name
 from hms_cache_proxy.idl import hms
@@ -19,7 +21,7 @@ def database_ref(cat: str, name: str | None) -> str:
     return f"database {cat}.{name}"
 
 
-class DatabaseHandlers(HandlerBase):
+class DatabaseHandlers(FileRules):
     # -- catalogs --------------------------------------------------------------------------------
 
     def create_catalog(self, catalog: hms.CreateCatalogRequest) -> None:
@@ -31,6 +33,10 @@ class DatabaseHandlers(HandlerBase):
         if not cat.locationUri:
             raise hms.InvalidObjectException(message="You must specify a path for the catalog")
         location = self.location(cat.locationUri)
+        if local_path(location) is not None and not self.files.inside(location):
+            raise hms.InvalidObjectException(
+                message=f"catalog {name} location {self._outside(location or '')}"
+            )
         created = self.store.create_catalog(
             hms.Catalog(
                 name=name,
@@ -40,7 +46,8 @@ class DatabaseHandlers(HandlerBase):
             )
         )
         try:
-            warehouse.mkdirs(created.locationUri)
+            if self.files.inside(created.locationUri):
+                self.files.mkdirs(created.locationUri)
         except OSError as exc:
             log.warning("catalog %s created but not its directory: %s", name, exc)
 
@@ -85,14 +92,19 @@ class DatabaseHandlers(HandlerBase):
             db.ownerType = hms.PrincipalType.USER
         db.createTime = int(time.time())
         made: list[str] = []
-        for uri in (db.managedLocationUri, db.locationUri):
+        writable = [
+            uri
+            for uri in (db.managedLocationUri, db.locationUri)
+            if uri and self.check_database_location(cat, name, uri)
+        ]
+        for uri in writable:
             try:
-                if uri and warehouse.mkdirs(uri):
+                if self.files.mkdirs(uri):
                     made.append(uri)
             except OSError as exc:
                 log.warning("could not create %s: %s", uri, exc)
                 for path in made:
-                    warehouse.delete(path)
+                    self.delete_quietly(path)
                 raise hms.MetaException(
                     message=f"Unable to create database path {uri}, failed to create database "
                     f"{name}"
@@ -101,7 +113,7 @@ class DatabaseHandlers(HandlerBase):
             self.store.create_database(db)
         except Exception as exc:
             for path in made:
-                warehouse.delete(path)
+                self.delete_quietly(path)
             if isinstance(exc, hms.AlreadyExistsException):
                 raise hms.AlreadyExistsException(
                     message=f"Database {database.name} already exists"
@@ -194,10 +206,22 @@ class DatabaseHandlers(HandlerBase):
             if (db.managedLocationUri and db.managedLocationUri.strip())
             else None
         )
+        self._check_new_locations(cat, name, new)
         try:
             self.store.alter_database(cat, name, new)
         except hms.NoSuchObjectException:
             raise hms.NoSuchObjectException(message=database_ref(cat, name)) from None
+
+    def _check_new_locations(self, cat: str, name: str, new: hms.Database) -> None:
+        """A database's directory moved by alter_database must satisfy the confinement rules
+        (its current ones stay allowed)."""
+        try:
+            old = self.store.get_database(cat, name)
+        except hms.NoSuchObjectException:
+            return  # the alter reports it
+        for uri in (new.locationUri, new.managedLocationUri):
+            if uri and uri not in (old.locationUri, old.managedLocationUri):
+                self.check_database_location(cat, name, uri)
 
     # -- drop ------------------------------------------------------------------------------------
 
@@ -254,5 +278,4 @@ class DatabaseHandlers(HandlerBase):
             raise hms.NoSuchObjectException(message=database_ref(cat, db)) from None
         if delete_data:
             for uri in (dropped.locationUri or database.locationUri, dropped.managedLocationUri):
-                if uri:
-                    warehouse.delete(uri)
+                self.delete_quietly(self.database_dir_to_delete(cat, db, uri))

@@ -5,27 +5,26 @@ expression ``(?i)`` + alternative with ``*`` replaced by ``.*``, and DataNucleus
 ``LIKE``. What a client observes (measured on a stock 2.3.10 server, same code in 4.x): ``*``
 matches any run of characters, ``.`` exactly one character, everything else (``_``, ``%``,
 ``[``, ``]``, ...) only itself; matching ignores case and covers the whole name; an empty
-pattern matches nothing.
+pattern matches nothing. The matcher is the store's linear glob matcher (no regex backtracking).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import lru_cache
+
+from hms_cache_proxy.store.patterns import CACHED_PATTERN_CHARS, Matcher, glob_matcher
+
+
+def compile_hive_pattern(pattern: str) -> Matcher:
+    if len(pattern) <= CACHED_PATTERN_CHARS:
+        return _compile_cached(pattern)
+    return glob_matcher(pattern.split("|"), any_char=".")
 
 
 @lru_cache(maxsize=256)
-def compile_hive_pattern(pattern: str) -> Callable[[str], bool]:
-    alternatives = pattern.split("|")
-    regex = "|".join(
-        "(?:"
-        + "".join(".*" if ch == "*" else "." if ch == "." else re.escape(ch) for ch in alt)
-        + ")"
-        for alt in alternatives
-    )
-    compiled = re.compile(regex, re.IGNORECASE | re.DOTALL)
-    return lambda name: compiled.fullmatch(name) is not None
+def _compile_cached(pattern: str) -> Matcher:
+    return glob_matcher(pattern.split("|"), any_char=".")
 
 
 def filter_names(names: Iterable[str], pattern: str) -> list[str]:

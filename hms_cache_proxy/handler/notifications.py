@@ -23,15 +23,18 @@ class NotificationHandlers(HandlerBase):
     def get_notification_events_count(
         self, rqst: hms.NotificationEventsCountRequest
     ) -> hms.NotificationEventsCountResponse:
+        if rqst is None or rqst.fromEventId is None:
+            raise hms.MetaException(message="fromEventId must be set")
         cat = self.catalog(rqst.catName)
-        db = (rqst.dbName or "").lower()
+        db = (rqst.dbName or "").strip().lower() or "*"  # no database: every database
+        tables = getattr(rqst, "tableNames", None)  # Hive 4.1's field; absent from 4.0's IDL
         count = self.store.notification_events_count(
             rqst.fromEventId,
             db,
             cat_name=cat,
             to_event=rqst.toEventId,
             limit=rqst.limit,
-            table_names=[t.lower() for t in rqst.tableNames] if rqst.tableNames else None,
+            table_names=[t.lower() for t in tables] if tables else None,
         )
         return hms.NotificationEventsCountResponse(eventsCount=count)
 

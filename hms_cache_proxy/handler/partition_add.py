@@ -9,9 +9,10 @@ from typing import Any
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.handler import basic_stats as bs
-from hms_cache_proxy.handler.base import HandlerBase, env_props, normalize
+from hms_cache_proxy.handler.base import env_props, normalize
+from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.handler.java_text import java_struct, with_java_defaults
-from hms_cache_proxy.handler.tables import DDL_TIME, is_view
+from hms_cache_proxy.handler.tables import DDL_TIME, data_deletable, is_view
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import partnames
 
@@ -73,7 +74,7 @@ def deep_copy_sd(sd: hms.StorageDescriptor) -> hms.StorageDescriptor:
     return new
 
 
-class PartitionAddHandlers(HandlerBase):
+class PartitionAddHandlers(FileRules):
     """add_partition(s), add_partitions_req, append_partition(_by_name) and shared helpers."""
 
     def _names(
@@ -176,6 +177,10 @@ class PartitionAddHandlers(HandlerBase):
         props = env_props(env)
         made: list[str] = []
         filled: list[hms.Partition] = []
+        # Database directories, read before the store's transaction; only a location the
+        # client names can lie in another database's directory.
+        named = any(p is not None and p.sd is not None and p.sd.location for p in parts)
+        dirs = self.database_dirs() if named else []
 
         def prepare(
             table: hms.Table, existing: Callable[[Sequence[str]], set[str]]
@@ -223,7 +228,7 @@ class PartitionAddHandlers(HandlerBase):
             now = int(time.time())
             out: list[tuple[str, hms.Partition]] = []
             for name, q in todo:
-                location, made_dir = self._new_partition_location(table, q, name)
+                location, made_dir = self._new_partition_location(table, q, name, dirs)
                 if made_dir and location:
                     made.append(location)
                 params = dict(q.parameters or {})
@@ -258,16 +263,17 @@ class PartitionAddHandlers(HandlerBase):
             )
         except Exception as exc:
             for uri in made:
-                warehouse.delete(uri)
+                self.delete_quietly(uri)
             if isinstance(exc, hms.NoSuchObjectException):
                 raise hms.InvalidObjectException(message=missing_table) from None
             raise
         return [with_java_defaults(copy_partition(p)) for p in filled]
 
     def _new_partition_location(
-        self, table: hms.Table, part: hms.Partition, name: str
+        self, table: hms.Table, part: hms.Partition, name: str, dirs: Any
     ) -> tuple[str | None, bool]:
-        """HMSHandler.createLocationForAddedPartition: (location, whether it was created)."""
+        """HMSHandler.createLocationForAddedPartition: (location, whether it was created).
+        The location must satisfy the confinement rules (handler/confinement.py)."""
         table_location = table.sd.location if table.sd is not None else None
         given = part.sd.location if part.sd is not None else None
         if not given:
@@ -281,8 +287,15 @@ class PartitionAddHandlers(HandlerBase):
         if part.sd is None:
             raise hms.MetaException(message="The partition's storage descriptor (sd) must be set")
         part.sd.location = location
+        writable = self.check_partition_location(
+            table,
+            location,
+            deletable=data_deletable(table),
+            exc=hms.MetaException,
+            dirs=dirs,
+        )
         try:
-            return location, warehouse.mkdirs(location)
+            return location, writable and self.files.mkdirs(location)
         except OSError:
             raise hms.MetaException(
                 message=f"{location} is not a directory or unable to create one"
@@ -345,6 +358,7 @@ class PartitionAddHandlers(HandlerBase):
         props = env_props(env)
         made: list[str] = []
         filled: list[hms.Partition] = []
+        dirs: list[Any] = []  # <table location>/<name>: never in another database's directory
 
         def prepare(
             table: hms.Table, existing: Callable[[Sequence[str]], set[str]]
@@ -369,8 +383,15 @@ class PartitionAddHandlers(HandlerBase):
                 raise hms.AlreadyExistsException(
                     message=f"Partition already exists:{java_struct(part)}"
                 )
+            writable = self.check_partition_location(
+                table,
+                part.sd.location,
+                deletable=data_deletable(table),
+                exc=hms.MetaException,
+                dirs=dirs,
+            )
             try:
-                made_dir = warehouse.mkdirs(part.sd.location)
+                made_dir = writable and self.files.mkdirs(part.sd.location)
             except OSError:
                 raise hms.MetaException(
                     message=f"{part.sd.location} is not a directory or unable to create one"
@@ -398,7 +419,7 @@ class PartitionAddHandlers(HandlerBase):
             self.store.add_partitions(cat, db, tbl, [], prepare=prepare)
         except Exception as exc:
             for uri in made:
-                warehouse.delete(uri)
+                self.delete_quietly(uri)
             if isinstance(exc, hms.NoSuchObjectException):
                 raise hms.InvalidObjectException(
                     message="Unable to add partition because table or database do not exist"

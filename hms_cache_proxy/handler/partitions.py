@@ -2,7 +2,8 @@
 
 Hive's rules, in Hive's order, with Hive's messages; deliberate deviations are listed in
 docs/compatibility.md. Directories are made, moved and deleted for local ``file:`` locations
-only, and quick statistics are listed there only.
+inside the roots only, as handler/confinement.py allows, and quick statistics are listed there
+only.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from hms_cache_proxy.handler.partition_add import (
 )
 from hms_cache_proxy.handler.tables import DDL_TIME, data_deletable, is_view
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store import filter as pfilter
 from hms_cache_proxy.store.filter import FilterError
 
 log = logging.getLogger(__name__)
@@ -200,6 +202,7 @@ class PartitionHandlers(PartitionAddHandlers):
     ) -> list[hms.Partition]:
         cat, db, tbl = self._names(db_name, tbl_name)
         try:
+            self._check_filter(filter)
             return self.store.get_partitions_by_filter(
                 cat, db, tbl, filter, _max(max_parts), encoded=True
             )
@@ -209,9 +212,18 @@ class PartitionHandlers(PartitionAddHandlers):
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
         cat, db, tbl = self._names(db_name, tbl_name)
         try:
+            self._check_filter(filter)
             return self.store.count_partitions_by_filter(cat, db, tbl, filter)
         except FilterError as exc:
             raise hms.MetaException(message=str(exc)) from None
+
+    def _check_filter(self, text: str | None) -> pfilter.Node:
+        """Parses the filter within the size limits before the store sees it (FilterError)."""
+        return pfilter.parse(
+            text,
+            max_length=self.settings.partition_filter_max_length,
+            max_terms=self.settings.partition_filter_max_terms,
+        )
 
     def get_partitions_by_names(
         self, db_name: str, tbl_name: str, names: list[str]
@@ -252,11 +264,9 @@ class PartitionHandlers(PartitionAddHandlers):
                 f"({', '.join(k.name for k in keys)})"
             )
         if r.filter:
-            from hms_cache_proxy.store import filter as pfilter
-
             try:
                 accept = pfilter.compile_filter(
-                    pfilter.parse(r.filter), [k.name for k in keys], [k.type for k in keys]
+                    self._check_filter(r.filter), [k.name for k in keys], [k.type for k in keys]
                 )
             except FilterError as exc:
                 raise hms.MetaException(message=str(exc)) from None
@@ -366,7 +376,28 @@ class PartitionHandlers(PartitionAddHandlers):
                 "to alter partitions because table or database does not exist.)"
             ) from None
 
+        deletable = data_deletable(table)
+        table_dir = table.sd.location if table.sd is not None else None
+        # Database directories, read before the store's transaction, when a new location
+        # could lie in another database's directory (one outside the table's directory).
+        elsewhere = any(
+            q.sd is not None
+            and q.sd.location
+            and not self.below_table_dir(table_dir, q.sd.location)
+            for q in news
+        )
+        dirs = self.database_dirs() if elsewhere else []
+
         def prepare(before: hms.Partition, after: hms.Partition) -> None:
+            new_loc = after.sd.location if after.sd is not None else None
+            if new_loc and new_loc != (before.sd.location if before.sd is not None else None):
+                self.check_partition_location(
+                    table,
+                    new_loc,
+                    deletable=deletable,
+                    exc=hms.InvalidOperationException,
+                    dirs=dirs,
+                )
             if bs.require_cal_stats(
                 before.parameters, after.parameters, is_view=is_view(table), env=props
             ):
@@ -452,19 +483,27 @@ class PartitionHandlers(PartitionAddHandlers):
             if table.tableType != "EXTERNAL_TABLE":
                 base = table.sd.location if table.sd is not None else None
                 old_loc = before.sd.location if before.sd is not None else None
-                if old_loc and not warehouse.is_local(old_loc) and after.sd is not None:
-                    after.sd.location = old_loc  # data elsewhere cannot be moved: it stays
+                movable = bool(
+                    old_loc
+                    and base
+                    and self.files.inside(old_loc)
+                    and self.below_table_dir(base, old_loc)
+                )
+                if old_loc and after.sd is not None and not movable:
+                    # Another filesystem, or outside its table's directory or the roots: the
+                    # data is never moved from there, the partition keeps its location.
+                    after.sd.location = old_loc
                 elif base and old_loc and after.sd is not None:
                     dest = warehouse.join(base, part_name(keys, after.values))
                     dest = warehouse.with_filesystem_of(dest, after.sd.location or old_loc)
-                    if not moved and warehouse.exists(old_loc):
-                        if dest != old_loc and warehouse.exists(dest):
+                    if not moved and self.files.exists(old_loc):
+                        if dest != old_loc and self.files.exists(dest):
                             raise hms.InvalidOperationException(
                                 message=f"New location for this table {table.dbName}."
                                 f"{table.tableName} already exists : {dest}"
                             )
                         try:
-                            if warehouse.rename(old_loc, dest):
+                            if self.files.rename(old_loc, dest):
                                 moved.append((old_loc, dest))
                         except OSError:
                             raise hms.InvalidOperationException(
@@ -502,7 +541,7 @@ class PartitionHandlers(PartitionAddHandlers):
         except Exception as exc:
             for src, dst in reversed(moved):
                 try:
-                    warehouse.rename(dst, src)
+                    self.files.rename(dst, src)
                 except OSError as undo:
                     log.error("could not move %s back to %s: %s", dst, src, undo)
             if isinstance(exc, hms.NoSuchObjectException):
@@ -615,12 +654,27 @@ class PartitionHandlers(PartitionAddHandlers):
     ) -> list[hms.Partition]:
         table, dropped = self.store.drop_partitions(cat, db, tbl, names, if_exists=if_exists)
         if delete_data and data_deletable(table):
+            table_dir = self.table_dir_to_delete(
+                cat, db, tbl, table.sd.location if table.sd is not None else None, others=False
+            )
             for p in dropped:
                 location = p.sd.location if p.sd is not None else None
-                if location:
-                    warehouse.delete(location)
-                    warehouse.delete_empty_parents(location, depth - 1)
+                target = self.partition_dir_to_delete(table_dir, location) if table_dir else None
+                if target:
+                    self.delete_quietly(target)
+                    self._remove_empty_parents(target, table_dir or "", depth - 1)
         return dropped
+
+    def _remove_empty_parents(self, location: str, table_dir: str, depth: int) -> None:
+        """HMSHandler.deleteParentRecursive, confined: up to ``depth`` parents of a dropped
+        partition (``ds=x`` after its last ``hr=`` partition), strictly below the table's
+        directory, each only when it holds nothing at all (rmdir: dot-files count)."""
+        parent = warehouse.parent_of(location)
+        while depth > 0 and parent and self.below_table_dir(table_dir, parent):
+            if not self.files.remove_empty_dir(parent):
+                return
+            parent = warehouse.parent_of(parent)
+            depth -= 1
 
     # -- not supported ---------------------------------------------------------------------------
 

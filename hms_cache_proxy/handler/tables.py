@@ -2,7 +2,8 @@
 
 Hive's rules, in Hive's order, with Hive's messages; deliberate deviations are listed in
 docs/compatibility.md. Filesystem effects (directories made, moved, emptied, deleted; quick
-statistics listed) apply to local ``file:`` locations only.
+statistics listed) apply to local ``file:`` locations inside the roots only, as
+handler/confinement.py allows.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from thriftpy2.thrift import TApplicationException
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.handler import basic_stats as bs
-from hms_cache_proxy.handler.base import HandlerBase, env_props, normalize
+from hms_cache_proxy.handler.base import env_props, normalize
+from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.handler.encoded import wrap
 from hms_cache_proxy.handler.names import filter_names
 from hms_cache_proxy.handler.validate import (
@@ -116,7 +118,7 @@ def _internal_error(method: str, exc: Exception) -> TApplicationException:
     )
 
 
-class TableHandlers(HandlerBase):
+class TableHandlers(FileRules):
     # -- reads -----------------------------------------------------------------------------------
 
     def get_table(self, dbname: str, tbl_name: str) -> hms.Table:
@@ -351,8 +353,16 @@ class TableHandlers(HandlerBase):
                     raise hms.InvalidObjectException(
                         message=f"{tbl.tableName} location must not be root path"
                     )
+            writable = self.check_table_location(
+                cat,
+                db,
+                f"table {db}.{name}:",
+                table.sd.location,
+                deletable=data_deletable(table),
+                exc=hms.InvalidObjectException,
+            )
             try:
-                made_dir = warehouse.mkdirs(table.sd.location)
+                made_dir = writable and self.files.mkdirs(table.sd.location)
             except OSError:
                 raise hms.MetaException(
                     message=f"{table.sd.location} is not a directory or unable to create one"
@@ -378,7 +388,7 @@ class TableHandlers(HandlerBase):
             self.store.create_table(table)
         except Exception as exc:
             if made_dir:
-                warehouse.delete(table.sd.location)
+                self.delete_quietly(table.sd.location)
             if isinstance(exc, hms.AlreadyExistsException):
                 raise hms.AlreadyExistsException(
                     message=f"Table {qualified} already exists"
@@ -413,19 +423,25 @@ class TableHandlers(HandlerBase):
             cat, db, self.require_name(name), delete_data=deleteData, env=environment_context
         )
 
-    def _drop_table(self, cat: str, db: str, name: str, *, delete_data: bool, env: Any) -> None:
+    def _drop_table(
+        self,
+        cat: str,
+        db: str,
+        name: str,
+        *,
+        delete_data: bool,
+        env: Any,
+    ) -> None:
         """Drop the table (one DROP_TABLE event); with ``deleteData``, the data of a managed
-        table (or an external one with external.table.purge=true) goes too: every partition
-        directory, inside the table's directory or not, then the table's directory."""
-        table, part_locations = self.store.drop_table(cat, db, name)
+        table (or an external one with external.table.purge=true) goes too: its directory,
+        partitions below it included, when the confinement rules allow (handler/confinement.py).
+        Partition directories outside the table's directory are kept (Hive deletes them too)."""
+        table, _part_locations = self.store.drop_table(cat, db, name)
         if not delete_data or not data_deletable(table):
             return
         location = table.sd.location if table.sd is not None else None
-        for loc in part_locations:
-            if not location or not warehouse.is_within(loc, location):
-                warehouse.delete(loc)
-        if location:
-            warehouse.delete(location)
+        target = self.table_dir_to_delete(cat, db, name, location)
+        self.delete_quietly(target)
 
     # -- alter -----------------------------------------------------------------------------------
 
@@ -518,6 +534,7 @@ class TableHandlers(HandlerBase):
         new.tableName, new.dbName, new.catName = new_name, new_db, cat
         lower_columns(new)
         normalize_table_type(new)
+        self._check_new_location(cat, db, name, new)
         disallow = self.conf_flag(DISALLOW_INCOMPATIBLE, True)
         moves: list[tuple[str, str]] = []
         moved: list[tuple[str, str]] = []  # (src, dst) directories moved by this call
@@ -585,7 +602,7 @@ class TableHandlers(HandlerBase):
         except Exception as exc:
             for src, dst in reversed(moved):
                 try:
-                    warehouse.rename(dst, src)
+                    self.files.rename(dst, src)
                 except OSError as undo:
                     log.error("could not move %s back to %s: %s", dst, src, undo)
             if isinstance(exc, hms.NoSuchObjectException):
@@ -599,8 +616,29 @@ class TableHandlers(HandlerBase):
                 ) from None
             raise
 
-    @staticmethod
+    def _check_new_location(self, cat: str, db: str, name: str, new: hms.Table) -> None:
+        """An altered table moved to another location must satisfy the confinement rules
+        there (the location it has stays allowed: rows from before the rules keep working)."""
+        location = new.sd.location if new.sd is not None else None
+        if not location or is_view(new):
+            return
+        try:
+            old = self.store.get_table(cat, db, name)
+        except hms.NoSuchObjectException:
+            return  # the alter reports it
+        if old.sd is not None and old.sd.location == location:
+            return
+        self.check_table_location(
+            cat,
+            new.dbName or db,
+            f"table {new.dbName}.{new.tableName}:",
+            location,
+            deletable=data_deletable(new),
+            exc=hms.InvalidOperationException,
+        )
+
     def _rename_location(
+        self,
         before: hms.Table,
         after: hms.Table,
         old_db: hms.Database,
@@ -630,17 +668,20 @@ class TableHandlers(HandlerBase):
         dest = warehouse.join(
             warehouse.with_filesystem_of(new_db.locationUri or "", src), after.tableName
         )
+        if not (self.files.inside(src) and self.files.inside(dest)):
+            after.sd.location = src  # outside the roots: never moved, it stays
+            return
         after.sd.location = dest
         if moved and moved[-1] == (src, dest):  # a retried transaction: already moved
             moves.append((src, dest))
             return
-        if warehouse.exists(dest):
+        if self.files.exists(dest):
             raise hms.InvalidOperationException(
                 message=f"New location for this table {after.catName}.{after.dbName}."
                 f"{after.tableName} already exists : {dest}"
             )
         try:
-            if warehouse.rename(src, dest):
+            if self.files.rename(src, dest):
                 moved.append((src, dest))
                 moves.append((src, dest))
         except OSError as exc:
@@ -668,57 +709,81 @@ class TableHandlers(HandlerBase):
     ) -> None:
         """HMSHandler.truncateTableInternal: empty the table's (or the named partitions')
         directories, then reset their basic statistics: ALTER_TABLE or one ALTER_PARTITION per
-        partition, with isTruncateOp. truncate_table declares only MetaException."""
+        partition, with isTruncateOp. The store reads what it rewrites inside its own write
+        transaction, under the table's row lock (never from the cache: a lagging copy would
+        overwrite writes made elsewhere). truncate_table declares only MetaException."""
         cat, db = self.require_db(db_name)
         name = self.require_name(table_name)
-        wid = write_id if write_id is not None and write_id > 0 else None
-        try:
-            table = self.store.get_table(cat, db, name)
-            if wid is not None and bs.is_transactional(table.parameters):
-                # Refuse a write id of no open txn before any directory is emptied.
-                self.store.txn.check_open_write_id(db, name, wid)
-            if table.partitionKeys:
-                parts = (
-                    self.store.get_partitions(cat, db, name, -1)
-                    if part_names is None
-                    else self.store.get_partitions_by_names(cat, db, name, part_names)
-                )
-                for p in parts:
-                    _empty_directory(p.sd.location if p.sd else None)
-                for p in parts:
-                    p.parameters = dict(p.parameters or {})
-                    bs.reset_for_truncate(p.parameters)
-                if parts:
-                    self.store.alter_partitions(
-                        cat,
-                        db,
-                        name,
-                        parts,
-                        write_id=wid,
-                        valid_write_id_list=valid_write_id_list,
-                        is_truncate=True,
-                    )
+
+        def empty(table_location: str | None, partition_locations: list[str | None] | None) -> None:
+            # Every target is checked (_truncate_target refuses) before any is emptied.
+            table_ok = (
+                self.table_dir_to_delete(cat, db, name, table_location)
+                if warehouse.is_local(table_location)
+                else None
+            )
+            if partition_locations is None:
+                targets = [self._truncate_target(db, name, table_location, table_ok)]
             else:
-                _empty_directory(table.sd.location if table.sd else None)
-                new = copy_table(table)
-                bs.reset_for_truncate(new.parameters)
-                self.store.alter_table(
-                    cat,
-                    db,
-                    name,
-                    new,
-                    write_id=wid,
-                    valid_write_id_list=valid_write_id_list,
-                    is_truncate=True,
-                )
+                targets = [
+                    self._truncate_target(db, name, loc, table_ok, partition=True)
+                    for loc in partition_locations
+                ]
+            for target in targets:
+                self._empty_directory(target)
+
+        try:
+            self.store.truncate_table(
+                cat,
+                db,
+                name,
+                part_names,
+                empty=empty,
+                reset=bs.reset_for_truncate,
+                write_id=write_id,
+                valid_write_id_list=valid_write_id_list,
+            )
         except (hms.NoSuchObjectException, hms.InvalidOperationException) as exc:
             raise hms.MetaException(message=exc.message) from None
 
+    def _truncate_target(
+        self,
+        db: str,
+        name: str,
+        location: str | None,
+        table_ok: str | None,
+        *,
+        partition: bool = False,
+    ) -> str | None:
+        """The directory truncate may empty: the table's own (``table_ok``: its directory when
+        a drop could delete it, else None), or a partition's strictly below that. Anything else
+        is refused (MetaException) before any directory is emptied; other filesystems are left
+        alone (None)."""
+        if not warehouse.is_local(location):
+            return None
+        if table_ok is None:
+            target = None
+        elif not partition:
+            target = table_ok
+        else:
+            target = self.partition_dir_to_delete(table_ok, location)
+        if target is None:
+            raise hms.MetaException(
+                message=f"Cannot truncate {db}.{name}: {location} may not be emptied by this "
+                "metastore (it must lie below the table's database directory, inside "
+                f"{self.files.roots.describe()}, with no other table's data there; the log "
+                "says which rule failed; docs/security.md)"
+            )
+        return target
 
-def _empty_directory(uri: str | None) -> None:
-    """Delete what a truncated table or partition holds, keeping the directory itself."""
-    path = warehouse.local_path(uri)
-    if path is None or not path.is_dir():
-        return
-    for child in path.iterdir():
-        warehouse.delete(str(child))
+    def _empty_directory(self, uri: str | None) -> None:
+        """Delete what a truncated table or partition holds, keeping the directory itself.
+        A missing directory has nothing to delete; a file or symlink in its place is refused."""
+        if uri is None or not self.files.exists(uri):
+            return
+        if not self.files.is_dir(uri):
+            raise hms.MetaException(message=f"Cannot truncate {uri}: it is not a directory")
+        try:
+            self.files.empty(uri)
+        except OSError as exc:
+            raise hms.MetaException(message=f"Cannot truncate {uri}: {exc}") from None

@@ -1,8 +1,11 @@
 """The operator's HTTP endpoint: /metrics, /healthz, /readyz, /config, /admin/{refresh,flush}.
 
-Plain ``http.server`` on its own port, next to the Thrift port, so scrapes and probes never
-queue behind metastore calls and no web framework is needed. HTTP/1.0: one request per
-connection, which keeps every error path simple (nothing left half-read on a kept-alive socket).
+Its own port, next to the Thrift port, so scrapes and probes never queue behind metastore
+calls. Requests are read whole by one selector loop (``http_intake``: a deadline per request,
+connections limited per client address with a reserve), then answered by ``http.server``'s
+request handler on a thread of their own; no web framework is needed. HTTP/1.0: one request
+per connection, which keeps every error path simple (nothing left half-read on a kept-alive
+socket).
 
 - GET  /metrics         Prometheus text (or OpenMetrics when asked) from ``metrics.REGISTRY``.
 - GET  /healthz         200 when Thrift is being served and the database answers a trivial query
@@ -22,8 +25,10 @@ endpoints that need it answer 403. Bodies above ``MAX_BODY_BYTES`` are refused u
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hmac
+import io
 import json
 import logging
 import socket
@@ -31,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -39,10 +44,16 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from hms_cache_proxy import __version__
+from hms_cache_proxy.admission import Admission
 from hms_cache_proxy.config import Settings
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.observability.admin import MAX_PAUSE_SECONDS, AdminError, AdminTarget, scope
 from hms_cache_proxy.observability.health import DatabaseHealth
+from hms_cache_proxy.observability.http_intake import (
+    RequestIntake,
+    answer_and_close,
+    status_only,
+)
 from hms_cache_proxy.observability.readiness import Readiness
 
 log = logging.getLogger(__name__)
@@ -50,9 +61,10 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 8 * 1024
 """Largest admin request body read; a scope is a few names, so anything bigger is a mistake."""
 MAX_CONCURRENT = 32
-"""Connections handled at once; more are answered 503 at once (probes must not pile threads)."""
-REQUEST_TIMEOUT_SECONDS = 10.0
-"""Per socket read/write: a client that stalls mid-request loses its connection."""
+"""Whole requests answered at once; more are answered 503 at once (probes must not pile
+threads). Requests still arriving hold no thread (``http_intake``)."""
+WRITE_TIMEOUT_SECONDS = 10.0
+"""Per socket write of an answer, and per read of an oversize body being swallowed."""
 _DRAIN_BYTES = 1024 * 1024
 _DRAIN_SECONDS = 2.0
 
@@ -65,6 +77,8 @@ _GET_ROUTES = {
 _POST_ROUTES = {"/admin/refresh": "refresh", "/admin/flush": "flush"}
 _PAUSE_ROUTE = "/admin/poller/pause"
 _ADMIN_FIELDS = ("db", "table", "partition")
+ENDPOINTS = (*_GET_ROUTES, *_POST_ROUTES, _PAUSE_ROUTE)
+"""Every path served (docs/operations.md documents each; a test holds them to it)."""
 
 
 @dataclass
@@ -86,21 +100,21 @@ class ObservabilityServer:
         self.host = host
         self.requested_port = port
         self.endpoints = endpoints
-        self._httpd: _Server | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
     def bind(self) -> int:
         """Open the listening socket (raises OSError if the port is taken); returns the port."""
-        if self._httpd is None:
+        if self._server is None:
             family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-            self._httpd = _Server((self.host, self.requested_port), self.endpoints, family)
+            self._server = _Server((self.host, self.requested_port), self.endpoints, family)
         return self.port
 
     def start(self) -> None:
         self.bind()
-        assert self._httpd is not None
+        assert self._server is not None
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
+            target=self._server.intake.serve_forever,
             kwargs={"poll_interval": 0.5},
             name="hms-http",
             daemon=True,
@@ -109,20 +123,20 @@ class ObservabilityServer:
         log.info("serving /metrics, /healthz, /readyz on %s", self.url)
 
     def stop(self) -> None:
-        if self._httpd is None:
+        if self._server is None:
             return
         if self._thread is not None:
-            self._httpd.shutdown()
+            self._server.intake.shutdown()
             self._thread.join(timeout=5)
-        self._httpd.server_close()
-        self._httpd = None
+        self._server.close()
+        self._server = None
         self._thread = None
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        if self._server is None:
             return self.requested_port
-        return int(self._httpd.server_address[1])
+        return int(self._server.address[1])
 
     @property
     def url(self) -> str:
@@ -133,40 +147,87 @@ class ObservabilityServer:
         return f"http://{host}:{self.port}"
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False  # stop() must not wait for a slow client
+class _Server:
+    """The listening socket, the intake reading requests, and a thread per whole request."""
 
     def __init__(
         self, address: tuple[str, int], endpoints: Endpoints, family: socket.AddressFamily
     ) -> None:
-        self.address_family = family
         self.endpoints = endpoints
+        self.listener = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.listener.bind(address)
+            self.listener.listen(128)
+        except OSError:
+            self.listener.close()
+            raise
+        self.address = self.listener.getsockname()
         self._slots = threading.BoundedSemaphore(MAX_CONCURRENT)
-        super().__init__(address, _Handler)
+        settings = endpoints.settings
+        self.intake = RequestIntake(
+            self.listener,
+            Admission(settings.http_connection_limits()),
+            settings.http_request_timeout_seconds,
+            MAX_BODY_BYTES,
+            self._handoff,
+            on_dropped=functools.partial(metrics.connection_dropped, "http"),
+        )
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            try:
-                request.sendall(
-                    b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                    b"Connection: close\r\n\r\n"
-                )
-            except OSError:
-                pass
-            self.shutdown_request(request)
+    def _handoff(
+        self, sock: socket.socket, peer: Any, request: bytes, release: Callable[[], None]
+    ) -> None:
+        if not self._slots.acquire(blocking=False):  # answered on the intake's thread: no wait
+            answer_and_close(sock, status_only(503, "Service Unavailable"))
+            release()
             return
         try:
-            super().process_request(request, client_address)
+            threading.Thread(
+                target=self._answer,
+                args=(sock, peer, request, release),
+                name=f"hms-http-{peer[0]}",
+                daemon=True,
+            ).start()
         except BaseException:
             self._slots.release()
             raise
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+    def _answer(
+        self, sock: socket.socket, peer: Any, request: bytes, release: Callable[[], None]
+    ) -> None:
         try:
-            super().process_request_thread(request, client_address)
+            _Handler(sock, peer, self, request)
+        except Exception:  # noqa: BLE001 - a client gone mid-answer ends only its request
+            log.debug("HTTP answer to %s failed", peer, exc_info=True)
         finally:
+            _close(sock)
             self._slots.release()
+            release()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    sock.close()
+
+
+class _SocketWriter(io.BufferedIOBase):
+    """wfile: every write sent whole (a raw socket file may write part of a buffer)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._sock.sendall(data)
+        return len(data)
 
 
 class _Reply(Exception):
@@ -180,11 +241,22 @@ class _Reply(Exception):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    timeout = REQUEST_TIMEOUT_SECONDS
+    """Answers one request whose bytes the intake has already read (``received``)."""
+
+    server: _Server  # type: ignore[assignment]
     server_version = f"hms-cache-proxy/{__version__}"
     sys_version = ""
     _body_pending = False
+
+    def __init__(self, sock: socket.socket, peer: Any, server: _Server, received: bytes) -> None:
+        self._received = received
+        super().__init__(sock, peer, server)  # type: ignore[arg-type]
+
+    def setup(self) -> None:
+        self.connection = self.request
+        self.connection.settimeout(WRITE_TIMEOUT_SECONDS)
+        self.rfile = io.BytesIO(self._received)
+        self.wfile = _SocketWriter(self.connection)
 
     # -- dispatch --------------------------------------------------------------------------------
 
@@ -263,13 +335,17 @@ class _Handler(BaseHTTPRequestHandler):
         ready = bool(snap["ready"]) and serving
         reason = None
         if not ready:
-            if not snap["schema_checked"]:
+            if snap["stopping"]:
+                reason = snap["reason"]
+            elif not snap["schema_checked"]:
                 reason = "database schema not checked yet"
             elif not serving:
                 reason = "Thrift server is not serving"
             else:
                 reason = snap["reason"] or "not ready"
-        body = {"ready": ready, "serving": serving, **snap, "reason": reason}
+        # "ready" says what the status code says (the flag alone may be true while stopping).
+        body = {"ready": ready, "serving": serving, **snap}
+        body["ready"], body["reason"] = ready, reason
         self._json(200 if ready else 503, body)
 
     def _get_config(self) -> None:
@@ -379,7 +455,14 @@ class _Handler(BaseHTTPRequestHandler):
             values[key] = value.strip() if isinstance(value, str) else None
         db, table, partition = values["db"], values["table"], values["partition"]
         if db is None:
-            raise _Reply(400, "db is required (the database to act on)")
+            path = urlsplit(self.path).path
+            raise _Reply(
+                400,
+                "db is required (the database to act on); the fields are db, table (optional) "
+                "and partition (optional, with table), as a query string "
+                f"({path}?db=sales&table=orders), a form or JSON "
+                '({"db": "sales", "table": "orders"}); see docs/operations.md',
+            )
         if partition is not None and table is None:
             raise _Reply(400, "partition needs table")
         # Hive names databases and tables case-insensitively; the cache keys them lower case.

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
@@ -93,6 +94,12 @@ POSITION = Gauge(
     "Id of the last notification event applied to this cache.",
     registry=REGISTRY,
 )
+LAST_POLL = Gauge(
+    "hms_cache_last_poll_timestamp_seconds",
+    "Unix time the poller last read the notification log to its end (every "
+    "cache_poll_interval_seconds when healthy; lag gauges stand still while it is stuck).",
+    registry=REGISTRY,
+)
 CACHE_BYTES = Gauge("hms_cache_bytes", "Bytes the cache accounts for.", registry=REGISTRY)
 CACHE_TABLES = Gauge("hms_cache_tables", "Tables held in the cache.", registry=REGISTRY)
 CACHE_PARTITIONS = Gauge("hms_cache_partitions", "Partitions held in the cache.", registry=REGISTRY)
@@ -125,9 +132,80 @@ DATABASE_ERRORS = Counter(
     ["kind"],
     registry=REGISTRY,
 )
+
+
+class PoolSource(Protocol):
+    def pool_usage(self) -> dict[str, tuple[int, int]]: ...
+
+
+# Databases of this process (tests run several); read only when /metrics is scraped.
+_pool_sources: weakref.WeakSet[PoolSource] = weakref.WeakSet()
+
+
+def track_pool(source: PoolSource) -> None:
+    """Export the pool of ``source`` as hms_database_pool_in_use and _limit (until untracked)."""
+    _pool_sources.add(source)
+
+
+def untrack_pool(source: PoolSource) -> None:
+    _pool_sources.discard(source)
+
+
+class _PoolCollector:
+    """hms_database_pool_in_use and hms_database_pool_limit by engine, summed over databases."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        in_use: dict[str, float] = {}
+        limit: dict[str, float] = {}
+        for source in list(_pool_sources):
+            for engine, (used, most) in source.pool_usage().items():
+                in_use[engine] = in_use.get(engine, 0.0) + used
+                limit[engine] = limit.get(engine, 0.0) + most
+        used_family = GaugeMetricFamily(
+            "hms_database_pool_in_use",
+            "Database connections checked out of the pool now, by engine (read and write on "
+            "PostgreSQL, shared on SQLite).",
+            labels=["engine"],
+        )
+        limit_family = GaugeMetricFamily(
+            "hms_database_pool_limit",
+            "Most connections the pool opens (database_pool_size x 5), by engine; beyond it "
+            "calls wait up to database_timeout_seconds for a connection.",
+            labels=["engine"],
+        )
+        for engine in sorted(in_use):
+            used_family.add_metric([engine], in_use[engine])
+            limit_family.add_metric([engine], limit[engine])
+        yield used_family
+        yield limit_family
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        # Names only (the registry checks them for duplicates); values come with collect().
+        yield GaugeMetricFamily("hms_database_pool_in_use", "", labels=["engine"])
+        yield GaugeMetricFamily("hms_database_pool_limit", "", labels=["engine"])
+
+
+REGISTRY.register(_PoolCollector())  # type: ignore[arg-type]
+
 THRIFT_CONNECTIONS = Gauge(
     "hms_thrift_connections",
     "Thrift client connections open now.",
+    registry=REGISTRY,
+)
+
+CONNECTIONS_REFUSED = Counter(
+    "hms_connections_refused_total",
+    "Connections closed right after accept because of a connection limit, by endpoint "
+    "(thrift, http) and the limit (max_connections, max_connections_per_client, "
+    "reserved_connections).",
+    ["endpoint", "reason"],
+    registry=REGISTRY,
+)
+CONNECTIONS_TIMED_OUT = Counter(
+    "hms_connections_timed_out_total",
+    "Connections closed because a deadline passed before they got going, by endpoint and "
+    "deadline (handshake_timeout, first_call_timeout, request_timeout).",
+    ["endpoint", "reason"],
     registry=REGISTRY,
 )
 
@@ -185,3 +263,10 @@ def observe_call(method: str, seconds: float, outcome: str) -> None:
     if record is None:
         record = _recorder(method, outcome)
     record(seconds)
+
+
+def connection_dropped(endpoint: str, outcome: str, reason: str) -> None:
+    """Count a connection refused at accept (``outcome`` "refused") or cut by a deadline
+    ("timed_out"); ``reason`` names the limit or the deadline."""
+    counter = CONNECTIONS_REFUSED if outcome == "refused" else CONNECTIONS_TIMED_OUT
+    counter.labels(endpoint, reason).inc()

@@ -24,6 +24,7 @@ class Readiness:
         self._lock = threading.Lock()
         self._schema_checked = False
         self._ready = False
+        self._stopping = False
         self._reason: str | None = "starting"
         self._prewarm = NOT_STARTED
         self._tables_done = 0
@@ -38,15 +39,29 @@ class Readiness:
             self._schema_checked = True
 
     def mark_ready(self) -> None:
-        """The service may take traffic (with no cache: at once; with one: the cache decides)."""
+        """The service may take traffic (with no cache: at once; with one: the cache decides).
+
+        No effect once stopping: a prewarm that ends during shutdown must not bring it back."""
         with self._lock:
+            if self._stopping:
+                return
             self._ready = True
             self._reason = None
 
     def mark_not_ready(self, reason: str) -> None:
         with self._lock:
+            if self._stopping:
+                return
             self._ready = False
             self._reason = reason
+
+    def mark_stopping(self) -> None:
+        """Shutdown has begun: not ready from now on, whatever else reports (load balancers
+        take the instance out while its calls in flight are finished)."""
+        with self._lock:
+            self._stopping = True
+            self._ready = False
+            self._reason = "shutting down: no new connections, calls in flight being finished"
 
     def prewarm_started(self, tables_total: int) -> None:
         with self._lock:
@@ -91,6 +106,7 @@ class Readiness:
             return {
                 "schema_checked": self._schema_checked,
                 "ready": self._schema_checked and self._ready,
+                "stopping": self._stopping,
                 "reason": self._reason,
                 "prewarm": {
                     "state": self._prewarm,

@@ -190,8 +190,9 @@ def format_report(report: Report, previous: Report | None = None) -> str:
     return "\n".join(lines)
 
 
-def run(url: str, *, timeout: float = 5.0, interval: float = 0.0, out: TextIO = sys.stdout) -> int:
-    """Print the summary; the exit code says up-and-ready (0), not (1), unreachable (2)."""
+def run(url: str, *, timeout: float = 5.0, interval: float = 0.0, out: TextIO | None = None) -> int:
+    """Print the summary (to ``out``, else stdout as it is at the call); the exit code says
+    up-and-ready (0), not (1), unreachable (2)."""
     try:
         first = gather(url, timeout)
         previous = None
@@ -201,6 +202,6 @@ def run(url: str, *, timeout: float = 5.0, interval: float = 0.0, out: TextIO = 
     except Unreachable as exc:
         print(f"hms-cache-proxy status: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
-    print(format_report(first, previous), file=out)
+    print(format_report(first, previous), file=out or sys.stdout)
     healthy = first.health_status == 200 and first.ready_status == 200
     return EXIT_OK if healthy else EXIT_NOT_READY

@@ -14,10 +14,12 @@ from pathlib import Path
 if not __package__:  # run as a script (spark-submit): make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from hms_cache_proxy.closed_stdout import quiet_on_closed_stdout  # noqa: E402
 from hms_cache_proxy.pipeline.args import add_arguments  # noqa: E402
 from hms_cache_proxy.pipeline.command import run  # noqa: E402
 
 
+@quiet_on_closed_stdout
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m hms_cache_proxy.pipeline",

@@ -8,6 +8,7 @@ import datetime as dt
 import re
 from pathlib import Path
 
+from hms_cache_proxy.argtypes import key_value, output_file, positive_float, readable_file
 from hms_cache_proxy.pipeline.errors import PipelineError
 
 _URI = re.compile(r"^thrift://([^:/\s]+):(\d{1,5})$")
@@ -93,6 +94,7 @@ def _common(p: argparse.ArgumentParser, *, uri_help: str) -> None:
     )
     p.add_argument(
         "--tls-ca",
+        type=readable_file,
         metavar="FILE",
         help="when the instances speak TLS: the CA certificate (PEM) the job's own Thrift "
         "client (polling for visibility) verifies them with. Spark's Hive client needs "
@@ -108,6 +110,7 @@ def _spark(p: argparse.ArgumentParser) -> None:
         "--conf",
         action="append",
         default=[],
+        type=key_value,
         metavar="KEY=VALUE",
         help="extra Spark setting, repeatable (e.g. spark.driver.memory=1g)",
     )
@@ -196,12 +199,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common(verify, uri_help="the instance to check (normally not the one the jobs wrote through)")
     verify.add_argument(
         "--timeout",
-        type=float,
+        type=positive_float,
         default=120.0,
         metavar="SECONDS",
         help="how long to wait for partitions to become visible (default 120)",
     )
-    verify.add_argument("--report", metavar="FILE", help="also write the results as JSON")
+    verify.add_argument(
+        "--report", type=output_file, metavar="FILE", help="also write the results as JSON"
+    )
     verify.add_argument(
         "--no-spark",
         action="store_true",

@@ -24,7 +24,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.server.encoded_reply import decoded_result, write_encoded
 from hms_cache_proxy.server.wire import Message
 from hms_cache_proxy.store.cache.wire import Encoded
-from hms_cache_proxy.store.sql.engine import database_error_message
+from hms_cache_proxy.store.sql.engine import client_message
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ class Processor:
             field = _declared_field(info, exc)
             if field is None:
                 log.exception("%s failed with an undeclared %s", api, type(exc).__name__)
-                message = database_error_message(exc) or f"{type(exc).__name__}: {exc}"
+                message = client_message(exc) or f"{type(exc).__name__}: {exc}"
                 if info.meta_field is not None:
                     field, exc = info.meta_field, hms.MetaException(message=message)
                 else:

@@ -1,7 +1,9 @@
 """What a connection passes before its first call: the TLS handshake, then SASL negotiation.
 
-Runs in the connection's own thread (never the accept loop), bounded by the message time-out,
-so a client that connects and stays silent is dropped like one stalled mid-message.
+Runs in the connection's own thread (never the accept loop). Each read is bounded by the
+message time-out, so a client that connects and stays silent is dropped like one stalled
+mid-message; the whole of it by the server's ``handshake_timeout_seconds``, so one that
+trickles a byte at a time is dropped too.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ log = logging.getLogger(__name__)
 
 
 class SecureOpener:
-    """``opener(sock, peer) -> sock`` for ThriftServer: TLS and/or SASL PLAIN."""
+    """``opener(sock, peer, adopt) -> sock`` for ThriftServer: TLS and/or SASL PLAIN."""
 
     def __init__(
         self,
@@ -33,9 +35,16 @@ class SecureOpener:
         self.timeout = timeout_seconds or None
         self.on_user = on_user
 
-    def __call__(self, sock: socket.socket, peer: Any) -> socket.socket:
+    def __call__(
+        self,
+        sock: socket.socket,
+        peer: Any,
+        adopt: Callable[[socket.socket], None] | None = None,
+    ) -> socket.socket:
+        """The socket to serve calls on; ``adopt`` learns of the TLS socket before its
+        handshake, so the server's deadline can cut a handshake that drags on."""
         if self.tls is not None:
-            sock = tls_mod.handshake(self.tls, sock, self.timeout)
+            sock = tls_mod.handshake(self.tls, sock, self.timeout, adopt)
         if self.sasl is not None:
             sock.settimeout(self.timeout)
             user = self.sasl.negotiate(sock)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import ssl
+from collections.abc import Callable
 
 _CLIENT_AUTH = {
     "none": ssl.CERT_NONE,
@@ -80,14 +81,24 @@ def server_context(
     return ctx
 
 
-def handshake(ctx: ssl.SSLContext, sock: socket.socket, timeout: float | None) -> ssl.SSLSocket:
-    """Wrap an accepted socket and complete the server handshake within ``timeout`` seconds.
+def handshake(
+    ctx: ssl.SSLContext,
+    sock: socket.socket,
+    timeout: float | None,
+    adopt: Callable[[socket.socket], None] | None = None,
+) -> ssl.SSLSocket:
+    """Wrap an accepted socket and complete the server handshake, each read bounded by
+    ``timeout`` seconds.
 
-    Raises ssl.SSLError (a plaintext client, an untrusted client certificate), TimeoutError or
+    ``adopt`` is handed the TLS socket before the handshake starts (wrapping detaches ``sock``,
+    so whoever may have to close the connection meanwhile must hold the new one). Raises
+    ssl.SSLError (a plaintext client, an untrusted client certificate), TimeoutError or
     OSError; the caller closes the connection. The returned socket is left in blocking mode.
     """
     sock.settimeout(timeout)
     tls = ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+    if adopt is not None:
+        adopt(tls)
     tls.do_handshake()
     tls.settimeout(None)
     return tls

@@ -68,6 +68,7 @@ class Limits:
     max_message_bytes: int = 100 * 1024 * 1024
     max_string_bytes: int = 16 * 1024 * 1024
     max_container_elements: int = 1_000_000
+    max_decoded_structures: int = 2_000_000
     client_timeout_seconds: float = 600.0
     message_timeout_seconds: float = 60.0
 
@@ -221,7 +222,7 @@ def _convert(cls: type, building: dict[type, list[Any]], done: dict[type, list[A
     hit = done.get(cls) or building.get(cls)
     if hit is not None:
         return hit
-    out: list[Any] = [cls, ()]
+    out: list[Any] = [_counted(cls), ()]
     building[cls] = out
     fields = {fid: s for fid, s in cls.thrift_spec.items() if fid >= 0}
     spec: list[Any] = [None] * (max(fields) + 1 if fields else 0)
@@ -390,6 +391,8 @@ def decode(
     """Fill thriftpy2 struct ``obj`` from its encoding ``body`` (checked by ``MessageReader``)."""
     args = _struct_args.get(type(obj)) or struct_args(type(obj))
     trans = _MemoryIn(body, limits)
+    _budget.left = limits.max_decoded_structures
+    _budget.limit = limits.max_decoded_structures
     try:
         if engine == "fastbinary":
             (_FAST.decode_compact if compact else _FAST.decode_binary)(obj, trans, args)
@@ -406,7 +409,41 @@ def decode(
         raise _translate(exc, limits) from None
     except (OverflowError, ValueError, _ApacheError, TProtocolException, EOFError) as exc:
         raise _translate(exc, limits) from None
+    finally:
+        _budget.left = None
     return obj
+
+
+# -- the structure budget (pass 2) ----------------------------------------------------------------
+# A struct takes one byte on the wire (its STOP) and a few hundred in memory once built, so a
+# request of empty structs inside max_message_bytes could take ~85 times its size. Each struct
+# the decoders build is charged to the request's budget (max_decoded_structures); past it the
+# decoding stops with LimitExceeded. Outside ``decode`` nothing is counted.
+
+_budget = threading.local()
+
+
+def _charge() -> None:
+    left = getattr(_budget, "left", None)
+    if left is None:
+        return
+    if left <= 0:
+        raise LimitExceeded(
+            "max_decoded_structures",
+            f"request holds more than max_decoded_structures = {_budget.limit} structs",
+        )
+    _budget.left = left - 1
+
+
+def _counted(cls: type) -> type:
+    """A subclass whose construction charges the budget and returns a plain ``cls`` object
+    (the decoders call the class they are given; what they get back is an ordinary struct)."""
+
+    def __new__(_sub: type, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+        _charge()
+        return cls(*args, **kwargs)
+
+    return type(cls.__name__, (cls,), {"__new__": __new__, "__module__": cls.__module__})
 
 
 # -- reading messages off a socket (pass 1) -------------------------------------------------------

@@ -90,8 +90,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import NamedTuple
+
+from hms_cache_proxy.store.patterns import star_matcher
 
 __all__ = [
     "DEFAULT_PARTITION_NAME",
@@ -143,11 +145,21 @@ class FilterError(ValueError):
     def _render(self) -> str:
         head = "Error parsing partition filter" if self.syntax else "Invalid partition filter"
         where = "" if self.position is None else f" at position {self.position}"
-        source = "" if self.text is None else f" in '{self.text}'"
+        source = "" if self.text is None else f" in '{_excerpt(self.text)}'"
         return f"{head}{where}: {self.message}{source}"
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild_error, (self.message, self.position, self.text, self.syntax))
+
+
+_EXCERPT_CHARS = 200
+
+
+def _excerpt(text: str) -> str:
+    """The filter as quoted in an error: a long one cut short (it may be a megabyte)."""
+    if len(text) <= _EXCERPT_CHARS:
+        return text
+    return f"{text[:_EXCERPT_CHARS]}... ({len(text):,} characters)"
 
 
 def _rebuild_error(
@@ -360,11 +372,27 @@ _INVERT = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 # -- Parser ----------------------------------------------------------------------------------
 
 
+# Parentheses and NOTs nest at most this deep: the parser, the compiler and the pushdown walk
+# nesting by recursion, which this bound keeps far from Python's recursion limit (Hive's own
+# clients nest a few levels; AND and OR chains are flat lists, not nesting).
+MAX_NESTING = 100
+
+
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, max_terms: int | None = None) -> None:
         self.text = text
+        self.max_terms = max_terms
+        self.terms = 0
+        self.depth = 0
         self.toks = _tokenize(text)
         self.i = 0
+
+    def nest(self, tok: _Tok) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise FilterError(
+                f"parentheses and NOT nest more than {MAX_NESTING} deep", tok.pos, syntax=False
+            )
 
     # token helpers
 
@@ -437,8 +465,10 @@ class _Parser:
 
     def unary(self) -> Node:
         if self.is_kw(0, "NOT"):
-            self.advance()
-            return Not(self.unary())
+            self.nest(self.advance())
+            node = Not(self.unary())
+            self.depth -= 1
+            return node
         return self.primary()
 
     def primary(self) -> Node:
@@ -455,9 +485,10 @@ class _Parser:
                 key, pos = self.key("after '('")
                 self.advance()  # ')'
                 return self.condition(key, pos)
-            self.advance()
+            self.nest(self.advance())
             node = self.or_expr()
             self.expect(")", f"expected ')' to close the '(' at position {tok.pos}")
+            self.depth -= 1
             return node
         if self.is_literal(0):
             value = self.constant("")
@@ -604,6 +635,14 @@ class _Parser:
 
     def constant(self, context: str) -> Literal:
         tok = self.peek()
+        self.terms += 1
+        if self.max_terms is not None and self.terms > self.max_terms:
+            raise FilterError(
+                f"the filter has more than {self.max_terms:,} values "
+                "(partition_filter_max_terms); ask for fewer partitions per call",
+                tok.pos,
+                syntax=False,
+            )
         if tok.kind == "STRING":
             raw = []
             while self.peek().kind == "STRING":
@@ -666,19 +705,36 @@ def _flatten(kind: type[And] | type[Or], items: Sequence[Node]) -> Node:
     return kind(tuple(flat))
 
 
+# Filters up to this long are remembered (the AST is immutable); longer ones are parsed each
+# time, so the cache holds at most 1,024 × 4 KB of filter text.
+_CACHED_LENGTH = 4096
+
+
 @lru_cache(maxsize=1024)
 def _parse_cached(text: str) -> Node:
     return _Parser(text).parse()
 
 
-def parse(text: str | None) -> Node:
+def parse(text: str | None, *, max_length: int | None = None, max_terms: int | None = None) -> Node:
     """Parse a Hive partition filter; raise FilterError (a ValueError) if Hive would not.
 
-    ``None`` and ``""`` give MatchAll. Results are cached (the AST is immutable).
+    ``None`` and ``""`` give MatchAll. ``max_length`` (characters) and ``max_terms`` (values)
+    bound what one call may make the service parse and evaluate (the settings
+    ``partition_filter_max_length`` and ``partition_filter_max_terms``); ``None``: no bound.
     """
     if not text:
         return MatchAll()
-    return _parse_cached(text)
+    if max_length is not None and len(text) > max_length:
+        raise FilterError(
+            f"the filter is {len(text):,} characters long, more than "
+            f"partition_filter_max_length ({max_length:,}); ask for fewer partitions per call",
+            syntax=False,
+        )
+    if max_terms is not None:
+        return _Parser(text, max_terms).parse()
+    if len(text) <= _CACHED_LENGTH:
+        return _parse_cached(text)
+    return _Parser(text).parse()
 
 
 # -- Back to text ----------------------------------------------------------------------------
@@ -852,8 +908,8 @@ class _Leaf(NamedTuple):
 
 
 class _Like(NamedTuple):
-    shape: str  # "eq", "prefix", "suffix", "contains", "any", "regex"
-    arg: object  # str, or a compiled regular expression
+    shape: str  # "eq", "prefix", "suffix", "contains", "any", "glob"
+    arg: object  # str, or a matcher (store.patterns.star_matcher: no backtracking)
 
 
 def _compile_like(pattern: str, pos: int) -> _Like:
@@ -899,11 +955,13 @@ def _compile_like(pattern: str, pos: int) -> _Like:
                 (True, True): "contains",
             }[(before, after)]
             return _Like(shape, lits[0])
-    regex = "".join(
-        re.escape(text) if kind == "lit" else (".*" if kind == "any" else ".")
-        for kind, text in segments
-    )
-    return _Like("regex", re.compile(regex, re.DOTALL))
+    parts: list[list[str | None]] = [[]]  # split at '%': runs of characters, None for '_'
+    for kind, text in segments:
+        if kind == "any":
+            parts.append([])
+        else:
+            parts[-1].extend(text if kind == "lit" else [None])
+    return _Like("glob", star_matcher(parts, ignore_case=False))
 
 
 class _Binder:
@@ -1009,8 +1067,9 @@ class _Binder:
             parts = [self.compile(item, negate) for item in node.items]
             return _any(parts) if negate else _all(parts)
         if isinstance(node, Or):
-            parts = [self.compile(item, negate) for item in node.items]
-            return _all(parts) if negate else _any(parts)
+            if negate:
+                return _all([self.compile(item, negate) for item in node.items])
+            return _any(self.compile_disjuncts(node.items))
         if isinstance(node, Not):
             return self.compile(node.item, not negate)
         if isinstance(node, Between):
@@ -1020,6 +1079,27 @@ class _Binder:
         if isinstance(node, MatchAll):
             return _never if negate else _always
         raise TypeError(f"not a filter node: {node!r}")
+
+    def compile_disjuncts(self, items: Sequence[Node]) -> list[Predicate]:
+        """Predicates of OR's items, string equalities on one key merged into one set lookup
+        (``p = 'a' OR p = 'b' OR ...`` costs one lookup per partition, not one per term)."""
+        parts: list[Predicate] = []
+        equal: dict[int, set[str]] = {}
+        for item in items:
+            if isinstance(item, Comparison) and item.op == "=":
+                leaf = self.leaf(item.key, item.op, item.value, item.pos)
+                if leaf.semantics == "string":
+                    equal.setdefault(leaf.index, set()).add(leaf.operand)  # type: ignore[arg-type]
+                    continue
+            parts.append(self.compile(item, False))
+        for i, values in equal.items():
+            if len(values) == 1:
+                (s,) = values
+                parts.append(lambda v, i=i, s=s: v[i] == s)
+            else:
+                members = frozenset(values)
+                parts.append(lambda v, i=i, members=members: v[i] in members)
+        return parts
 
     def compile_in(self, node: In, negate: bool) -> Predicate:
         leaves = [self.leaf(node.key, "=", value, node.pos) for value in node.values]
@@ -1178,8 +1258,7 @@ def _like_predicate(i: int, like: _Like, negate: bool) -> Predicate:
     elif like.shape == "contains":
         test = lambda text: arg in text  # noqa: E731
     else:
-        match = arg.fullmatch  # type: ignore[attr-defined]
-        test = lambda text: match(text) is not None  # noqa: E731
+        test = arg  # type: ignore[assignment]
     if negate:
         return _memoized(i, lambda text: not test(text))
     return _memoized(i, test)
@@ -1211,8 +1290,12 @@ def _all(parts: list[Predicate]) -> Predicate:
     if len(parts) == 4:
         a, b, c, d = parts
         return lambda v: a(v) and b(v) and c(v) and d(v)
-    head, tail = _all(parts[:4]), _all(parts[4:])
-    return lambda v: head(v) and tail(v)
+    return partial(_all_of, tuple(parts))
+
+
+def _all_of(parts: tuple[Predicate, ...], v: Sequence[str]) -> bool:
+    """AND of many predicates as a loop (a nest of closures would recurse once per part)."""
+    return all(p(v) for p in parts)
 
 
 def _any(parts: list[Predicate]) -> Predicate:
@@ -1233,8 +1316,12 @@ def _any(parts: list[Predicate]) -> Predicate:
     if len(parts) == 4:
         a, b, c, d = parts
         return lambda v: a(v) or b(v) or c(v) or d(v)
-    head, tail = _any(parts[:4]), _any(parts[4:])
-    return lambda v: head(v) or tail(v)
+    return partial(_any_of, tuple(parts))
+
+
+def _any_of(parts: tuple[Predicate, ...], v: Sequence[str]) -> bool:
+    """OR of many predicates as a loop."""
+    return any(p(v) for p in parts)
 
 
 def _intersect_all(parts: list[dict[int, frozenset[str]]]) -> dict[int, frozenset[str]]:

@@ -108,7 +108,7 @@ def test_ensure_ready_auto_creates_an_empty_file(tmp_path: Path) -> None:
 def test_ensure_ready_without_auto_create_refuses_an_empty_file(database: Database) -> None:
     with pytest.raises(SchemaError) as info:
         ensure_ready(database, WAREHOUSE, auto_create=False)
-    assert "hms-cache-proxy init-db --database-url sqlite:///" in str(info.value)
+    assert "`hms-cache-proxy init-db` with the same settings" in str(info.value)
     with database.read() as conn:
         tables = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'").all()
     assert tables == []

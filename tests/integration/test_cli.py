@@ -29,8 +29,11 @@ def _cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subproces
 @pytest.mark.parametrize(
     ("command", "options"),
     [
-        ("serve", ["--config", "--host", "--port", "--database-url", "--warehouse-dir"]),
-        ("init-db", ["--config", "--database-url", "--warehouse-dir"]),
+        (
+            "serve",
+            ["--config", "--hive-site", "--host", "--port", "--database-url", "--warehouse-dir"],
+        ),
+        ("init-db", ["--config", "--hive-site", "--database-url", "--warehouse-dir"]),
         ("bench", ["--uri", "--database-url", "--output"]),
     ],
 )
@@ -118,3 +121,56 @@ def test_serve_answers_thrift_on_postgres(pg_url: str, tmp_path: Path) -> None:
             trans.close()
     finally:
         server.stop()
+
+
+def test_init_db_on_a_database_of_another_schema_version_fails(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    assert _cli("init-db", "--database-url", url).returncode == 0
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text('UPDATE "VERSION" SET "SCHEMA_VERSION" = \'3.1.0\''))
+    engine.dispose()
+    out = _cli("init-db", "--database-url", url)
+    assert out.returncode != 0
+    assert "already initialised" in out.stderr and "3.1.0" in out.stderr
+    assert "4.0.0" in out.stderr and "-upgradeSchema" in out.stderr
+
+
+def test_serve_on_an_empty_database_without_auto_create_says_to_run_init_db(
+    pg_url: str, tmp_path: Path
+) -> None:
+    url = pg_url.replace("://postgres@", "://postgres:pw-9@")  # the suite's server trusts it
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HMS_CACHE_PROXY_DATABASE_AUTO_CREATE="false")
+    out = subprocess.run(
+        [sys.executable, "-m", "hms_cache_proxy", "serve", "--database-url", url, "--port", "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode != 0
+    assert "has no metastore tables" in out.stderr
+    assert "`hms-cache-proxy init-db` with the same settings" in out.stderr
+    # no command to copy with a masked password in it, and no password at all
+    assert "init-db --database-url" not in out.stderr and "pw-9" not in out.stderr
+
+
+def test_a_tls_file_that_does_not_exist_is_named_as_the_flag_given(tmp_path: Path) -> None:
+    out = _cli(
+        "serve",
+        "--database-url",
+        f"sqlite:///{tmp_path / 'm.db'}",
+        "--port",
+        "0",
+        "--metrics-port",
+        "-1",
+        "--tls-cert",
+        str(tmp_path / "missing.pem"),
+        "--tls-key",
+        str(tmp_path / "missing.key"),
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1] == (
+        f"hms-cache-proxy: --tls-cert: {tmp_path / 'missing.pem'} does not exist or is not a file"
+    )

@@ -42,12 +42,13 @@ def test_create_database_round_trip_fills_location_owner_type_and_create_time(se
     assert (events[0].dbName, events[0].catName) == ("sales", "hive")
 
 
-def test_create_database_normalises_given_locations(service, client, T, tmp_path):
-    client.create_database(T.Database(name="a", locationUri=f"file://{tmp_path}/dbs//a/"))
-    client.create_database(T.Database(name="b", locationUri=f"{tmp_path}/dbs/b"))
-    assert client.get_database("a").locationUri == uri(tmp_path / "dbs" / "a")
-    assert client.get_database("b").locationUri == uri(tmp_path / "dbs" / "b")
-    assert (tmp_path / "dbs" / "a").is_dir() and (tmp_path / "dbs" / "b").is_dir()
+def test_create_database_normalises_given_locations(service, client, T):
+    wh = warehouse_dir(service)
+    client.create_database(T.Database(name="a", locationUri=f"file://{wh}/dbs//a/"))
+    client.create_database(T.Database(name="b", locationUri=f"{wh}/dbs/b"))
+    assert client.get_database("a").locationUri == uri(wh / "dbs" / "a")
+    assert client.get_database("b").locationUri == uri(wh / "dbs" / "b")
+    assert (wh / "dbs" / "a").is_dir() and (wh / "dbs" / "b").is_dir()
     with raises(T.MetaException, contains="Relative path in absolute URI"):
         client.create_database(T.Database(name="c", locationUri="relative/dir"))
 
@@ -91,9 +92,7 @@ def test_get_databases_follows_hive_patterns(client, T):
     assert client.get_databases("") == []
 
 
-def test_alter_database_replaces_parameters_and_owner_keeps_blank_fields(
-    service, client, T, tmp_path
-):
+def test_alter_database_replaces_parameters_and_owner_keeps_blank_fields(service, client, T):
     client.create_database(
         T.Database(name="db1", description="old", parameters={"a": "1"}, ownerName="bob")
     )
@@ -109,10 +108,14 @@ def test_alter_database_replaces_parameters_and_owner_keeps_blank_fields(
     assert db.locationUri == uri(warehouse_dir(service) / "db1.db")
     client.alter_database(
         "db1",
-        T.Database(name="db1", locationUri=f"{tmp_path}/moved/", ownerType=T.PrincipalType.ROLE),
+        T.Database(
+            name="db1",
+            locationUri=f"{warehouse_dir(service)}/moved/",
+            ownerType=T.PrincipalType.ROLE,
+        ),
     )
     db = client.get_database("db1")
-    assert db.locationUri == uri(tmp_path / "moved")
+    assert db.locationUri == uri(warehouse_dir(service) / "moved")
     assert db.ownerType == T.PrincipalType.ROLE
     assert db.parameters == {}
     assert event_types(client, T, before) == ["ALTER_DATABASE", "ALTER_DATABASE"]
@@ -170,7 +173,8 @@ def test_drop_database_cascade_drops_functions_tables_and_managed_data(
             parameters={},
         )
     )
-    external_dir = tmp_path / "ext"
+    external_dir = tmp_path / "ext"  # outside the warehouse: metadata only, never touched
+    external_dir.mkdir()
     client.create_table(
         table(
             T,

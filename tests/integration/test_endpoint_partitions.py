@@ -160,9 +160,9 @@ def test_add_partitions_req_adds_only_new_partitions_atomically(service, client,
     assert client.add_partitions([partition(T, "default", "pt", ["g", "3"])]) == 1
 
 
-def test_add_partition_fills_quick_stats_for_existing_directories(service, client, T, tmp_path):
+def test_add_partition_fills_quick_stats_for_existing_directories(service, client, T):
     _table(client, T)
-    data = tmp_path / "part"
+    data = warehouse_dir(service) / "part"
     write_files(data, {"a": b"12345", "sub/b": b"1234567890", "_tmp": b"x"})
     client.add_partition(partition(T, "default", "pt", ["a", "1"], location=str(data)))
     params = client.get_partition("default", "pt", ["a", "1"]).parameters
@@ -332,7 +332,8 @@ def test_expression_calls_answer_invalid_method_name(client, T):
     assert client.get_partition_names("default", "pt", -1) == ["ds=a/hr=1"]
 
 
-def test_alter_partition_stores_the_clients_fields(service, client, T, tmp_path):
+def test_alter_partition_stores_the_clients_fields(service, client, T):
+    wh = warehouse_dir(service)
     _table(client, T)
     _add(client, T, ["a", "1"])
     before = last_event_id(client)
@@ -340,11 +341,11 @@ def test_alter_partition_stores_the_clients_fields(service, client, T, tmp_path)
     new.createTime = 0
     new.lastAccessTime = 42
     new.parameters = {"x": "y", "transient_lastDdlTime": "0"}
-    new.sd.location = f"file://{tmp_path}/p/"
+    new.sd.location = f"file://{wh}/p/"
     client.alter_partition("default", "PT", new)
     got = client.get_partition("default", "pt", ["a", "1"])
     assert (got.createTime, got.lastAccessTime) == (0, 42)
-    assert got.sd.location == uri(tmp_path / "p")
+    assert got.sd.location == uri(wh / "p")
     assert int(got.parameters["transient_lastDdlTime"]) > 0
     # no fast stats in the new parameters: recomputed from the (missing, so empty) directory
     assert (got.parameters["x"], got.parameters["numFiles"], got.parameters["totalSize"]) == (
@@ -352,7 +353,7 @@ def test_alter_partition_stores_the_clients_fields(service, client, T, tmp_path)
         "0",
         "0",
     )
-    write_files(tmp_path / "p", {"f": b"1234"})
+    write_files(wh / "p", {"f": b"1234"})
     # unchanged fast stats are kept; STATS_GENERATED=TASK only marks them accurate
     client.alter_partition_with_environment_context(
         "default", "pt", got, T.EnvironmentContext(properties={"STATS_GENERATED": "TASK"})
@@ -428,7 +429,8 @@ def test_rename_partition_of_external_table_keeps_location(client, T, tmp_path):
     new.values = ["b", "2"]
     client.rename_partition("default", "ext", ["a", "1"], new)
     assert client.get_partition("default", "ext", ["b", "2"]).sd.location == uri(tmp_path / "p")
-    assert (tmp_path / "p").is_dir()
+    # outside the warehouse (the only root here): metadata only, never created or moved
+    assert not (tmp_path / "p").exists()
 
 
 def test_drop_partition_deletes_data_and_empty_parents(service, client, T, tmp_path):
@@ -451,9 +453,10 @@ def test_drop_partition_deletes_data_and_empty_parents(service, client, T, tmp_p
     with raises(T.NoSuchObjectException, "incomplete partition name - missing hr"):
         client.drop_partition_by_name("default", "pt", "ds=a", True)
     _table(client, T, "ext", params={"EXTERNAL": "TRUE"}, table_type="EXTERNAL_TABLE")
+    write_files(tmp_path / "e", {"f": b"1"})
     client.add_partition(partition(T, "default", "ext", ["a", "1"], location=str(tmp_path / "e")))
     client.drop_partition("default", "ext", ["a", "1"], True)
-    assert (tmp_path / "e").is_dir()
+    assert (tmp_path / "e" / "f").is_file()
 
 
 def test_drop_partitions_req_defaults(service, client, T):

@@ -80,16 +80,16 @@ def test_create_table_round_trip_returns_what_was_sent_plus_server_fields(servic
     assert (events[0].dbName, events[0].tableName) == ("db1", "orders")
 
 
-def test_create_table_locations_default_encoded_or_normalised(service, client, T, tmp_path):
+def test_create_table_locations_default_encoded_or_normalised(service, client, T):
     wh = warehouse_dir(service)
     client.create_table(table(T, "default", "a-b.c"))
     assert client.get_table("default", "a-b.c").sd.location == uri(wh / "a-45-b-46-c")
     assert (wh / "a-45-b-46-c").is_dir()
-    client.create_table(table(T, "default", "t2", location=f"file://{tmp_path}/x//t2/"))
-    assert client.get_table("default", "t2").sd.location == uri(tmp_path / "x" / "t2")
-    client.create_table(table(T, "default", "t3", location=f"{tmp_path}/t3"))
-    assert client.get_table("default", "t3").sd.location == uri(tmp_path / "t3")
-    assert (tmp_path / "t3").is_dir()
+    client.create_table(table(T, "default", "t2", location=f"file://{wh}/x//t2/"))
+    assert client.get_table("default", "t2").sd.location == uri(wh / "x" / "t2")
+    client.create_table(table(T, "default", "t3", location=f"{wh}/t3"))
+    assert client.get_table("default", "t3").sd.location == uri(wh / "t3")
+    assert (wh / "t3").is_dir()
     with raises(T.InvalidObjectException, "t4 location must not be root path"):
         client.create_table(table(T, "default", "t4", location="file:///"))
 
@@ -126,7 +126,8 @@ def test_create_table_validates_name_types_and_definition(client, T):
         client.create_table(table(T, "DEFAULT", "My Table.v1"))
 
 
-def test_table_type_follows_the_external_parameter(service, client, T, tmp_path):
+def test_table_type_follows_the_external_parameter(service, client, T):
+    wh = warehouse_dir(service)
     cases = {
         "m_ext": ("MANAGED_TABLE", {"EXTERNAL": "true"}, "EXTERNAL_TABLE"),
         "e_no": ("EXTERNAL_TABLE", {}, "MANAGED_TABLE"),
@@ -135,7 +136,7 @@ def test_table_type_follows_the_external_parameter(service, client, T, tmp_path)
     }
     for name, (sent, params, _) in cases.items():
         client.create_table(
-            table(T, "default", name, params=params, table_type=sent, location=str(tmp_path / name))
+            table(T, "default", name, params=params, table_type=sent, location=str(wh / name))
         )
     assert {n: client.get_table("default", n).tableType for n in cases} == {
         n: want for n, (_, _, want) in cases.items()
@@ -149,8 +150,8 @@ def test_table_type_follows_the_external_parameter(service, client, T, tmp_path)
     assert client.get_tables_by_type("default", "*", "EXTERNAL_TABLE") == ["e_yes", "m_ext"]
 
 
-def test_create_table_fills_quick_stats_from_an_existing_directory(service, client, T, tmp_path):
-    data = tmp_path / "data"
+def test_create_table_fills_quick_stats_from_an_existing_directory(service, client, T):
+    data = warehouse_dir(service) / "data"
     write_files(
         data, {"a": b"12345", "sub/b": b"123", "c": b"1234567", "_SUCCESS": b"", ".a.crc": b"xx"}
     )
@@ -262,7 +263,8 @@ def test_get_fields_and_schema_read_stored_columns_or_refuse_other_serdes(client
         client.get_fields("default", "avro")
 
 
-def test_alter_table_replaces_the_definition_but_keeps_create_time(service, client, T, tmp_path):
+def test_alter_table_replaces_the_definition_but_keeps_create_time(service, client, T):
+    wh = warehouse_dir(service)
     client.create_table(table(T, "default", "t1", params={"a": "1", "transient_lastDdlTime": "5"}))
     created = client.get_table("default", "t1")
     new = client.get_table("default", "t1")
@@ -270,14 +272,14 @@ def test_alter_table_replaces_the_definition_but_keeps_create_time(service, clie
     new.createTime = 1
     new.owner = "carol"
     new.sd.cols = cols(T, "A:int", "b:string", "C:double")
-    new.sd.location = f"file://{tmp_path}/moved/"
+    new.sd.location = f"file://{wh}/moved/"
     before = last_event_id(client)
     client.alter_table("DEFAULT", "T1", new)
     got = client.get_table("default", "t1")
     assert got.createTime == created.createTime
     assert got.owner == "carol"
     assert [c.name for c in got.sd.cols] == ["a", "b", "c"]
-    assert got.sd.location == uri(tmp_path / "moved")
+    assert got.sd.location == uri(wh / "moved")
     assert int(got.parameters.pop("transient_lastDdlTime")) >= created.createTime
     # the client's parameters replace the old ones (the quick stats are recomputed)
     assert got.parameters == {"b": "2", "numFiles": "0", "totalSize": "0"}
@@ -361,12 +363,12 @@ def test_alter_table_errors_are_invalid_operation(client, T):
         client.alter_table_req(req)
 
 
-def test_rename_managed_table_moves_data_and_partition_locations(service, client, T, tmp_path):
+def test_rename_managed_table_moves_data_and_partition_locations(service, client, T):
     wh = warehouse_dir(service)
     client.create_database(T.Database(name="db2"))
     client.create_table(table(T, "default", "t1", keys=["ds:string"]))
     client.add_partition(partition(T, "default", "t1", ["a"]))
-    outside = tmp_path / "elsewhere"
+    outside = wh / "elsewhere"  # not below the table's directory: never moved
     client.add_partition(partition(T, "default", "t1", ["b"], location=str(outside)))
     write_files(wh / "t1" / "ds=a", {"f": b"x"})
     before = last_event_id(client)
@@ -392,21 +394,20 @@ def test_rename_managed_table_moves_data_and_partition_locations(service, client
     assert (wh / "db2.db" / "t1_new" / "ds=a" / "f").exists()
 
 
-def test_rename_keeps_the_location_of_external_and_custom_located_tables(
-    service, client, T, tmp_path
-):
+def test_rename_keeps_the_location_of_external_and_custom_located_tables(service, client, T):
+    wh = warehouse_dir(service)
     client.create_table(
         table(T, "default", "ext", params={"EXTERNAL": "TRUE"}, table_type="EXTERNAL_TABLE")
     )
-    client.create_table(table(T, "default", "custom", location=str(tmp_path / "mine")))
+    client.create_table(table(T, "default", "custom", location=str(wh / "mine")))
     for old in ("ext", "custom"):
         before = client.get_table("default", old)
         new = client.get_table("default", old)
         new.tableName = old + "2"
         client.alter_table("default", old, new)
         assert client.get_table("default", old + "2").sd.location == before.sd.location
-    assert (warehouse_dir(service) / "ext").is_dir()
-    assert (tmp_path / "mine").is_dir()
+    assert (wh / "ext").is_dir()
+    assert (wh / "mine").is_dir()
 
 
 def test_alter_table_recomputes_quick_stats_unless_told_not_to(service, client, T):
@@ -444,11 +445,12 @@ def test_alter_table_cascade_changes_partition_columns(client, T):
     ] * 2
 
 
-def test_drop_table_deletes_managed_data_and_keeps_external_data(service, client, T, tmp_path):
+def test_drop_table_deletes_managed_data_and_keeps_external_data(service, client, T):
     wh = warehouse_dir(service)
     client.create_table(table(T, "default", "m", keys=["ds:string"]))
     client.add_partition(partition(T, "default", "m", ["a"]))
-    client.add_partition(partition(T, "default", "m", ["b"], location=str(tmp_path / "pb")))
+    # a partition outside its table's directory: its data is kept (docs/security.md)
+    client.add_partition(partition(T, "default", "m", ["b"], location=str(wh / "pb")))
     ext = table(T, "default", "e", params={"EXTERNAL": "TRUE"}, table_type="EXTERNAL_TABLE")
     client.create_table(ext)
     purge = table(
@@ -466,7 +468,7 @@ def test_drop_table_deletes_managed_data_and_keeps_external_data(service, client
     client.drop_table("default", "p", True)
     client.drop_table("default", "kept", False)
     assert event_types(client, T, before) == ["DROP_TABLE"] * 4  # no partition events
-    assert not (wh / "m").exists() and not (tmp_path / "pb").exists()
+    assert not (wh / "m").exists() and (wh / "pb").is_dir()
     assert (wh / "e").is_dir()
     assert not (wh / "p").exists()
     assert (wh / "kept").is_dir()

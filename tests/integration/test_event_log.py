@@ -92,6 +92,20 @@ def test_append_numbers_events_from_next_event_id(db: Database) -> None:
     assert (rows[0]["CAT_NAME"], rows[0]["DB_NAME"], rows[0]["TBL_NAME"]) == ("hive", "d", "t")
 
 
+def test_event_time_never_goes_below_the_previous_event(db: Database) -> None:
+    """Issue 14: times taken under the sequence lock, never below the event before, so a purge
+    by age cuts a prefix of the log and never a hole (hosts' clocks differ)."""
+    times = iter([1700000100.0, 1700000050.0, 1700000200.0])
+    log = new_log(db, clock=lambda: next(times))
+    write(db, log, [ev(1)])
+    write(db, log, [ev(2)])  # a writer whose clock is behind
+    write(db, log, [ev(3)])
+    with db.read() as conn:
+        nl = s.NOTIFICATION_LOG
+        got = list(conn.execute(select(nl.c.EVENT_TIME).order_by(nl.c.EVENT_ID)).scalars())
+    assert got == [1700000100, 1700000100, 1700000200]
+
+
 def test_rolled_back_events_leave_no_gap(db: Database) -> None:
     log = new_log(db)
     write(db, log, [ev(1)])

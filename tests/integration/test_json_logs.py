@@ -21,7 +21,8 @@ def test_json_log_lines_carry_the_request_id_of_their_call(
     server = ServerProcess(
         sqlite_url, tmp_path / "wh", log_path, "--log-format", "json", "--log-level", "DEBUG"
     )
-    not_a_dir = tmp_path / "a-file"
+    not_a_dir = tmp_path / "wh" / "a-file"  # inside the warehouse, where directories are made
+    not_a_dir.parent.mkdir(exist_ok=True)
     not_a_dir.write_text("")
     try:
         client, trans = apache_client("127.0.0.1", server.port)

@@ -9,6 +9,7 @@ import http.client
 import io
 import json
 import logging
+import os
 import re
 import secrets
 import socket
@@ -162,6 +163,20 @@ def test_metrics_count_and_time_thrift_calls_by_method_and_outcome(obs, thrift, 
     assert any(name == "python_info" for name, _ in after)
 
 
+def test_metrics_show_the_database_pool_in_use_and_its_limit(obs):
+    engine = "shared" if obs.database.dialect == "sqlite" else "read"
+    before = samples(obs.metrics_url)
+    assert value(before, "hms_database_pool_limit", engine=engine) >= 5 * 8  # pool_size x 5
+    with obs.database.read_engine.connect():  # what a call does while it runs
+
+        def one_more() -> None:
+            during = samples(obs.metrics_url)
+            in_use = value(during, "hms_database_pool_in_use", engine=engine)
+            assert in_use == value(before, "hms_database_pool_in_use", engine=engine) + 1
+
+        eventually(one_more)
+
+
 def test_metrics_content_type_and_gzip(obs):
     plain = request(obs.metrics_url, "GET", "/metrics")
     assert plain.status == 200
@@ -204,6 +219,7 @@ def test_healthz_and_readyz_when_serving(obs):
         "ready": True,
         "serving": True,
         "schema_checked": True,
+        "stopping": False,
         "reason": None,
         "prewarm": {
             "state": "not_started",
@@ -477,6 +493,16 @@ def test_admin_rejects_invalid_bodies(obs, body, content_type, status, message):
     assert message in reply.json()["error"]
 
 
+def test_a_bare_admin_post_says_which_fields_it_takes(obs):
+    for path in ("/admin/refresh", "/admin/flush"):
+        reply = request(obs.metrics_url, "POST", path, b"", AUTH)
+        assert reply.status == 400
+        error = reply.json()["error"]
+        assert error.startswith("db is required")
+        assert "table (optional)" in error and "partition (optional, with table)" in error
+        assert f"{path}?db=sales&table=orders" in error and "docs/operations.md" in error
+
+
 def test_admin_refuses_oversize_bodies(obs):
     big = json.dumps({"db": "x" * (MAX_BODY_BYTES + 1)}).encode()
     reply = request(
@@ -535,6 +561,24 @@ def test_a_taken_metrics_port_stops_the_start(sqlite_url, tmp_path):
             pass
 
 
+def test_a_taken_thrift_port_stops_serve_with_the_address(sqlite_url, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "hms_cache_proxy", "serve", "--database-url", sqlite_url]
+            + ["--host", "127.0.0.1", "--port", str(port), "--metrics-port", "-1"]
+            + ["--warehouse-dir", str(tmp_path / "wh")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
+    assert proc.returncode == 2
+    assert f"cannot listen for Thrift on 127.0.0.1:{port}: Address already in use" in proc.stderr
+
+
 # -- hms-cache-proxy status ------------------------------------------------------------------------
 
 
@@ -579,6 +623,34 @@ def test_status_command_line(obs, thrift):
     assert proc.returncode == 0, proc.stderr
     assert "up:         yes" in proc.stdout and "ready:      yes" in proc.stdout
     assert re.search(r"rate:       [\d,.]+ calls/s over 0\.\d s", proc.stdout)
+
+
+def test_status_into_a_closed_pipe_exits_quietly(obs):
+    """`hms-cache-proxy status --interval 2 | head -5` once ended in a BrokenPipeError."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the report is written
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hms_cache_proxy",
+                "status",
+                "--url",
+                obs.metrics_url,
+                "--interval",
+                "0.2",
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141  # what a shell reports for a command SIGPIPE ended
+    assert proc.stderr == ""
 
 
 def test_status_of_nothing_is_exit_2(capsys):

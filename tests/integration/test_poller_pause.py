@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
+from hms_cache_proxy.observability import metrics
 from tests.support.server import running_service
 
 TOKEN = "pause-token"
@@ -47,6 +49,26 @@ def test_pause_holds_the_poller_and_reports_its_position(svc: Any) -> None:
     assert not lock.acquire(blocking=False)
     assert lock.acquire(timeout=30)  # and it ends by itself
     lock.release()
+
+
+def test_the_last_poll_time_stands_still_while_paused(svc: Any) -> None:
+    """hms_cache_last_poll_timestamp_seconds is what an alert on a stuck poller watches."""
+
+    def last_poll() -> float:
+        return metrics.REGISTRY.get_sample_value("hms_cache_last_poll_timestamp_seconds") or 0.0
+
+    assert svc.cache.poller.catch_up() >= 0
+    started = last_poll()
+    assert abs(started - time.time()) < 60
+    status, body = _post(svc.metrics_url, "/admin/poller/pause?seconds=3")
+    assert status == 200 and body["held"] is True
+    paused_at = last_poll()
+    time.sleep(2 * svc.settings.cache_poll_interval_seconds)  # two polls' worth, none ran
+    assert last_poll() == paused_at
+    deadline = time.monotonic() + 30
+    while last_poll() == paused_at and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert last_poll() > paused_at  # polling again once the pause ended
 
 
 @pytest.mark.parametrize(

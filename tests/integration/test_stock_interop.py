@@ -914,7 +914,10 @@ def test_interleaved_writes_read_back_and_ids_never_collide(world: World) -> Non
     ours.add_partitions(_partitions(T, st, days[10:20], "ours"))
     stock.add_partitions(_partitions(T, ot, days[10:20], "stock"))
     stock.create_table(_simple_table(T, "stock_db2", "from_stock"))
-    ours.create_table(_simple_table(T, "stock_db2", "from_ours", f"{wh}/custom/from_ours"))
+    # a location of its own, below its database's directory (managed data may not lie elsewhere)
+    ours.create_table(
+        _simple_table(T, "stock_db2", "from_ours", f"{wh}/stock_db2.db/custom/from_ours")
+    )
     ours.create_database(db("ours_db3", origin="ours"))
     for i, dt in enumerate(days[20:]):
         writer, other = (stock, ours) if i % 2 == 0 else (ours, stock)

@@ -87,12 +87,16 @@ class _PureSaslClient:
         return self._error
 
 
-def sasl_client(port: int, user: str, password: str, timeout_ms: int = 30_000) -> Any:
-    """An opened ThriftHiveMetastore client authenticated by SASL PLAIN (raises if refused)."""
+def sasl_client(
+    port: int, user: str, password: str, timeout_ms: int = 30_000, sock: Any = None
+) -> Any:
+    """An opened ThriftHiveMetastore client authenticated by SASL PLAIN (raises if refused);
+    ``sock``: an unopened Apache ``TSocket`` to use instead of one to 127.0.0.1:port."""
     from thrift_sasl import TSaslClientTransport
 
-    sock = TSocket.TSocket("127.0.0.1", port)
-    sock.setTimeout(timeout_ms)
+    if sock is None:
+        sock = TSocket.TSocket("127.0.0.1", port)
+        sock.setTimeout(timeout_ms)
     trans = TSaslClientTransport(
         lambda: _PureSaslClient("127.0.0.1", user, password), "PLAIN", sock
     )

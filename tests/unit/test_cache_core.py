@@ -164,19 +164,42 @@ def _entry(name: str, n: int, as_of: int) -> TableEntry:
 def test_installs_never_replace_newer_state_or_miss_an_event() -> None:
     cache = Cache(10**9)
     key = TableKey("hive", "d", "a")
-    cache.begin_load(key)
-    assert cache.install(_entry("a", 1, 0), 10)
+    assert cache.install(_entry("a", 1, 0), 10, cache.begin_load(key))
     newer = _entry("a", 2, 0)
     with cache.lock:
         cache.get_locked(key).as_of = 12  # an event the entry already reflects
-    assert not cache.install(newer, 11)
-    cache.begin_load(key)
+    assert not cache.install(newer, 11, cache.begin_load(key))
+    ticket = cache.begin_load(key)
     with cache.lock:
         cache.drop_locked(key)
         cache.touched_locked(key, 15)  # the table changed while this load was reading it
-    assert not cache.install(_entry("a", 1, 0), 14)
-    cache.begin_load(key)
-    assert cache.install(_entry("a", 1, 0), 16)
+    assert not cache.install(_entry("a", 1, 0), 14, ticket)
+    assert cache.install(_entry("a", 1, 0), 16, cache.begin_load(key))
+
+
+def test_two_loads_of_one_table_each_see_the_events_that_touched_it() -> None:
+    """Issue 14, finding 1: the first load to end must not take the second's record away."""
+    cache = Cache(10**9)
+    key = TableKey("hive", "d", "a")
+    slow = cache.begin_load(key)  # reads the table at event 10, then is slow
+    quick = cache.begin_load(key)
+    with cache.lock:
+        cache.touched_locked(key, 11)  # the table is dropped
+    cache.end_load(quick)  # the second load finds no table
+    assert not cache.install(_entry("a", 1, 0), 10, slow)
+    with cache.lock:
+        assert key not in cache.entries
+        assert cache.loading_locked(key) == 0
+
+
+def test_an_event_about_a_database_makes_loads_of_its_tables_stale() -> None:
+    cache = Cache(10**9)
+    ticket = cache.begin_load(TableKey("hive", "d", "a"))
+    other = cache.begin_load(TableKey("hive", "e", "a"))
+    with cache.lock:
+        cache.touched_db_locked("hive", "d", 20)
+    assert not cache.install(_entry("a", 1, 0), 19, ticket)
+    assert other.touched == 0  # a table of another database
 
 
 def test_eviction_keeps_the_budget_dropping_least_recently_used_tables() -> None:
@@ -184,14 +207,47 @@ def test_eviction_keeps_the_budget_dropping_least_recently_used_tables() -> None
     one = _entry("a", 50, 0).size()
     cache = Cache(int(one * 2.5), on_evict=evicted.append)
     for name in ("a", "b"):
-        cache.begin_load(TableKey("hive", "d", name))
-        assert cache.install(_entry(name, 50, 0), 1)
+        assert cache.install(_entry(name, 50, 0), 1, cache.begin_load(TableKey("hive", "d", name)))
     with cache.lock:
         cache.get_locked(TableKey("hive", "d", "a"))  # a is now the most recently used
-    cache.begin_load(TableKey("hive", "d", "c"))
-    assert cache.install(_entry("c", 50, 0), 1)
+    assert cache.install(_entry("c", 50, 0), 1, cache.begin_load(TableKey("hive", "d", "c")))
     assert evicted == [TableKey("hive", "d", "b")]
     assert cache.nbytes <= cache.max_bytes
     assert cache.partitions == 100
     with cache.lock:
         assert cache.was_evicted_locked(TableKey("hive", "d", "b"))
+
+
+class _NoLoads:
+    """The applier's loader, for tests that only look at the cache."""
+
+    def request(self, key: TableKey, *, front: bool = False) -> None:
+        pass
+
+    def request_databases(self) -> None:
+        pass
+
+
+def test_an_event_of_another_writer_about_a_database_makes_a_databases_load_stale() -> None:
+    """Issue 14, also noticed: the database entry goes, and the databases map's as_of moves,
+    so a databases load that read the old database cannot put it back."""
+    from hms_cache_proxy.store.cached.apply import EventApplier
+    from hms_cache_proxy.store.events import messages as m
+
+    cache = Cache(10**9)
+    database = hms.Database(name="d")
+    assert cache.install_databases({("hive", "d"): (database, b"x")}, 3)
+    event = hms.NotificationEvent(
+        eventId=5,
+        eventTime=0,
+        eventType="SOMETHING_NEW",
+        dbName="d",
+        tableName=None,
+        message="{}",
+        messageFormat=m.JSON_FORMAT,
+        catName="hive",
+    )
+    EventApplier(cache, _NoLoads()).apply([event])  # type: ignore[arg-type]
+    assert ("hive", "d") not in cache.databases
+    assert not cache.install_databases({("hive", "d"): (database, b"x")}, 4)
+    assert cache.install_databases({("hive", "d"): (database, b"y")}, 5)

@@ -136,3 +136,28 @@ def test_partial_transactions_and_reads_older_than_their_snapshot_are_reported()
         (4, 1, "table older than its snapshot"),
         (5, 1, "snapshot lacks an acknowledged commit"),
     ]
+
+
+def test_commit_parameters_and_statistics_outside_the_snapshot_are_reported() -> None:
+    """Issue 14, findings 2 and 4, as the checker sees them in a history."""
+    commit = _commit(1, 1, ["s0"], 0.0, 1.0)
+    commit.txn["kv"] = True  # type: ignore[index]
+    snap = _snapshot(1)
+
+    def read(n: int, call: str, result: dict, snapshot: str = snap) -> Op:
+        return _op(n, call, 2.0, 2.5, snapshot=snapshot, args={"table": "x0"}, result=result)
+
+    ops = [
+        commit,
+        read(2, "get_table_req", {"wmax": 1, "kv": 0}),  # the commit's keyValue missing
+        read(3, "get_table_req", {"wmax": 1, "kv": 1}),  # honest
+        read(4, "get_table_statistics_req", {"stats": 1}, _snapshot(0)),  # not in the snapshot
+        read(5, "get_table_statistics_req", {"stats": 1}),  # honest
+        read(6, "get_table_statistics_req", {"stats": 0}, _snapshot(0)),  # honest: none
+    ]
+    found = check_history(ops)
+    got = sorted((v.op, v.invariant, v.what) for v in found.violations)
+    assert got == [
+        (2, 1, "parameters set by a commit (keyValue) missing"),
+        (4, 5, "statistics of a write the snapshot does not include"),
+    ]

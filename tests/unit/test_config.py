@@ -8,7 +8,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from hms_cache_proxy.config import Settings, load_settings
+from hms_cache_proxy.config import Settings, SettingsError, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "hms-cache-proxy.yaml"
@@ -47,7 +47,7 @@ def test_file_then_environment_then_flags(tmp_path: Path, monkeypatch: pytest.Mo
 def test_unknown_or_invalid_settings_are_refused(tmp_path: Path) -> None:
     conf = tmp_path / "c.yaml"
     conf.write_text("prot: 1\n")
-    with pytest.raises(ValidationError, match="prot"):
+    with pytest.raises(SettingsError, match=f"prot in {conf}: unknown setting"):
         load_settings(conf)
     with pytest.raises(ValidationError, match="database_url"):
         Settings(database_url="mysql://x/y")

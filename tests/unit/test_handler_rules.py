@@ -208,28 +208,6 @@ def test_relativize_and_renamed_paths():
     assert warehouse.is_root("file:/") and not warehouse.is_root("file:/a")
 
 
-def test_directory_stats_skip_hidden_files(tmp_path):
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "a").write_bytes(b"123")
-    (tmp_path / "sub" / "b").write_bytes(b"12")
-    (tmp_path / "_SUCCESS").write_bytes(b"")
-    (tmp_path / ".a.crc").write_bytes(b"1234")
-    (tmp_path / "_tmp").mkdir()
-    (tmp_path / "_tmp" / "c").write_bytes(b"1234")
-    assert warehouse.directory_stats(str(tmp_path)) == (2, 5)
-    assert warehouse.directory_stats(str(tmp_path / "missing")) == (0, 0)
-    assert warehouse.directory_stats("s3a://bucket/x") is None
-
-
-def test_delete_empty_parents_stops_at_a_non_empty_or_the_depth(tmp_path):
-    leaf = tmp_path / "t" / "ds=a" / "hr=1"
-    leaf.mkdir(parents=True)
-    (tmp_path / "t" / "ds=a" / "_SUCCESS").write_bytes(b"")  # hidden: still "empty"
-    leaf.rmdir()
-    warehouse.delete_empty_parents(f"file:{leaf}", 1)
-    assert not (tmp_path / "t" / "ds=a").exists() and (tmp_path / "t").exists()
-
-
 # -- patterns --------------------------------------------------------------------------------
 
 

@@ -230,3 +230,23 @@ def test_compact_header_and_limits() -> None:
         assert _read(big, engine, compact=True) == ("eof", None)
         huge = head + b"\x18\xff\xff\xff\xff\x07"
         assert _read(huge, engine, compact=True) == ("limit", "max_string_bytes")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("compact", [False, True], ids=["binary", "compact"])
+def test_structs_past_max_decoded_structures_are_refused(engine: str, compact: bool) -> None:
+    parts = [hms.Partition(values=[str(i)], sd=hms.StorageDescriptor()) for i in range(10)]
+    body = _encode(service.add_partitions_args(new_parts=parts), compact)
+    tight = wire.Limits(max_decoded_structures=19)  # 10 partitions + 10 storage descriptors
+    with pytest.raises(wire.LimitExceeded, match="max_decoded_structures = 19") as refused:
+        wire.decode(body, service.add_partitions_args(), tight, compact, engine)
+    assert refused.value.limit == "max_decoded_structures"
+
+    enough = wire.Limits(max_decoded_structures=20)
+    out = wire.decode(body, service.add_partitions_args(), enough, compact, engine)
+    assert out.new_parts == parts
+    assert {type(p) for p in out.new_parts} == {hms.Partition}  # plain structs, not subclasses
+    assert type(out.new_parts[0].sd) is hms.StorageDescriptor
+    # the budget is per request: the next one starts afresh
+    again = wire.decode(body, service.add_partitions_args(), enough, compact, engine)
+    assert again.new_parts == parts

@@ -7,7 +7,8 @@ end in ``_locked`` expect the caller to hold ``lock``; the others take it themse
 
 Loads and events never overwrite newer state (docs/cache.md, "as_of_event"): a load made at
 event position L replaces an entry only if the entry reflects no event after L, and a load
-that was under way while an event touched its table is refused. No I/O here.
+that was under way while an event touched its table is refused (each load has its own
+``LoadTicket``). No I/O here.
 """
 
 from __future__ import annotations
@@ -21,6 +22,19 @@ from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
 
 EVICTED_MEMORY = 10_000
 """How many evicted table names are remembered (to tell "evicted" from "not cached")."""
+
+STALE = 1 << 62
+"""A ticket's ``touched`` once the cache was emptied: no load under way may install."""
+
+
+class LoadTicket:
+    """One load under way: the newest event that touched its table since it began."""
+
+    __slots__ = ("key", "touched")
+
+    def __init__(self, key: TableKey) -> None:
+        self.key = key
+        self.touched = 0
 
 
 class Cache:
@@ -37,7 +51,7 @@ class Cache:
         self.databases_as_of: int | None = None
         self.catalogs: set[str] = {"hive"}
         self.position = 0  # the last event applied (the applier sets it under the lock)
-        self._loading: dict[TableKey, int] = {}
+        self._loading: dict[TableKey, set[LoadTicket]] = {}
         self._evicted: OrderedDict[TableKey, None] = OrderedDict()
         self._on_evict = on_evict
 
@@ -64,24 +78,40 @@ class Cache:
 
     # -- loads ---------------------------------------------------------------------------------
 
-    def begin_load(self, key: TableKey) -> None:
-        """A load of ``key`` is starting: remember events that touch it from now on."""
+    def begin_load(self, key: TableKey) -> LoadTicket:
+        """A load of ``key`` is starting: its ticket records every event that touches the table
+        from now on. Each load has a ticket of its own, so loads of one table running side by
+        side (a miss, a refresh, prewarm) never hide events from one another."""
+        ticket = LoadTicket(key)
         with self.lock:
-            self._loading.setdefault(key, 0)
+            self._loading.setdefault(key, set()).add(ticket)
+        return ticket
 
-    def end_load(self, key: TableKey) -> None:
+    def end_load(self, ticket: LoadTicket) -> None:
+        """The load ended without installing (no table, or it failed)."""
         with self.lock:
-            self._loading.pop(key, None)
+            self._end_locked(ticket)
 
-    def install(self, entry: TableEntry, loaded_at: int) -> bool:
+    def _end_locked(self, ticket: LoadTicket) -> None:
+        tickets = self._loading.get(ticket.key)
+        if tickets is not None:
+            tickets.discard(ticket)
+            if not tickets:
+                del self._loading[ticket.key]
+
+    def loading_locked(self, key: TableKey) -> int:
+        """How many loads of ``key`` are under way (tests, and the loader's one-at-a-time rule)."""
+        return len(self._loading.get(key, ()))
+
+    def install(self, entry: TableEntry, loaded_at: int, ticket: LoadTicket) -> bool:
         """Put a freshly loaded entry (state at event ``loaded_at``); False if it is older than
-        what the cache has, or an event touched the table while it was being loaded."""
+        what the cache has, or an event touched the table after ``loaded_at`` while it was being
+        loaded (a drop, a rename, an alter: what the load read is stale)."""
         with self.lock:
-            key = entry.key
-            touched = self._loading.pop(key, 0)
-            if touched > loaded_at:
+            self._end_locked(ticket)
+            if ticket.touched > loaded_at:
                 return False
-            old = self.entries.get(key)
+            old = self.entries.get(entry.key)
             if old is not None and old.as_of > loaded_at:
                 return False
             entry.as_of = max(entry.as_of, loaded_at)
@@ -92,8 +122,16 @@ class Cache:
 
     def touched_locked(self, key: TableKey, event_id: int) -> None:
         """An event about ``key`` was applied (or skipped, the table being absent)."""
-        if key in self._loading and self._loading[key] < event_id:
-            self._loading[key] = event_id
+        tickets = self._loading.get(key)
+        if tickets:
+            for ticket in tickets:
+                if ticket.touched < event_id:
+                    ticket.touched = event_id
+
+    def touched_db_locked(self, cat: str | None, db: str, event_id: int) -> None:
+        """An event about a whole database: every load of one of its tables is stale."""
+        for key in [k for k in self._loading if k.db == db and (cat is None or k.cat == cat)]:
+            self.touched_locked(key, event_id)
 
     def put_locked(self, entry: TableEntry) -> None:
         key = entry.key
@@ -132,8 +170,9 @@ class Cache:
         self.partitions = 0
         self.databases.clear()
         self.databases_as_of = self.position
-        for key in self._loading:
-            self._loading[key] = 1 << 62  # every load under way is now stale
+        for tickets in self._loading.values():
+            for ticket in tickets:
+                ticket.touched = STALE  # every load under way is now stale
         return keys
 
     def evict_locked(self, keep: TableKey | None = None) -> None:

@@ -448,6 +448,7 @@ class EventApplier:
             if t == msg.DROP_DATABASE:
                 for entry in list(cache.entries_of_db_locked(cat, name)):
                     b.drop(entry.key, "dropped", reload=False)
+                cache.touched_db_locked(cat, name, b.event_id)
             at = cache.databases_as_of
             if at is not None and at >= b.event_id:
                 return
@@ -479,6 +480,7 @@ class EventApplier:
         dbs = body.get("databases") or []
         tables = body.get("tables") or []
         writes = [(_norm(d), _norm(t), int(w)) for w, d, t in zip(ids, dbs, tables, strict=False)]
+        altered = [TableKey(*names) for names in msg.tables_altered(body)]
 
         def op(b: _Batch) -> None:
             for db, table, wid in writes:
@@ -495,6 +497,8 @@ class EventApplier:
                     entry.write_ids = moved
                     entry.pending.pop(wid, None)
                     entry.as_of = b.event_id
+            for key in altered:  # parameters set by the commit (keyValue): load again
+                b.drop(key, "commit_key_value")
             if txn is not None:
                 for k in [k for k, v in self._allocated.items() if v == txn]:
                     del self._allocated[k]
@@ -556,7 +560,10 @@ class EventApplier:
             elif db:
                 for entry in list(b.cache.entries_of_db_locked(cat, db)):
                     b.drop(entry.key, "other_writer")
+                b.cache.touched_db_locked(cat, db, b.event_id)
                 b.cache.databases.pop((cat, db), None)
+                # A databases-map load under way read the old database: it must not install.
+                b.cache.databases_as_of = max(b.cache.databases_as_of or 0, b.event_id)
                 b.databases = True
             else:
                 for key in list(b.cache.entries):

@@ -2,8 +2,10 @@
 a read found missing (first in line), evicted, invalidated or whose partitions were dropped.
 
 Each load reads the whole table in one database snapshot (store/sql/cacheload.py) and installs
-it only if no event newer than that snapshot has touched the table meanwhile (Cache.install);
-a refused load is retried. Prewarm progress is reported through ``Readiness``.
+it only if no event newer than that snapshot has touched the table meanwhile (Cache.install,
+with the load's own ticket: loads of one table may run side by side); a refused load is
+retried. Statistics rows are installed only at a position their entry has reached. Prewarm
+progress is reported through ``Readiness``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from hms_cache_proxy import failpoints
 from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import (
@@ -237,18 +240,19 @@ class Loader:
     def load(self, key: TableKey) -> int | None:
         """Load one table now; the number of partitions loaded (0 for a table that no longer
         exists), or None when an event overtook the load (try again)."""
-        self.cache.begin_load(key)
+        ticket = self.cache.begin_load(key)
         try:
             with _collection_paused():
                 loaded = cacheload.load_table(self.sql, key.cat, key.db, key.table)
                 entry = build_entry(key, loaded) if loaded is not None else None
+            failpoints.hit("load.after_snapshot", key.qualified())
         except BaseException:
-            self.cache.end_load(key)
+            self.cache.end_load(ticket)
             raise
         if loaded is None or entry is None:
-            self.cache.end_load(key)
+            self.cache.end_load(ticket)
             return 0
-        if not self.cache.install(entry, loaded.at):
+        if not self.cache.install(entry, loaded.at, ticket):
             return None
         return len(loaded.partitions or ())
 
@@ -270,9 +274,16 @@ class Loader:
             rows.parts.setdefault(name, {})[(r.ENGINE, r.COLUMN_NAME)] = r
             size += row_size(r) + 16
         rows.nbytes = size
+        failpoints.hit("load.stats_after_snapshot", key.qualified())
         with self.cache.lock:
             entry = self.cache.entries.get(key)
+            # The rows are judged with the entry's table and partitions (their parameters say
+            # whether statistics are accurate for a snapshot): install them only when the entry
+            # reflects exactly the position they were read at. Rows read ahead of the poller,
+            # or behind an entry loaded later, wait for the next statistics read.
             if entry is None or entry.stats_changed > loaded.at:
+                return False
+            if self.cache.position < loaded.at or entry.as_of > loaded.at:
                 return False
             before = len(entry.parts) if entry.parts is not None else 0
             entry.stats = rows

@@ -84,6 +84,7 @@ WRITE_METHODS = frozenset(
         "update_partition_column_statistics",
         "delete_table_column_statistics",
         "delete_partition_column_statistics",
+        "truncate_table",
     }
 )
 """SqlStore calls that write metadata events the cache must see before the call returns."""

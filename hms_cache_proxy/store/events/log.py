@@ -39,16 +39,17 @@ CURRENT_EVENT_ID_SQL = 'SELECT "NEXT_EVENT_ID" FROM "NOTIFICATION_SEQUENCE"'
 """NEXT_EVENT_ID as plain SQL, for a DB-API cursor (PostgreSQL and SQLite alike)."""
 _PREPARED = "hms_current_event_id"
 
-_APPEND_SQL = (
-    'WITH seq AS (UPDATE "NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = "NEXT_EVENT_ID" + %s '
-    'RETURNING "NEXT_EVENT_ID" - %s AS first), '
+_INSERT_SQL = (
+    'WITH prev AS (SELECT COALESCE(max("EVENT_TIME"), 0) AS t FROM "NOTIFICATION_LOG" '
+    'WHERE "EVENT_ID" = %s), '
     'ins AS (INSERT INTO "NOTIFICATION_LOG" ("NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", '
     '"CAT_NAME", "DB_NAME", "TBL_NAME", "MESSAGE", "MESSAGE_FORMAT") '
-    "SELECT v.nl_id, seq.first + v.k, %s, v.kind, v.cat, v.db, v.tbl, v.body, %s "
-    "FROM seq, (VALUES {values}) AS v (k, nl_id, kind, cat, db, tbl, body)) "
-    "SELECT first{notify} FROM seq"
+    "SELECT v.nl_id, v.event_id, GREATEST(%s, prev.t), v.kind, v.cat, v.db, v.tbl, v.body, %s "
+    "FROM prev, (VALUES {values}) AS v (nl_id, event_id, kind, cat, db, tbl, body)) "
+    "SELECT GREATEST(%s, t){notify} FROM prev"
 )
-"""The PostgreSQL append as one statement (psycopg2 placeholders; see one_statement)."""
+"""The PostgreSQL append's rows after the sequence is taken, as one statement (psycopg2
+placeholders; see one_statement). A new statement, so it sees the previous writer's rows."""
 
 _KEEP_COMMITTED = 256
 """Most committed events ``take_committed`` keeps per thread (a thread whose writes no cache
@@ -179,62 +180,63 @@ class EventLog:
         fmt = self.message_format
         bodies = [messages.encode(e.message, fmt) for e in events]
         nl_ids = self.ids.allocate(conn, ids_module.NOTIFICATION_LOG, n)
-        event_time = int(self._clock())
-
-        if one_statement(conn):
-            first = self._append_in_one_statement(conn, events, bodies, nl_ids, event_time)
-            if first is not None:
-                event_ids = list(range(first, first + n))
-                if self._recording:
-                    self._remember(conn, events, bodies, event_ids, event_time)
-                return event_ids
         first = self._take_event_ids(conn, n)
         event_ids = list(range(first, first + n))
-        rows = [
-            {
-                "NL_ID": nl_id,
-                "EVENT_ID": event_id,
-                "EVENT_TIME": event_time,
-                "EVENT_TYPE": e.event_type,
-                "CAT_NAME": e.cat_name,
-                "DB_NAME": e.db_name,
-                "TBL_NAME": e.table_name,
-                "MESSAGE": body,
-                "MESSAGE_FORMAT": fmt,
-            }
-            for nl_id, event_id, e, body in zip(nl_ids, event_ids, events, bodies, strict=True)
-        ]
-        conn.execute(insert(s.NOTIFICATION_LOG), rows)
-        if self.notify_channel and conn.dialect.name == "postgresql":
-            conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
+        # The time is taken under the sequence lock and never goes below the previous event's
+        # (clocks of several hosts differ): a purge by age then always cuts a prefix of the
+        # log, never a hole in the middle of it.
+        if one_statement(conn):
+            event_time = self._insert_in_one_statement(conn, events, bodies, nl_ids, event_ids)
+        else:
+            event_time = max(int(self._clock()), self._previous_time(conn, first))
+            rows = [
+                {
+                    "NL_ID": nl_id,
+                    "EVENT_ID": event_id,
+                    "EVENT_TIME": event_time,
+                    "EVENT_TYPE": e.event_type,
+                    "CAT_NAME": e.cat_name,
+                    "DB_NAME": e.db_name,
+                    "TBL_NAME": e.table_name,
+                    "MESSAGE": body,
+                    "MESSAGE_FORMAT": fmt,
+                }
+                for nl_id, event_id, e, body in zip(nl_ids, event_ids, events, bodies, strict=True)
+            ]
+            conn.execute(insert(s.NOTIFICATION_LOG), rows)
+            if self.notify_channel and conn.dialect.name == "postgresql":
+                conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
         if self._recording:
             self._remember(conn, events, bodies, event_ids, event_time)
         return event_ids
 
-    def _append_in_one_statement(
+    def _insert_in_one_statement(
         self,
         conn: Connection,
         events: Sequence[NewEvent],
         bodies: list[str],
         nl_ids: list[int],
-        event_time: int,
-    ) -> int | None:
-        """PostgreSQL: advance the sequence, insert the rows and notify in one round trip (a
-        data-modifying CTE); returns the first event id, or None when the sequence row is
-        missing (nothing was written: the caller takes the general path, which creates it)."""
-        n = len(events)
-        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * n)
-        params: list[Any] = []
-        for k, (e, nl_id, body) in enumerate(zip(events, nl_ids, bodies, strict=True)):
-            params += [k, nl_id, e.event_type, e.cat_name, e.db_name, e.table_name, body]
+        event_ids: list[int],
+    ) -> int:
+        """PostgreSQL, once the sequence row is locked: the previous event's time, the rows and
+        the notification in one round trip (a data-modifying CTE); returns the EVENT_TIME."""
+        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * len(events))
+        rows: list[Any] = []
+        for e, nl_id, event_id, body in zip(events, nl_ids, event_ids, bodies, strict=True):
+            rows += [nl_id, event_id, e.event_type, e.cat_name, e.db_name, e.table_name, body]
         notify = self.notify_channel
-        sql = _APPEND_SQL.format(
-            values=values,
-            notify=", pg_notify(%s, (first + %s - 1)::text)" if notify else "",
-        )
-        params = [n, n, event_time, self.message_format, *params] + ([notify, n] if notify else [])
-        row = conn.exec_driver_sql(sql, tuple(params)).first()
-        return None if row is None else int(row[0])
+        sql = _INSERT_SQL.format(values=values, notify=", pg_notify(%s, %s)" if notify else "")
+        clock = int(self._clock())
+        params = [event_ids[0] - 1, clock, self.message_format, *rows, clock]
+        params += [notify, str(event_ids[-1])] if notify else []
+        return int(conn.exec_driver_sql(sql, tuple(params)).scalar_one())
+
+    @staticmethod
+    def _previous_time(conn: Connection, first: int) -> int:
+        """EVENT_TIME of the event just before ``first`` (0 when purged or none)."""
+        nl = s.NOTIFICATION_LOG
+        value = conn.execute(select(nl.c.EVENT_TIME).where(nl.c.EVENT_ID == first - 1)).scalar()
+        return 0 if value is None else int(value)
 
     @staticmethod
     def _take_event_ids(conn: Connection, n: int) -> int:

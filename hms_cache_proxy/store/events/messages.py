@@ -182,6 +182,9 @@ PARTITIONS_CHANGED = "partitionsChanged"
 """Our extra field of ALTER_TABLE: the change touched the partitions without partition events."""
 PARTITION_OBJ_JSON = "partitionObjJson"
 """Our extra field of UPDATE_PART_COL_STAT_EVENT: the partition after the change."""
+TABLES_ALTERED = "tablesAltered"
+"""Our extra field of COMMIT_TXN: tables ([cat, db, table]) whose parameters the commit changed
+(CommitTxnRequest.keyValue). No other event describes that change: caches drop those tables."""
 WRITER = "writer"
 """Our extra field in every message our store writes: its embedded objects are exact reads."""
 WRITER_NAME = "hms-cache-proxy"
@@ -695,8 +698,14 @@ class MessageBuilder:
             }
         )
 
-    def commit_txn(self, txn_id: int, write_events: Sequence[Any] | None = None) -> dict[str, Any]:
-        """``write_events``: WriteEventInfo objects; without them the lists stay null (Hive)."""
+    def commit_txn(
+        self,
+        txn_id: int,
+        write_events: Sequence[Any] | None = None,
+        tables_altered: Sequence[tuple[str, str, str]] = (),
+    ) -> dict[str, Any]:
+        """``write_events``: WriteEventInfo objects; without them the lists stay null (Hive).
+        ``tables_altered``: (cat, db, table) whose parameters the commit set (keyValue)."""
         body: dict[str, Any] = {
             "txnid": txn_id,
             "timestamp": self.now(),
@@ -718,6 +727,8 @@ class MessageBuilder:
             body["tableObjs"] = [w.tableObj for w in write_events]
             body["partitionObjs"] = [w.partitionObj for w in write_events]
             body["files"] = [w.files for w in write_events]
+        if tables_altered:
+            body[TABLES_ALTERED] = [list(t) for t in tables_altered]
         return self._finish(body)
 
     def abort_txn(self, txn_id: int, dbs_updated: Sequence[str] | None = None) -> dict[str, Any]:
@@ -903,6 +914,14 @@ def write_id(body: Mapping[str, Any]) -> int | None:
 def written_by_us(body: Mapping[str, Any]) -> bool:
     """Whether hms-cache-proxy's store wrote the message (its objects are exact reads)."""
     return body.get(WRITER) == WRITER_NAME
+
+
+def tables_altered(body: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """COMMIT_TXN's ``tablesAltered``: (cat, db, table) in lower case (none when absent)."""
+    return [
+        (str(c or "hive").lower(), str(d).lower(), str(t).lower())
+        for c, d, t in body.get(TABLES_ALTERED) or ()
+    ]
 
 
 def partitions_changed(body: Mapping[str, Any]) -> bool:

@@ -2,8 +2,9 @@
 
 Event ids are handed out under the NOTIFICATION_SEQUENCE row lock held until commit, so the
 log grows without gaps in commit order; a gap can only mean events were purged (by age) before
-this instance read them. The poller then reports it (``on_gap``) and the cache forgets
-everything rather than serve on without those events.
+this instance read them. Every id of a batch is checked: only the events before a hole are
+applied, and the hole is reported when the next round starts at it (``on_gap``): the cache
+forgets everything rather than serve on without those events.
 
 On PostgreSQL every writer sends ``NOTIFY hms_notification_log`` in the event's transaction
 (store/events/log.py); the poller LISTENs on a dedicated connection and polls as soon as a
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hms_cache_proxy import failpoints
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store.events.log import NOTIFY_CHANNEL, EventLog
 from hms_cache_proxy.store.sql.engine import Database
@@ -145,10 +147,10 @@ class Poller:
                 return self._position  # the poller has applied them already
             ids = [e.eventId for e in fresh]
             if fresh and ids == list(range(self._position + 1, self._position + 1 + len(ids))):
+                failpoints.hit("poller.before_apply", f"events {ids[0]}..{ids[-1]}")
                 self._apply(fresh)
                 self._advance(ids[-1])
                 self.last_current = max(self.last_current, ids[-1])
-                self._lag(ids[-1], None)
                 return self._position
             return self._catch_up_locked() if read else self._position
 
@@ -179,6 +181,8 @@ class Poller:
                     self._advance(current)
                     self._lag(current, None)
                     return self._position
+            rows = contiguous(rows)
+            failpoints.hit("poller.before_apply", f"events {rows[0].eventId}..{rows[-1].eventId}")
             self._apply(rows)
             self._advance(rows[-1].eventId)
             self._lag(current, rows[0].eventTime)
@@ -192,6 +196,7 @@ class Poller:
         metrics.POSITION.set(position)
 
     def _lag(self, current: int, oldest_time: int | None) -> None:
+        metrics.LAST_POLL.set(time.time())  # a read of the log that reached its end
         behind = max(0, current - self._position)
         metrics.LAG_EVENTS.set(behind)
         if behind == 0 or oldest_time is None:
@@ -275,6 +280,17 @@ class Poller:
         self._listener = None
         self.listening = False
         self._retry_at = time.monotonic() + 1.0
+
+
+def contiguous(rows: Sequence[Any]) -> Sequence[Any]:
+    """The rows up to the first hole in their event ids. Every id of a batch is checked, not
+    only the first: a hole in the middle (events purged out of order) is then found at the
+    start of the next round, where ``catch_up`` reports it."""
+    first = rows[0].eventId
+    for i, row in enumerate(rows):
+        if row.eventId != first + i:
+            return rows[:i]
+    return rows
 
 
 def raw_connection(db: Database) -> Any:

@@ -93,10 +93,12 @@ def ensure_ready(db: Database, warehouse_uri: str, auto_create: bool) -> None:
         state = _read_state(conn)
     if state.empty:
         if not auto_create:
+            # Not a command to copy: the URL shown has its password masked.
             raise SchemaError(
-                f"{db.describe()} has no metastore tables. Create them with "
-                f"`hms-cache-proxy init-db --database-url {db.describe()}` "
-                "(or set database_auto_create: true / HMS_CACHE_PROXY_DATABASE_AUTO_CREATE=true)."
+                f"{db.describe()} has no metastore tables. Create them by running "
+                "`hms-cache-proxy init-db` with the same settings as this serve (the same "
+                "--config, --hive-site, --database-url and HMS_CACHE_PROXY_* variables), or set "
+                "database_auto_create: true / HMS_CACHE_PROXY_DATABASE_AUTO_CREATE=true."
             )
         init_db(db, warehouse_uri)
         with db.read() as conn:  # another instance may have initialised it first
@@ -145,7 +147,12 @@ def _already_initialised(db: Database, state: _State) -> str:
     found = _describe_versions(state)
     msg = f"{db.describe()} is already initialised ({found}); nothing was changed."
     if state.versions != (SCHEMA_VERSION,):
-        msg += f" hms-cache-proxy needs schema version {SCHEMA_VERSION}."
+        # Not a success: the database still cannot be served.
+        db_type = "postgres" if db.dialect == "postgresql" else db.dialect
+        raise SchemaError(
+            f"{msg} hms-cache-proxy needs schema version {SCHEMA_VERSION}: upgrade it with "
+            f"Hive's schematool (`schematool -dbType {db_type} -upgradeSchema`)."
+        )
     return msg
 
 

@@ -198,6 +198,16 @@ class DatabasesMixin(SqlStoreBase):
         row = self._db_row(conn, cat, name)
         return _database(row, _db_params(conn, [row.DB_ID]).get(row.DB_ID, {}))
 
+    def database_locations(self) -> list[tuple[str, str, str | None, str | None]]:
+        """(catalog, name, location, managed location) of every database, in one query read
+        from the database itself (not a cache): the file-confinement checks need all of them."""
+        d = s.DBS.c
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(d.CTLG_NAME, d.NAME, d.DB_LOCATION_URI, d.DB_MANAGED_LOCATION_URI)
+            ).all()
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
     def get_databases(self, cat: str, pattern: str | None = None) -> list[str]:
         with self.db.read() as conn:
             names = [

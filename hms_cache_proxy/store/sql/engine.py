@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import NullPool, QueuePool
+
+from hms_cache_proxy import dburl, failpoints
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +38,19 @@ class Database:
         *,
         pool_size: int = 8,
         timeout_seconds: float = 30.0,
+        statement_timeout_seconds: float | None = None,
         write_retries: int = 5,
     ) -> None:
-        self.url = make_url(url)
+        # An explicit, installed driver (dburl.resolve raises one clear line otherwise).
+        self.url = dburl.resolve(url)
         self.dialect = self.url.get_backend_name()
-        if self.dialect not in ("sqlite", "postgresql"):
-            raise ValueError(
-                f"unsupported database {self.url.render_as_string(hide_password=True)!r}: "
-                "use sqlite:///PATH or postgresql://USER@HOST/DB"
-            )
         self.timeout_seconds = timeout_seconds
+        # PostgreSQL cancels a statement running longer (None: timeout_seconds; 0: no limit)
+        self.statement_timeout_seconds = (
+            timeout_seconds if statement_timeout_seconds is None else statement_timeout_seconds
+        )
         self.write_retries = write_retries
+        self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
         if self.dialect == "sqlite":
             self.read_engine = self._sqlite_engine(pool_size)
             self.write_engine = self.read_engine
@@ -60,6 +63,8 @@ class Database:
 
     def _pg_engine(self, pool_size: int, isolation: str) -> Engine:
         ms = int(self.timeout_seconds * 1000)
+        statement_ms = int(self.statement_timeout_seconds * 1000)
+        idle_ms = 2 * max(ms, statement_ms)
         return create_engine(
             self.url,
             pool_size=pool_size,
@@ -69,8 +74,8 @@ class Database:
             isolation_level=isolation,
             connect_args={
                 "connect_timeout": max(1, int(self.timeout_seconds)),
-                "options": f"-c statement_timeout={ms} -c lock_timeout={ms}"
-                f" -c idle_in_transaction_session_timeout={ms * 2}",
+                "options": f"-c statement_timeout={statement_ms} -c lock_timeout={ms}"
+                f" -c idle_in_transaction_session_timeout={idle_ms}",
                 "application_name": "hms-cache-proxy",
             },
         )
@@ -152,7 +157,9 @@ class Database:
                 with self.write_engine.connect() as conn:
                     conn = conn.execution_options(hms_write=True)
                     with conn.begin():
-                        return fn(conn)
+                        result = fn(conn)
+                        failpoints.hit("write.before_commit")
+                        return result
             except DBAPIError as exc:
                 if attempt > self.write_retries or not self.is_retryable(exc):
                     raise
@@ -190,58 +197,62 @@ class Database:
             self.write_engine.dispose()
             self.autocommit_engine.dispose()
 
+    def pool_usage(self) -> dict[str, tuple[int, int]]:
+        """Connections checked out now and the most the pool opens, per engine: read and write
+        on PostgreSQL, one shared engine on SQLite (none for in-memory SQLite, which pools
+        nothing). Past the limit a call waits up to ``timeout_seconds`` for a connection."""
+        engines = (
+            {"shared": self.read_engine}
+            if self.write_engine is self.read_engine
+            else {
+                "read": self.read_engine,
+                "write": self.write_engine,
+                "autocommit": self.autocommit_engine,
+            }
+        )
+        return {
+            name: (engine.pool.checkedout(), self.pool_limit)
+            for name, engine in engines.items()
+            if isinstance(engine.pool, QueuePool)
+        }
+
     def describe(self) -> str:
-        """The URL with any password hidden, for logs and messages."""
-        return self.url.render_as_string(hide_password=True)
+        """The URL with any password hidden (also a ?password= field), for logs and messages."""
+        return dburl.masked(self.url)
 
 
 def _sqlstate(exc: DBAPIError) -> str | None:
-    return getattr(exc.orig, "pgcode", None) or getattr(exc.orig, "sqlstate", None)
+    return getattr(exc.orig, "pgcode", None)
 
 
-# What a client can do about each kind of database failure. The driver's own text names the
-# host, port and SQL, which the client cannot act on and should not see; the log has it.
-_RETRY = "; the call made no change, try it again"
-_BY_SQLSTATE = {
-    "57014": "The metastore database did not answer in time (statement timeout: it is "
-    "overloaded, or another client holds a lock this call needs)" + _RETRY,
-    "55P03": "The metastore database could not take a lock in time (lock timeout: another "
-    "client holds it)" + _RETRY,
-    "40001": "The metastore database kept reporting serialization failures after the "
-    "retries (heavy contention)" + _RETRY,
-    "40P01": "The metastore database kept reporting deadlocks after the retries (heavy "
-    "contention)" + _RETRY,
-    "53300": "The metastore database has no free connections (too many clients)" + _RETRY,
-}
-_LOST = (
-    "The connection to the metastore database was lost (is the database restarting?); "
-    "try the call again: a write may or may not have been applied"
-)
-_POOL = (
-    "No connection to the metastore database became free in time (the service is "
-    "overloaded or the database is slow)" + _RETRY
-)
+# SQLSTATEs with their own words: query_canceled (statement_timeout), lock_not_available
+# (lock_timeout), and the classes of connection failures and resource shortages.
+_STATEMENT_TIMEOUT = "57014"
+_LOCK_TIMEOUT = "55P03"
 
 
-def database_error_message(exc: BaseException) -> str | None:
-    """A message a client can act on for a database failure, without driver internals (no
-    host, port or SQL text); None if ``exc`` is not a database failure."""
-    from sqlalchemy.exc import TimeoutError as PoolTimeout
-
-    if isinstance(exc, PoolTimeout):
-        return _POOL
+def client_message(exc: BaseException) -> str | None:
+    """What a client is told about a database error (None: not one): what happened and what to
+    do, never the SQL, its parameters, the server's host or port (those go to the log)."""
     if not isinstance(exc, DBAPIError):
         return None
-    state = _sqlstate(exc)
-    if state in _BY_SQLSTATE:
-        return _BY_SQLSTATE[state]
-    if exc.connection_invalidated or (state or "").startswith(("08", "57P")):
-        return _LOST
-    if isinstance(exc, OperationalError) and state is None:
-        if "locked" in str(exc.orig).lower():  # SQLite's busy timeout
-            return "The metastore database stayed locked by another writer" + _RETRY
-        return _LOST
-    return (
-        f"The metastore database refused the call ({type(exc.orig).__name__}"
-        f"{', SQLSTATE ' + state if state else ''}); the service log has the details"
-    )
+    code = _sqlstate(exc) or ""
+    if code == _STATEMENT_TIMEOUT:
+        return (
+            "the call took too long: the metastore database stopped it after "
+            "database_statement_timeout_seconds; ask for less in one call (fewer partitions, "
+            "a narrower filter) or ask the operator to raise the setting"
+        )
+    if code == _LOCK_TIMEOUT or (
+        isinstance(exc, OperationalError) and "locked" in str(exc.orig).lower()
+    ):
+        return "the metastore database is busy (a lock was not granted in time); retry the call"
+    if code in _PG_RETRYABLE:
+        return (
+            "the metastore database kept reporting conflicting concurrent changes "
+            "(serialization failure or deadlock) after the retries; retry the call"
+        )
+    if exc.connection_invalidated or code.startswith("08") or code.startswith("57P"):
+        return "the metastore database is unreachable; retry the call later"
+    detail = f"SQLSTATE {code}" if code else type(exc.orig).__name__
+    return f"metastore database error ({detail}); the service log has the details"

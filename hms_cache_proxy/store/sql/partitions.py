@@ -58,6 +58,10 @@ PARTITION_COLUMNS = (
 
 DDL_TIME = "transient_lastDdlTime"
 
+# A filter's value list longer than this is not sent to the database as an IN list (bound
+# parameters are limited); the compiled predicate alone decides for that key.
+_PUSHDOWN_VALUES = 1000
+
 _statements: dict[tuple[str, str], Any] = {}
 
 
@@ -215,6 +219,8 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             rows = fetch_in(conn, _P.c.PART_NAME, names, lambda cond: stmt.where(cond))
         else:
             for cond in conditions:
+                if len(cond.values) > _PUSHDOWN_VALUES:
+                    continue  # the predicate decides; the statement stays small
                 kv = _KV.alias()
                 stmt = stmt.where(
                     exists().where(
@@ -627,62 +633,151 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         becomes PARTITIONS.WRITE_ID, and drops COLUMN_STATS_ACCURATE of partitions whose stored
         statistics are not valid for the writer's snapshot. Without one WRITE_ID stays."""
 
-        def run(conn: Connection) -> list[tuple[hms.Partition, hms.Partition]]:
-            tk = self._table_keys(conn, cat, db, tbl, lock=True)
-            table = self._load_table_by_id(conn, tk.tbl_id)
-            names = [self._name_for(tk, p.values) for p in new_parts]
-            before = {p_name(tk, p): p for p in self._by_names(conn, tk, names)}
-            for name, p in zip(names, new_parts, strict=True):
-                if name not in before:
-                    raise hms.NoSuchObjectException(
-                        message=f"partition values={java_list(p.values)}"
-                    )
-            if len(before) != len(names):  # one partition twice (HiveAlterHandler's words)
-                raise hms.InvalidOperationException(
-                    message=f"Alter partition operation failed: new parts size {len(names)} "
-                    f"not matching with old parts size {len(before)}"
-                )
-            tw = self._partition_txn_write(
+        return self.db.transaction(
+            lambda conn: self.alter_partitions_in(
                 conn,
-                tk,
-                table,
-                write_id,
-                [(p, before[name]) for name, p in zip(names, new_parts, strict=True)],
-                valid_write_id_list,
+                cat,
+                db,
+                tbl,
+                new_parts,
+                write_id=write_id,
+                valid_write_id_list=valid_write_id_list,
+                prepare=prepare,
+                is_truncate=is_truncate,
             )
-            pairs = []
-            for name, p in zip(names, new_parts, strict=True):
-                old = before[name]
-                new = _copy_partition(p, dbName=tk.db, tableName=tk.name, catName=tk.cat)
-                if prepare is not None:
-                    prepare(old, new)
-                self._stamp_partition(new, old, tw)
-                pairs.append((name, old, new))
-            ids = self._replace_partitions(conn, tk, table, pairs)
-            stored = _in_order(self._load_partitions(conn, tk, list(ids.values())), new_parts)
-            self._emit(
-                conn,
-                [
-                    NewEvent(
-                        msg.ALTER_PARTITION,
-                        self.messages.alter_partition(
-                            table,
-                            old,
-                            new,
-                            is_truncate=is_truncate,
-                            write_id=tw.event_write_id,
-                            valid_write_ids=tw.valid_write_ids,
-                        ),
-                        cat,
-                        db,
-                        tbl,
-                    )
-                    for (_, old, _), new in zip(pairs, stored, strict=True)
-                ],
-            )
-            return [(old, new) for (_, old, _), new in zip(pairs, stored, strict=True)]
+        )
 
-        return self.db.transaction(run)
+    def alter_partitions_in(
+        self,
+        conn: Connection,
+        cat: str,
+        db: str,
+        tbl: str,
+        new_parts: Sequence[hms.Partition],
+        *,
+        write_id: int | None = None,
+        valid_write_id_list: str | None = None,
+        prepare: Callable[[hms.Partition, hms.Partition], None] | None = None,
+        is_truncate: bool = False,
+    ) -> list[tuple[hms.Partition, hms.Partition]]:
+        """``alter_partitions`` inside the caller's write transaction ``conn``."""
+        tk = self._table_keys(conn, cat, db, tbl, lock=True)
+        table = self._load_table_by_id(conn, tk.tbl_id)
+        names = [self._name_for(tk, p.values) for p in new_parts]
+        before = {p_name(tk, p): p for p in self._by_names(conn, tk, names)}
+        for name, p in zip(names, new_parts, strict=True):
+            if name not in before:
+                raise hms.NoSuchObjectException(message=f"partition values={java_list(p.values)}")
+        if len(before) != len(names):  # one partition twice (HiveAlterHandler's words)
+            raise hms.InvalidOperationException(
+                message=f"Alter partition operation failed: new parts size {len(names)} "
+                f"not matching with old parts size {len(before)}"
+            )
+        tw = self._partition_txn_write(
+            conn,
+            tk,
+            table,
+            write_id,
+            [(p, before[name]) for name, p in zip(names, new_parts, strict=True)],
+            valid_write_id_list,
+        )
+        pairs = []
+        for name, p in zip(names, new_parts, strict=True):
+            old = before[name]
+            new = _copy_partition(p, dbName=tk.db, tableName=tk.name, catName=tk.cat)
+            if prepare is not None:
+                prepare(old, new)
+            self._stamp_partition(new, old, tw)
+            pairs.append((name, old, new))
+        ids = self._replace_partitions(conn, tk, table, pairs)
+        stored = _in_order(self._load_partitions(conn, tk, list(ids.values())), new_parts)
+        self._emit(
+            conn,
+            [
+                NewEvent(
+                    msg.ALTER_PARTITION,
+                    self.messages.alter_partition(
+                        table,
+                        old,
+                        new,
+                        is_truncate=is_truncate,
+                        write_id=tw.event_write_id,
+                        valid_write_ids=tw.valid_write_ids,
+                    ),
+                    cat,
+                    db,
+                    tbl,
+                )
+                for (_, old, _), new in zip(pairs, stored, strict=True)
+            ],
+        )
+        return [(old, new) for (_, old, _), new in zip(pairs, stored, strict=True)]
+
+    def truncate_table(
+        self,
+        cat: str,
+        db: str,
+        name: str,
+        part_names: Sequence[str] | None,
+        *,
+        empty: Callable[[str | None, list[str | None] | None], None],
+        reset: Callable[[dict[str, str]], None],
+        write_id: int | None = None,
+        valid_write_id_list: str | None = None,
+    ) -> None:
+        """Truncate in one write transaction: the table's row is locked, then the table (or the
+        named partitions) is read from the database, ``empty(table_location, partition_locations)``
+        runs once (``None`` for an unpartitioned table's partitions), ``reset(parameters)`` on
+        each parameter map, and what was read is written back
+        (ALTER_TABLE or ALTER_PARTITION events with isTruncateOp). Reading inside the write
+        under the lock means no concurrent write, through any instance, is overwritten."""
+
+        def run(conn: Connection) -> None:
+            tk = self._table_keys(conn, cat, db, name, lock=True)
+            table = self._load_table_by_id(conn, tk.tbl_id)
+            wid = write_id if write_id is not None and write_id > 0 else None
+            if wid is not None and is_transactional(table.parameters):
+                # Refuse a write id of no open txn before any directory is emptied.
+                self.txn.require_open_write_id(conn, db, name, wid)
+            if not table.partitionKeys:
+                empty(table.sd.location if table.sd else None, None)
+                table.parameters = dict(table.parameters or {})
+                reset(table.parameters)
+                self.alter_table_in(
+                    conn,
+                    cat,
+                    db,
+                    name,
+                    table,
+                    write_id=wid,
+                    valid_write_id_list=valid_write_id_list,
+                    is_truncate=True,
+                )
+                return
+            if part_names is None:
+                parts = self._load_partitions(conn, tk, None)
+            else:
+                parts = self._by_names(conn, tk, part_names)
+            empty(
+                table.sd.location if table.sd else None,
+                [p.sd.location if p.sd else None for p in parts],
+            )
+            for p in parts:
+                p.parameters = dict(p.parameters or {})
+                reset(p.parameters)
+            if parts:
+                self.alter_partitions_in(
+                    conn,
+                    cat,
+                    db,
+                    name,
+                    parts,
+                    write_id=wid,
+                    valid_write_id_list=valid_write_id_list,
+                    is_truncate=True,
+                )
+
+        self.db.transaction(run)
 
     def _partition_txn_write(
         self,

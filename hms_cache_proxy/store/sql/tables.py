@@ -112,6 +112,34 @@ class TablesMixin(SqlStoreBase):
                     found[t.tableName] = t
         return [found[n] for n in wanted if n in found]
 
+    def tables_using_locations(
+        self, exact: Sequence[str], below: str
+    ) -> list[tuple[str, str, str, str]]:
+        """(catalog, database, table, location) of every table, and every partition's table,
+        whose storage location is one of ``exact`` or starts with ``below``: who else has data
+        at, around or inside a directory about to be deleted. Two scans of SDS, no objects."""
+        sd = s.SDS.c
+        match = or_(sd.LOCATION.in_(list(exact)), sd.LOCATION.startswith(below, autoescape=True))
+        cols = (_D.c.CTLG_NAME, _D.c.NAME, _T.c.TBL_NAME, sd.LOCATION)
+        by_table = (
+            select(*cols)
+            .select_from(_T.join(_D, _T.c.DB_ID == _D.c.DB_ID).join(s.SDS, _T.c.SD_ID == sd.SD_ID))
+            .where(match)
+        )
+        p = s.PARTITIONS.c
+        by_partition = (
+            select(*cols)
+            .select_from(
+                s.PARTITIONS.join(_T, p.TBL_ID == _T.c.TBL_ID)
+                .join(_D, _T.c.DB_ID == _D.c.DB_ID)
+                .join(s.SDS, p.SD_ID == sd.SD_ID)
+            )
+            .where(match)
+        )
+        with self.db.read() as conn:
+            rows = [*conn.execute(by_table), *conn.execute(by_partition)]
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
     def get_table_names(
         self, cat: str, db: str, pattern: str | None = None, table_type: str | None = None
     ) -> list[str]:
@@ -299,61 +327,88 @@ class TablesMixin(SqlStoreBase):
         COLUMN_STATS_ACCURATE. Without a write id WRITE_ID stays as it was.
         """
 
-        def run(conn: Connection) -> tuple[hms.Table, hms.Table]:
-            row = self._table_row(conn, cat, db, name, lock=True)
-            before = self._load_table_by_id(conn, row.TBL_ID)
-            after = new_table
-            if prepare is not None:
-                after = prepare(conn, before, new_table) or new_table
-            new_cat = after.catName or cat
-            if new_cat != cat:
-                raise hms.InvalidOperationException(message="Cannot change the catalog of a table")
-            new_db_id = row.DB_ID
-            renamed = (after.dbName, after.tableName) != (db, name)
-            if renamed:
-                new_db_id = self._db_row(conn, cat, after.dbName).DB_ID
-                if self.table_exists(conn, cat, after.dbName, after.tableName):
-                    raise hms.InvalidOperationException(
-                        message=f"new table {table_ref(cat, after.dbName, after.tableName)} "
-                        "already exists"
-                    )
-            after, tw = self._alter_txn_write(
-                conn, db, name, before, after, write_id, valid_write_id_list
-            )
-            columns_changed = self._update_table(
-                conn, row, new_db_id, before, after, cascade=cascade
-            )
-            moved = False
-            for old_location, new_location in relocate:
-                moved |= self._relocate_partitions(conn, row.TBL_ID, old_location, new_location)
-            if renamed:
-                self._rename_stats(conn, row.TBL_ID, cat, after.dbName, after.tableName)
-            stored = self._load_table_by_id(conn, row.TBL_ID)
-            partitions_changed = bool(before.partitionKeys) and (
-                renamed or moved or is_truncate or (cascade and columns_changed)
-            )
-            self._emit(
+        return self.db.transaction(
+            lambda conn: self.alter_table_in(
                 conn,
-                [
-                    NewEvent(
-                        msg.ALTER_TABLE,
-                        self.messages.alter_table(
-                            before,
-                            stored,
-                            is_truncate=is_truncate,
-                            write_id=tw.event_write_id,
-                            valid_write_ids=tw.valid_write_ids,
-                            partitions_changed=partitions_changed,
-                        ),
-                        cat,
-                        stored.dbName,  # Hive's ALTER_TABLE event names the new table
-                        stored.tableName,
-                    )
-                ],
+                cat,
+                db,
+                name,
+                new_table,
+                cascade=cascade,
+                write_id=write_id,
+                valid_write_id_list=valid_write_id_list,
+                is_truncate=is_truncate,
+                prepare=prepare,
+                relocate=relocate,
             )
-            return before, stored
+        )
 
-        return self.db.transaction(run)
+    def alter_table_in(
+        self,
+        conn: Connection,
+        cat: str,
+        db: str,
+        name: str,
+        new_table: hms.Table,
+        *,
+        cascade: bool = False,
+        write_id: int | None = None,
+        valid_write_id_list: str | None = None,
+        is_truncate: bool = False,
+        prepare: Any = None,
+        relocate: Sequence[tuple[str, str]] = (),
+    ) -> tuple[hms.Table, hms.Table]:
+        """``alter_table`` inside the caller's write transaction ``conn``."""
+        row = self._table_row(conn, cat, db, name, lock=True)
+        before = self._load_table_by_id(conn, row.TBL_ID)
+        after = new_table
+        if prepare is not None:
+            after = prepare(conn, before, new_table) or new_table
+        new_cat = after.catName or cat
+        if new_cat != cat:
+            raise hms.InvalidOperationException(message="Cannot change the catalog of a table")
+        new_db_id = row.DB_ID
+        renamed = (after.dbName, after.tableName) != (db, name)
+        if renamed:
+            new_db_id = self._db_row(conn, cat, after.dbName).DB_ID
+            if self.table_exists(conn, cat, after.dbName, after.tableName):
+                raise hms.InvalidOperationException(
+                    message=f"new table {table_ref(cat, after.dbName, after.tableName)} "
+                    "already exists"
+                )
+        after, tw = self._alter_txn_write(
+            conn, db, name, before, after, write_id, valid_write_id_list
+        )
+        columns_changed = self._update_table(conn, row, new_db_id, before, after, cascade=cascade)
+        moved = False
+        for old_location, new_location in relocate:
+            moved |= self._relocate_partitions(conn, row.TBL_ID, old_location, new_location)
+        if renamed:
+            self._rename_stats(conn, row.TBL_ID, cat, after.dbName, after.tableName)
+        stored = self._load_table_by_id(conn, row.TBL_ID)
+        partitions_changed = bool(before.partitionKeys) and (
+            renamed or moved or is_truncate or (cascade and columns_changed)
+        )
+        self._emit(
+            conn,
+            [
+                NewEvent(
+                    msg.ALTER_TABLE,
+                    self.messages.alter_table(
+                        before,
+                        stored,
+                        is_truncate=is_truncate,
+                        write_id=tw.event_write_id,
+                        valid_write_ids=tw.valid_write_ids,
+                        partitions_changed=partitions_changed,
+                    ),
+                    cat,
+                    stored.dbName,  # Hive's ALTER_TABLE event names the new table
+                    stored.tableName,
+                )
+            ],
+        )
+        return before, stored
 
     def _alter_txn_write(
         self,

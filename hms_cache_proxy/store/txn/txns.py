@@ -227,8 +227,9 @@ class TxnsMixin(TxnServiceBase):
             slow = started and time.monotonic() - started[-1] >= timeout_s
             if not slow or txn_type == hms.TxnType.READ_ONLY or self.db.dialect != "postgresql":
                 return ids
-            # Too slow: readers may already have decided these ids were not open. Withdraw them.
-            self.db.transaction(lambda conn, ids=ids: self._delete_txns(conn, ids))
+            # Too slow: readers may already have decided these ids were not open. Withdraw them,
+            # with the ABORT_TXN events their OPEN_TXN events call for (caches, replication).
+            self.db.transaction(lambda conn, ids=ids: self._withdraw(conn, ids, txn_type))
         raise hms.MetaException(
             message=f"Could not open transactions within metastore.txn.opentxn.timeout "
             f"({self.config.open_txn_timeout_ms} ms) after {_OPEN_RETRIES} attempts"
@@ -313,6 +314,10 @@ class TxnsMixin(TxnServiceBase):
         candidates = [int(low_mark) + 1] + ([int(found)] if found is not None else [])
         return min(candidates)
 
+    def _withdraw(self, conn: Connection, ids: Sequence[int], txn_type: int) -> None:
+        self._delete_txns(conn, ids)
+        self._emit_aborts(conn, dict.fromkeys(ids, txn_type))
+
     @staticmethod
     def _delete_txns(conn: Connection, ids: Sequence[int]) -> None:
         mh = s.MIN_HISTORY_LEVEL
@@ -379,10 +384,15 @@ class TxnsMixin(TxnServiceBase):
                 savepoint.commit()
         if ops and txn_type != hms.TxnType.READ_ONLY and txn_type not in COMPACTION_TYPES:
             self._move_components_to_completed(conn, txn_id, update_delete)
-        events = self._commit_events(conn, txn_id) if txn_type != hms.TxnType.READ_ONLY else []
-        self._finish_commit(conn, txn_id, txn_type, commit_id, temp_id, bool(ops))
+        altered = []
         if key_value is not None:
-            self._update_key_value(conn, txn_id, key_value)
+            altered.append(self._update_key_value(conn, txn_id, key_value))
+        events = (
+            self._commit_events(conn, txn_id, altered)
+            if txn_type != hms.TxnType.READ_ONLY or altered
+            else []
+        )
+        self._finish_commit(conn, txn_id, txn_type, commit_id, temp_id, bool(ops))
         self.emit(conn, events)
         return None
 
@@ -514,7 +524,9 @@ class TxnsMixin(TxnServiceBase):
             )
         )
 
-    def _commit_events(self, conn: Connection, txn_id: int) -> list[NewEvent]:
+    def _commit_events(
+        self, conn: Connection, txn_id: int, altered: Sequence[tuple[str, str, str]] = ()
+    ) -> list[NewEvent]:
         t2w = s.TXN_TO_WRITE_ID
         rows = conn.execute(
             select(t2w.c.T2W_WRITEID, t2w.c.T2W_DATABASE, t2w.c.T2W_TABLE)
@@ -525,7 +537,7 @@ class TxnsMixin(TxnServiceBase):
             hms.WriteEventInfo(writeId=int(r[0]), database=r[1], table=r[2], files=None)
             for r in rows
         ]
-        body = self.messages.commit_txn(txn_id, infos or None)
+        body = self.messages.commit_txn(txn_id, infos or None, altered)
         return [NewEvent(msg.COMMIT_TXN, body, cat_name=None)]
 
     def _finish_commit(
@@ -568,8 +580,10 @@ class TxnsMixin(TxnServiceBase):
         conn.execute(delete(mhw).where(mhw.c.MH_TXNID.in_(txn_ids)))
 
     @staticmethod
-    def _update_key_value(conn: Connection, txn_id: int, kv: Any) -> None:
-        """CommitTxnKeyValue: set one TABLE_PARAMS value with the commit (Hive's wording)."""
+    def _update_key_value(conn: Connection, txn_id: int, kv: Any) -> tuple[str, str, str]:
+        """CommitTxnKeyValue: set one TABLE_PARAMS value with the commit (Hive's wording).
+        Returns the table's (cat, db, name): the COMMIT_TXN event names it, as no other event
+        describes this change."""
         what = (
             f"Error updating key/value in the sql backend with txnId={txn_id}, "
             f"tableId={kv.tableId}, key={kv.key}, value={kv.value}."
@@ -587,6 +601,13 @@ class TxnsMixin(TxnServiceBase):
                 message=f"{what} Only one row should have been affected but {rc} rows where "
                 "affected."
             )
+        t, d = s.TBLS, s.DBS
+        row = conn.execute(
+            select(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME)
+            .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID))
+            .where(t.c.TBL_ID == kv.tableId)
+        ).one()
+        return (str(row[0]), str(row[1]), str(row[2]))
 
     # -- aborting -----------------------------------------------------------------------------
 
@@ -757,6 +778,29 @@ class TxnsMixin(TxnServiceBase):
         self.db.transaction(run)
 
     # -- conflicts ----------------------------------------------------------------------------
+
+    def databases_touched(
+        self, txn_ids: Sequence[int] = (), lock_ids: Sequence[int] = ()
+    ) -> set[str]:
+        """The databases the transactions (their components, write ids and locks) and the
+        locks name: who may commit, abort or unlock them (handler/access.py)."""
+        tc, t2w, hl = s.TXN_COMPONENTS, s.TXN_TO_WRITE_ID, s.HIVE_LOCKS
+        queries = []
+        if txn_ids:
+            ids = sorted({int(t) for t in txn_ids})
+            queries += [
+                select(tc.c.TC_DATABASE).where(tc.c.TC_TXNID.in_(ids)),
+                select(t2w.c.T2W_DATABASE).where(t2w.c.T2W_TXNID.in_(ids)),
+                select(hl.c.HL_DB).where(hl.c.HL_TXNID.in_(ids)),
+            ]
+        if lock_ids:
+            locks = sorted({int(lock) for lock in lock_ids})
+            queries.append(select(hl.c.HL_DB).where(hl.c.HL_LOCK_EXT_ID.in_(locks)))
+        found: set[str] = set()
+        with self.db.read() as conn:
+            for query in queries:
+                found.update(r[0].lower() for r in conn.execute(query.distinct()) if r[0])
+        return found
 
     def latest_txn_in_conflict(self, txn_id: int) -> int:
         """Hive's getLatestTxnIdInConflict: the newest committed txn updating what this one did."""

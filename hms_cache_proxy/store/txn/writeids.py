@@ -283,14 +283,6 @@ class WriteIdsMixin(TxnsMixin):
                 ) from exc
         return txn
 
-    def check_open_write_id(self, db: str, table: str, write_id: int) -> int:
-        """``require_open_write_id`` in a transaction of its own: for a caller that must refuse
-        a write before side effects it cannot undo (truncate_table empties directories first).
-        The write itself checks again in its own transaction."""
-        return self.db.transaction(
-            lambda conn: self.require_open_write_id(conn, db, table, write_id)
-        )
-
     @staticmethod
     def open_write_ids(
         conn: Connection, db: str, table: str, write_ids: Sequence[int] | set[int]
