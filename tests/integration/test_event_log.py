@@ -367,7 +367,7 @@ def test_listeners_are_notified_on_commit(pg_db: Database) -> None:
 
 def test_committed_events_are_recorded_and_rolled_back_ones_forgotten(db: Database) -> None:
     log = new_log(db)
-    log.record_commits(db.engines())
+    log.record_commits(db)
     first = write(db, log, [ev(1), ev(2)])
 
     def fail(conn) -> None:
@@ -406,7 +406,7 @@ def test_own_events_following_the_position_are_applied_without_reading_the_log(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = new_log(db)
-    log.record_commits(db.engines())
+    log.record_commits(db)
     applied: list[int] = []
     poller = _poller(db, log, applied)
     ids = write(db, log, [ev(1), ev(2)])
@@ -421,7 +421,7 @@ def test_own_events_following_the_position_are_applied_without_reading_the_log(
 
 def test_own_events_after_someone_elses_are_read_from_the_log(db: Database) -> None:
     log, other = new_log(db), new_log(db)
-    log.record_commits(db.engines())
+    log.record_commits(db)
     applied: list[int] = []
     poller = _poller(db, log, applied)
     theirs = write(db, other, [ev(1)])  # another writer's event comes first
@@ -436,7 +436,7 @@ def test_own_events_not_next_are_left_to_the_poller_when_reading_is_not_asked(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log, other = new_log(db), new_log(db)
-    log.record_commits(db.engines())
+    log.record_commits(db)
     applied: list[int] = []
     poller = _poller(db, log, applied)
     start = poller.position

@@ -54,7 +54,7 @@ class CacheService:
         )
         # This instance's writes reach its cache from memory (apply_own), not by reading the
         # log back, whenever nothing else was committed in between.
-        sql.events.record_commits(sql.db.engines())
+        sql.events.record_commits(sql.db)
         self._sequence: SequenceReader | None = None
         barrier = None
         if settings.consistency == "strong":

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, delete, event, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.idl import hms
@@ -111,13 +111,12 @@ class EventLog:
 
     # -- this instance's own committed events ----------------------------------------------------
 
-    def record_commits(self, engines: Sequence[Engine]) -> None:
-        """From now on remember, per thread, the events this process appends that commit, for
-        ``take_committed``: the writer's cache applies them from memory instead of reading the
-        log back. Events of a transaction that rolls back (a retried one) are forgotten."""
-        for engine in engines:
-            event.listen(engine, "commit", self._on_commit)
-            event.listen(engine, "rollback", self._on_rollback)
+    def record_commits(self, db: Any) -> None:
+        """From now on remember, per thread, the events this process appends in ``db``'s write
+        transactions once they have committed, for ``take_committed``: the writer's cache
+        applies them from memory instead of reading the log back. Events of a transaction that
+        rolls back or fails at its commit (a retried one) are forgotten."""
+        db.on_transaction_end(self._on_end)
         self._recording = True
 
     def take_committed(self) -> list[Any]:
@@ -133,17 +132,14 @@ class EventLog:
             pending = self._local.pending = {}
         return pending
 
-    # Keyed by the Connection object (the one ``append`` got is the one these events get);
-    # they touch nothing of it, so they also work on a connection the database has cut.
-    def _on_commit(self, conn: Connection) -> None:
+    # Keyed by the Connection object (the one ``append`` got is the one the transaction ends
+    # on); nothing of it is touched, so this also works on a connection the database has cut.
+    def _on_end(self, conn: Connection, committed: bool) -> None:
         events = self._pending().pop(id(conn), None)
-        if events:
+        if events and committed:
             done = getattr(self._local, "committed", [])
             done.extend(events)
             self._local.committed = done[-_KEEP_COMMITTED:]
-
-    def _on_rollback(self, conn: Connection) -> None:
-        self._pending().pop(id(conn), None)
 
     def _remember(
         self,

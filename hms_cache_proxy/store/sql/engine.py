@@ -50,6 +50,7 @@ class Database:
             timeout_seconds if statement_timeout_seconds is None else statement_timeout_seconds
         )
         self.write_retries = write_retries
+        self._end_listeners: list[Callable[[Connection, bool], None]] = []
         self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
         if self.dialect == "sqlite":
             self.read_engine = self._sqlite_engine(pool_size)
@@ -156,16 +157,30 @@ class Database:
             try:
                 with self.write_engine.connect() as conn:
                     conn = conn.execution_options(hms_write=True)
-                    with conn.begin():
-                        result = fn(conn)
-                        failpoints.hit("write.before_commit")
-                        return result
+                    try:
+                        with conn.begin():
+                            result = fn(conn)
+                            failpoints.hit("write.before_commit")
+                    except BaseException:
+                        self._ended(conn, committed=False)
+                        raise
+                    self._ended(conn, committed=True)
+                    return result
             except DBAPIError as exc:
                 if attempt > self.write_retries or not self.is_retryable(exc):
                     raise
                 delay = min(0.5, 0.01 * (2**attempt))
                 log.info("retrying write after %s (attempt %d)", _sqlstate(exc), attempt)
                 time.sleep(delay)
+
+    def on_transaction_end(self, listener: Callable[[Connection, bool], None]) -> None:
+        """Call ``listener(conn, committed)`` after every ``transaction`` attempt, once its
+        commit has succeeded (True) or it has rolled back or failed (False)."""
+        self._end_listeners.append(listener)
+
+    def _ended(self, conn: Connection, committed: bool) -> None:
+        for listener in self._end_listeners:
+            listener(conn, committed)
 
     @contextmanager
     def side_connection(self, conn: Connection) -> Iterator[Connection]:
