@@ -248,5 +248,5 @@ def _count_database_errors(database: Database) -> None:
         exc = context.sqlalchemy_exception or context.original_exception
         metrics.DATABASE_ERRORS.labels(type(exc).__name__).inc()
 
-    for engine in {id(e): e for e in (database.read_engine, database.write_engine)}.values():
+    for engine in database.engines():
         event.listen(engine, "handle_error", on_error)

@@ -239,6 +239,11 @@ class Case:
     stock: str | None = None
     quick: bool = True
     warmup: bool = True
+    teardown: Callable[[Any, Ctx], None] | None = None
+    """Runs once per server after the case's runs (e.g. ends what its workers left open)."""
+    history: bool = False
+    """Measured with txn_history's finished transactions in the database (the command adds
+    them before the first such case and removes them after the last)."""
 
 
 def _get(name: str, *args: Any) -> Callable[[Any, Ctx], Op]:

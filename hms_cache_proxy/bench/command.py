@@ -36,7 +36,7 @@ from hms_cache_proxy.bench import targets as tg
 from hms_cache_proxy.bench.cases import BENCH_DB, GET_TABLE, Case, all_cases
 from hms_cache_proxy.bench.rawclient import walker_kind
 from hms_cache_proxy.bench.report import Report, machine, write_docs, write_outputs
-from hms_cache_proxy.bench.runner import Result, Timing, prepare, run_case
+from hms_cache_proxy.bench.runner import Result, Timing, prepare, run_case, teardown
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -305,7 +305,9 @@ class Run:
                     )
                 )
 
-    def measure(self, target: tg.Target, host: str, port: int) -> None:
+    def measure(
+        self, target: tg.Target, host: str, port: int, database_url: str | None = None
+    ) -> None:
         """Make every case's data first (which also warms the server up: a JVM compiles its
         hot paths, a database fills its caches), then time the cases one after another."""
         made: set[str] = set()
@@ -322,9 +324,12 @@ class Run:
                 failed[case.name] = f"setup: {type(exc).__name__}: {exc}"[:500]
         if made:
             print(f"{target.key}: data made in {time.monotonic() - t0:.0f} s", flush=True)
+        history = _History(database_url, target.key == tg.STOCK)
         for case in self.cases:
             runs = self.runs_of(case, target.key)
             reason = case.stock if target.key == tg.STOCK and case.stock else None
+            if case.history and runs and not reason and case.name not in failed:
+                reason = history.ready()
             for n, mode in runs:
                 if reason:
                     self._add(
@@ -355,6 +360,12 @@ class Run:
                             run_id=self.run_id,
                         )
                     )
+            if runs and not reason and case.name not in failed:
+                try:
+                    teardown(target.key, host, port, case, self.run_id)
+                except Exception as exc:  # noqa: BLE001 - reported, the next cases still run
+                    print(f"{target.key} {case.name}: teardown failed: {exc}", flush=True)
+        history.remove()
 
     def _add(self, r: Result) -> None:
         self.report.results.append(r)
@@ -366,6 +377,44 @@ class Run:
         else:
             figures = f"{r.status}: {r.reason}"
         print(f"{r.target:6} {r.case:40} x{r.clients} {r.mode:8} {figures}", flush=True)
+
+
+class _History:
+    """The finished transactions the ``*_history`` cases run with: added to the target's
+    database before the first of them, removed after the target's cases."""
+
+    def __init__(self, database_url: str | None, stock: bool) -> None:
+        self.url = database_url
+        self.stock = stock
+        self.added = False
+        self.failed: str | None = None
+
+    def ready(self) -> str | None:
+        """None once the history is in; else why the case cannot run."""
+        if self.url is None or not self.url.startswith("postgresql"):
+            return "needs a PostgreSQL database the command started (not --uri)"
+        if not self.added and self.failed is None:
+            from hms_cache_proxy.bench import txn_history
+
+            t0 = time.monotonic()
+            try:
+                txn_history.add(self.url, self.stock)
+                self.added = True
+                print(
+                    f"history: {txn_history.HISTORY_TXNS:,} finished txns added in "
+                    f"{time.monotonic() - t0:.1f} s",
+                    flush=True,
+                )
+            except Exception as exc:
+                self.failed = f"adding the history failed: {type(exc).__name__}: {exc}"[:500]
+        return self.failed
+
+    def remove(self) -> None:
+        if self.added:
+            from hms_cache_proxy.bench import txn_history
+
+            txn_history.remove(self.url, self.stock)  # type: ignore[arg-type]
+            self.added = False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -488,7 +537,7 @@ def _run_servers(
                 if key in (tg.DB, tg.CACHE):
                     target.settings = (cache_settings if key == tg.CACHE else db_settings) or {}
                 report.targets[-1] = target.as_dict()
-                bench.measure(target, "127.0.0.1", port)
+                bench.measure(target, "127.0.0.1", port, dbs.url(key if key == tg.STOCK else tg.DB))
                 if key == tg.DB:
                     table_file = _save_table(port, workdir)
         except Exception as exc:

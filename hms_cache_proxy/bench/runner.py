@@ -229,3 +229,14 @@ def prepare(target: str, host: str, port: int, case: Case, made: set[str], run_i
             case.setup(client, Ctx(target, 0, 1, run_id))
     finally:
         client.close()
+
+
+def teardown(target: str, host: str, port: int, case: Case, run_id: str) -> None:
+    """The case's teardown, once per server after its runs."""
+    if case.teardown is None:
+        return
+    client = connect(host, port)
+    try:
+        case.teardown(client, Ctx(target, 0, 1, run_id))
+    finally:
+        client.close()

@@ -3,11 +3,19 @@ or per commit). Each times one client's complete call sequence, as hmsbench's AC
 
 The stock Hive 2.3 server runs open/commit, get_open_txns and lock/unlock once its transaction
 tables exist (the benchmark creates them, see targets.py); write ids came with Hive 3, so the
-cases that allocate or read them are "n/a" for it.
+cases that allocate or read them are "n/a" for it. The two query cases (acid_read_query,
+acid_insert) run Hive 2.3's equivalent sequence on it: the same calls without write ids (no
+get_valid_write_ids or allocate_table_write_ids, plain get_table, get_partitions_by_names and
+alter_partitions) on a table that is not transactional (2.3 has no insert-only tables).
+
+The ``*_history`` cases are the same cases with txn_history.HISTORY_TXNS finished transactions
+in the database (the command puts them in before and takes them out after those cases).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from typing import Any
 
 from hms_cache_proxy.bench.cases import (
@@ -18,9 +26,15 @@ from hms_cache_proxy.bench.cases import (
     Case,
     Ctx,
     Op,
+    drop_table_if_exists,
     ensure_database,
+    part_names,
+    partitions,
+    table,
 )
+from hms_cache_proxy.bench.txn_history import HISTORY_TXNS
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidReadTxnList
 
 CYCLE_TABLE = "acid_cycle"
 SNAPSHOT_TABLE = "acid_snapshot"
@@ -30,6 +44,14 @@ SNAPSHOT_COMMITTED = 200
 """Committed write ids of the table get_valid_write_ids reads (plus one open and one aborted)."""
 
 NO_WRITE_IDS = "Hive 2.3 has no write ids (allocate_table_write_ids, get_valid_write_ids: Hive 3+)"
+
+READ_TABLE = "acid_read"
+INSERT_TABLE = "acid_insert"
+QUERY_PARTITIONS = 10
+STOCK = "stock"
+"""The stock target's key (bench.targets.STOCK): it runs Hive 2.3's equivalent sequences."""
+
+STOCK_EQUIVALENT = "stock: Hive 2.3's equivalent without write ids, on a non-ACID table"
 
 
 def _open(client: Any, n: int = 1) -> list[int]:
@@ -111,8 +133,176 @@ def _get_open_txns_op(client: Any, ctx: Ctx) -> Op:
     return client.get_open_txns
 
 
+# -- what a Hive query on a transactional table sends ----------------------------------------------
+
+
+def _query_table(client: Any, ctx: Ctx, name: str) -> None:
+    """A table with QUERY_PARTITIONS partitions: insert-only transactional on Hive 4 servers,
+    plain on the stock 2.3 server."""
+    ensure_database(client)
+    tbl = table(name)
+    if ctx.target != STOCK:
+        tbl.tableType = "MANAGED_TABLE"
+        tbl.parameters = {"transactional": "true", "transactional_properties": "insert_only"}
+    drop_table_if_exists(client, name)
+    client.create_table(tbl)
+    client.add_partitions(partitions(name, 0, QUERY_PARTITIONS))
+
+
+def _read_setup(client: Any, ctx: Ctx) -> None:
+    _query_table(client, ctx, READ_TABLE)
+
+
+def _insert_setup(client: Any, ctx: Ctx) -> None:
+    _query_table(client, ctx, INSERT_TABLE)
+
+
+def _component(kind: int, tbl: str, op: int, partition: str | None = None) -> Any:
+    return hms.LockComponent(
+        type=kind,
+        level=hms.LockLevel.PARTITION if partition else hms.LockLevel.TABLE,
+        dbname=BENCH_DB,
+        tablename=tbl,
+        partitionname=partition,
+        operationType=op,
+        isTransactional=True,
+    )
+
+
+def _acid_read_op(client: Any, ctx: Ctx) -> Op:
+    """A SELECT on a transactional table: open, snapshot, write ids, SHARED_READ lock, the
+    table and 10 partitions read with the ValidWriteIdList, commit."""
+    names = part_names(0, QUERY_PARTITIONS)
+    full = f"{BENCH_DB}.{READ_TABLE}"
+    component = _component(hms.LockType.SHARED_READ, READ_TABLE, hms.DataOperationType.SELECT)
+    stock = ctx.target == STOCK
+
+    def op() -> None:
+        (txn,) = _open(client)
+        snapshot = ValidReadTxnList.from_open_txns_response(client.get_open_txns(), txn)
+        lock = hms.LockRequest(component=[component], txnid=txn, user=USER, hostname=HOST)
+        if stock:
+            client.lock(lock)
+            client.get_table(BENCH_DB, READ_TABLE)
+            client.get_partitions_by_names(BENCH_DB, READ_TABLE, names)
+        else:
+            rqst = hms.GetValidWriteIdsRequest(
+                fullTableNames=[full], validTxnList=snapshot.to_string()
+            )
+            (tvwi,) = client.get_valid_write_ids(rqst).tblValidWriteIds
+            write_ids = ValidReaderWriteIdList.from_table_valid_write_ids(tvwi).to_string()
+            client.lock(lock)
+            client.get_table_req(
+                hms.GetTableRequest(dbName=BENCH_DB, tblName=READ_TABLE, validWriteIdList=write_ids)
+            )
+            client.get_partitions_by_names_req(
+                hms.GetPartitionsByNamesRequest(
+                    db_name=BENCH_DB, tbl_name=READ_TABLE, names=names, validWriteIdList=write_ids
+                )
+            )
+        client.commit_txn(hms.CommitTxnRequest(txnid=txn))
+
+    return op
+
+
+def _acid_insert_op(client: Any, ctx: Ctx) -> Op:
+    """An INSERT into an existing partition (each worker its own): open, write id, SHARED_WRITE
+    lock, alter_partitions_req carrying the write id, commit."""
+    (name,) = part_names(ctx.index % QUERY_PARTITIONS, 1)
+    (part,) = client.get_partitions_by_names(BENCH_DB, INSERT_TABLE, [name])
+    component = _component(
+        hms.LockType.SHARED_WRITE, INSERT_TABLE, hms.DataOperationType.INSERT, name
+    )
+    counter = itertools.count()
+    stock = ctx.target == STOCK
+
+    def op() -> None:
+        (txn,) = _open(client)
+        part.parameters["bench.seq"] = str(next(counter))
+        lock = hms.LockRequest(component=[component], txnid=txn, user=USER, hostname=HOST)
+        if stock:
+            client.lock(lock)
+            client.alter_partitions(BENCH_DB, INSERT_TABLE, [part])
+        else:
+            (t2w,) = _allocate(client, INSERT_TABLE, [txn])
+            client.lock(lock)
+            part.writeId = t2w.writeId
+            client.alter_partitions_req(
+                hms.AlterPartitionsRequest(
+                    dbName=BENCH_DB, tableName=INSERT_TABLE, partitions=[part], writeId=t2w.writeId
+                )
+            )
+        client.commit_txn(hms.CommitTxnRequest(txnid=txn))
+
+    return op
+
+
+HELD_HOST = "hms-bench-held"
+"""The host the held txns of heartbeat and check_lock name, so their teardown finds them."""
+
+
+def _open_txn_with_lock(client: Any, ctx: Ctx) -> tuple[int, int]:
+    """A txn of the worker's own holding a SHARED_READ lock (acquired) on a table of its own."""
+    rqst = hms.OpenTxnRequest(num_txns=1, user=USER, hostname=HELD_HOST)
+    (txn,) = client.open_txns(rqst).txn_ids
+    # A table of its own: the txn stays open, and its lock must not hold up lock_unlock's
+    # EXCLUSIVE locks on the next server (they share the database).
+    component = _component(
+        hms.LockType.SHARED_READ, ctx.unique("held"), hms.DataOperationType.SELECT
+    )
+    resp = client.lock(hms.LockRequest(component=[component], txnid=txn, user=USER, hostname=HOST))
+    return txn, resp.lockid
+
+
+def _heartbeat_op(client: Any, ctx: Ctx) -> Op:
+    """What a running query's heartbeater sends (its txn; the txn's locks live with it)."""
+    txn, _ = _open_txn_with_lock(client, ctx)
+    request = hms.HeartbeatRequest(txnid=txn)
+    return lambda: client.heartbeat(request)
+
+
+def _abort_held(client: Any, ctx: Ctx) -> None:
+    """End the txns the workers held open: an open txn keeps every later txn in TXNS (nothing
+    above the lowest open txn is cleaned) and so slows the cases after it."""
+    held = [
+        t.id
+        for t in client.get_open_txns_info().open_txns
+        if t.hostname == HELD_HOST and t.state == hms.TxnState.OPEN
+    ]
+    if held:
+        client.abort_txns(hms.AbortTxnsRequest(txn_ids=held))
+
+
+def _check_lock_op(client: Any, ctx: Ctx) -> Op:
+    """check_lock of an acquired lock of an open txn (what a waiting client polls with)."""
+    txn, lock_id = _open_txn_with_lock(client, ctx)
+    request = hms.CheckLockRequest(lockid=lock_id, txnid=txn)
+
+    def op() -> None:
+        if client.check_lock(request).state != hms.LockState.ACQUIRED:
+            raise RuntimeError("lock not acquired")
+
+    return op
+
+
 def txn_cases() -> list[Case]:
-    """Transaction, write-id and lock cases."""
+    """Transaction, write-id and lock cases, then their ``*_history`` twins."""
+    cases = _txn_cases()
+    history = f"; with {HISTORY_TXNS:,} finished txns in the database"
+    return cases + [
+        dataclasses.replace(
+            c,
+            name=f"{c.name}_history",
+            note=c.note + history,
+            runs=((1, DECODED),),
+            history=True,
+            quick=False,
+        )
+        for c in cases
+    ]
+
+
+def _txn_cases() -> list[Case]:
     one_and_eight = ((1, DECODED), (8, DECODED))
     return [
         Case(
@@ -155,5 +345,44 @@ def txn_cases() -> list[Case]:
             fixtures=("database",),
             runs=one_and_eight,
             max_calls=20_000,
+        ),
+        Case(
+            "acid_read_query",
+            "txn",
+            "a SELECT's calls: open_txns, get_open_txns, get_valid_write_ids, lock SHARED_READ, "
+            "get_table_req and get_partitions_by_names_req (10) with the ValidWriteIdList, "
+            f"commit_txn ({STOCK_EQUIVALENT})",
+            make_op=_acid_read_op,
+            setup=_read_setup,
+            runs=one_and_eight,
+            max_calls=20_000,
+        ),
+        Case(
+            "acid_insert",
+            "txn",
+            "an INSERT's calls: open_txns, allocate_table_write_ids, lock SHARED_WRITE, "
+            f"alter_partitions_req with the write id, commit_txn ({STOCK_EQUIVALENT})",
+            make_op=_acid_insert_op,
+            setup=_insert_setup,
+            runs=one_and_eight,
+            max_calls=20_000,
+        ),
+        Case(
+            "heartbeat",
+            "txn",
+            "heartbeat of an open txn holding a lock",
+            make_op=_heartbeat_op,
+            teardown=_abort_held,
+            fixtures=("database",),
+            runs=one_and_eight,
+        ),
+        Case(
+            "check_lock",
+            "txn",
+            "check_lock of an acquired lock of an open txn",
+            make_op=_check_lock_op,
+            teardown=_abort_held,
+            fixtures=("database",),
+            runs=one_and_eight,
         ),
     ]

@@ -360,3 +360,92 @@ def test_listeners_are_notified_on_commit(pg_db: Database) -> None:
         assert payloads == ["2"]
     finally:
         conn.close()
+
+
+# -- this instance's own committed events (the writer's cache applies them from memory) ---------
+
+
+def test_committed_events_are_recorded_and_rolled_back_ones_forgotten(db: Database) -> None:
+    log = new_log(db)
+    log.record_commits(db)
+    first = write(db, log, [ev(1), ev(2)])
+
+    def fail(conn) -> None:
+        log.append(conn, [ev(3)])
+        raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        db.transaction(fail)
+    second = write(db, log, [ev(4)])
+
+    taken = log.take_committed()
+    assert [e.eventId for e in taken] == first + second
+    with db.read() as conn:
+        stored = log.next_events(conn, first[0] - 1, None)
+    assert [(e.eventId, e.eventType, e.message, e.messageFormat) for e in taken] == [
+        (e.eventId, e.eventType, e.message, e.messageFormat) for e in stored
+    ]
+    assert log.take_committed() == []
+
+
+def _poller(db: Database, log: EventLog, applied: list[int]):
+    from hms_cache_proxy.store.events.poller import Poller
+
+    position = read(db, log.current_event_id)
+    return Poller(
+        db,
+        log,
+        lambda rows: applied.extend(e.eventId for e in rows),
+        lambda reason: None,
+        position=position,
+        listen=False,
+    )
+
+
+def test_own_events_following_the_position_are_applied_without_reading_the_log(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = new_log(db)
+    log.record_commits(db)
+    applied: list[int] = []
+    poller = _poller(db, log, applied)
+    ids = write(db, log, [ev(1), ev(2)])
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("read the log")
+
+    monkeypatch.setattr(log, "next_events", no_read)
+    assert poller.apply_own(log.take_committed()) == ids[-1]
+    assert applied == ids
+
+
+def test_own_events_after_someone_elses_are_read_from_the_log(db: Database) -> None:
+    log, other = new_log(db), new_log(db)
+    log.record_commits(db)
+    applied: list[int] = []
+    poller = _poller(db, log, applied)
+    theirs = write(db, other, [ev(1)])  # another writer's event comes first
+    mine = write(db, log, [ev(2)])
+    own = log.take_committed()
+    assert [e.eventId for e in own] == mine
+    assert poller.apply_own(own) == mine[-1]
+    assert applied == theirs + mine
+
+
+def test_own_events_not_next_are_left_to_the_poller_when_reading_is_not_asked(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, other = new_log(db), new_log(db)
+    log.record_commits(db)
+    applied: list[int] = []
+    poller = _poller(db, log, applied)
+    start = poller.position
+    write(db, other, [ev(1)])
+    write(db, log, [ev(2)])
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("read the log")
+
+    monkeypatch.setattr(log, "next_events", no_read)
+    assert poller.apply_own(log.take_committed(), read=False) == start
+    assert applied == []

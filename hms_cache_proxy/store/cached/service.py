@@ -52,6 +52,9 @@ class CacheService:
             interval=settings.cache_poll_interval_seconds,
             listen=settings.cache_listen,
         )
+        # This instance's writes reach its cache from memory (apply_own), not by reading the
+        # log back, whenever nothing else was committed in between.
+        sql.events.record_commits(sql.db)
         self._sequence: SequenceReader | None = None
         barrier = None
         if settings.consistency == "strong":
@@ -63,16 +66,23 @@ class CacheService:
             sql,
             self.cache,
             loader=self.loader,
-            catch_up=self.poller.catch_up,
+            catch_up=self._catch_up_after_write,
             barrier=barrier,
             patterns=self.patterns,
             strict=settings.cache_strict,
             caught_up=self.poller.caught_up,
+            absorb=self._absorb_own_events,
         )
         cache = self.cache
         metrics.CACHE_BYTES.set_function(lambda: float(cache.nbytes))
         metrics.CACHE_TABLES.set_function(lambda: float(len(cache.entries)))
         metrics.CACHE_PARTITIONS.set_function(lambda: float(cache.partitions))
+
+    def _catch_up_after_write(self) -> int:
+        return self.poller.apply_own(self.sql.events.take_committed())
+
+    def _absorb_own_events(self) -> int:
+        return self.poller.apply_own(self.sql.events.take_committed(), read=False)
 
     def start(self) -> None:
         self.poller.start()

@@ -34,8 +34,9 @@ data-only transactions). An entry is uncommitted from the first event of an open
 that touches it until that transaction's COMMIT_TXN.
 
 Writes go to the database (with their events, in one transaction) and then this instance's
-cache catches up with the log at once (read-your-writes on one instance); if that catch-up
-fails the cache is emptied rather than left behind.
+cache catches up at once (read-your-writes on one instance): with the write's own committed
+events from memory when they directly follow what the cache has applied, else by reading the
+log; if that catch-up fails the cache is emptied rather than left behind.
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ WRITE_METHODS = frozenset(
 """SqlStore calls that write metadata events the cache must see before the call returns."""
 
 TXN_WRITES = frozenset({"commit_txn", "abort_txn", "abort_txns"})
+TXN_EVENTS = frozenset({"open_txns", "allocate_table_write_ids"})
+"""Calls whose events (OPEN_TXN, ALLOC_WRITE_ID) the cache need not see before they return:
+applied from memory when they come next (saving the poller a read of the log), else left to
+the poller."""
 LOCKS = frozenset({"lock", "check_lock"})
 """A lock granted on this instance first brings the cache up to date: a reader holding a lock
 sees every write committed before the lock was granted (Iceberg's commit protocol: lock,
@@ -141,6 +146,7 @@ class CachedStore(StatsReads):
         patterns: TablePatterns | None = None,
         strict: bool = False,
         caught_up: Callable[[], bool] = lambda: True,
+        absorb: Callable[[], Any] = lambda: None,
     ) -> None:
         self.sql = sql
         self.cache = cache
@@ -153,7 +159,7 @@ class CachedStore(StatsReads):
         self.counters = _Counters()
         self._snapshots: dict[str, ValidReaderWriteIdList] = {}
         self._refreshed: dict[TableKey, float] = {}
-        self.txn = _TxnWrites(sql.txn, self._after_write)
+        self.txn = _TxnWrites(sql.txn, self._after_write, absorb)
         self._lock = threading.Lock()
 
     # -- delegation -----------------------------------------------------------------------------
@@ -756,9 +762,10 @@ class _TxnWrites:
     """The transaction service, with the cache catching up after commits, aborts and locks
     granted."""
 
-    def __init__(self, txn: Any, after: Callable[[], None]) -> None:
+    def __init__(self, txn: Any, after: Callable[[], None], absorb: Callable[[], Any]) -> None:
         self._txn = txn
         self._after = after
+        self._absorb = absorb
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self._txn, name)
@@ -780,6 +787,17 @@ class _TxnWrites:
                     self._after()
 
             return call
+        if name in TXN_EVENTS:
+
+            def absorbing(*args: Any, **kwargs: Any) -> Any:
+                result = target(*args, **kwargs)
+                try:
+                    self._absorb()
+                except Exception:  # noqa: BLE001 - the poller reads the events instead
+                    log.debug("could not apply %s's own events", name, exc_info=True)
+                return result
+
+            return absorbing
         return target
 
 

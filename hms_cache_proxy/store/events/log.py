@@ -16,6 +16,7 @@ All SQL on NOTIFICATION_LOG and NOTIFICATION_SEQUENCE lives in this module.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,23 @@ CURRENT_EVENT_ID_SQL = 'SELECT "NEXT_EVENT_ID" FROM "NOTIFICATION_SEQUENCE"'
 """NEXT_EVENT_ID as plain SQL, for a DB-API cursor (PostgreSQL and SQLite alike)."""
 _PREPARED = "hms_current_event_id"
 
+_INSERT_SQL = (
+    'WITH prev AS (SELECT COALESCE(max("EVENT_TIME"), 0) AS t FROM "NOTIFICATION_LOG" '
+    'WHERE "EVENT_ID" = %s), '
+    'ins AS (INSERT INTO "NOTIFICATION_LOG" ("NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", '
+    '"CAT_NAME", "DB_NAME", "TBL_NAME", "MESSAGE", "MESSAGE_FORMAT") '
+    "SELECT v.nl_id, v.event_id, GREATEST(%s, prev.t), v.kind, v.cat, v.db, v.tbl, v.body, %s "
+    "FROM prev, (VALUES {values}) AS v (nl_id, event_id, kind, cat, db, tbl, body)) "
+    "SELECT GREATEST(%s, t){notify} FROM prev"
+)
+"""The PostgreSQL append's rows after the sequence is taken, as one statement (psycopg2
+placeholders; see one_statement). A new statement, so it sees the previous writer's rows."""
+
+_KEEP_COMMITTED = 256
+"""Most committed events ``take_committed`` keeps per thread (a thread whose writes no cache
+takes, open_txns for one, would otherwise collect them without end; fewer only means the cache
+reads the log instead)."""
+
 NOTIFY_CHANNEL = "hms_notification_log"
 """PostgreSQL channel that ``append`` notifies (payload: the last new event id) on commit."""
 
@@ -51,6 +69,14 @@ class NewEvent:
     cat_name: str | None = DEFAULT_CATALOG
     db_name: str | None = None
     table_name: str | None = None
+
+
+def one_statement(conn: Connection) -> bool:
+    """Whether ``conn`` takes the hand-written PostgreSQL statements (several steps in one
+    round trip, sent as text without SQLAlchemy's compilation): PostgreSQL through psycopg2,
+    whose client-side parameters also allow several statements in one call."""
+    dialect = conn.dialect
+    return dialect.name == "postgresql" and dialect.driver == "psycopg2"
 
 
 def _normalize(name: str) -> str:
@@ -80,6 +106,62 @@ class EventLog:
         self.max_event_response = max(1, max_event_response)
         self.notify_channel = notify_channel
         self._clock = clock
+        self._recording = False
+        self._local = threading.local()
+
+    # -- this instance's own committed events ----------------------------------------------------
+
+    def record_commits(self, db: Any) -> None:
+        """From now on remember, per thread, the events this process appends in ``db``'s write
+        transactions once they have committed, for ``take_committed``: the writer's cache
+        applies them from memory instead of reading the log back. Events of a transaction that
+        rolls back or fails at its commit (a retried one) are forgotten."""
+        db.on_transaction_end(self._on_end)
+        self._recording = True
+
+    def take_committed(self) -> list[Any]:
+        """The NotificationEvents this thread's transactions appended and committed since the
+        last call, in id order (at most the last ``_KEEP_COMMITTED``)."""
+        done: list[Any] = getattr(self._local, "committed", [])
+        self._local.committed = []
+        return done
+
+    def _pending(self) -> dict[int, list[Any]]:
+        pending = getattr(self._local, "pending", None)
+        if pending is None:
+            pending = self._local.pending = {}
+        return pending
+
+    # Keyed by the Connection object (the one ``append`` got is the one the transaction ends
+    # on); nothing of it is touched, so this also works on a connection the database has cut.
+    def _on_end(self, conn: Connection, committed: bool) -> None:
+        events = self._pending().pop(id(conn), None)
+        if events and committed:
+            done = getattr(self._local, "committed", [])
+            done.extend(events)
+            self._local.committed = done[-_KEEP_COMMITTED:]
+
+    def _remember(
+        self,
+        conn: Connection,
+        events: Sequence[NewEvent],
+        bodies: list[str],
+        event_ids: list[int],
+        event_time: int,
+    ) -> None:
+        self._pending().setdefault(id(conn), []).extend(
+            hms.NotificationEvent(
+                eventId=event_id,
+                eventTime=event_time,
+                eventType=e.event_type,
+                catName=e.cat_name,
+                dbName=e.db_name,
+                tableName=e.table_name,
+                message=body,
+                messageFormat=self.message_format,
+            )
+            for e, body, event_id in zip(events, bodies, event_ids, strict=True)
+        )
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -95,29 +177,55 @@ class EventLog:
         bodies = [messages.encode(e.message, fmt) for e in events]
         nl_ids = self.ids.allocate(conn, ids_module.NOTIFICATION_LOG, n)
         first = self._take_event_ids(conn, n)
+        event_ids = list(range(first, first + n))
         # The time is taken under the sequence lock and never goes below the previous event's
         # (clocks of several hosts differ): a purge by age then always cuts a prefix of the
         # log, never a hole in the middle of it.
-        event_time = max(int(self._clock()), self._previous_time(conn, first))
-        event_ids = list(range(first, first + n))
-        rows = [
-            {
-                "NL_ID": nl_id,
-                "EVENT_ID": event_id,
-                "EVENT_TIME": event_time,
-                "EVENT_TYPE": e.event_type,
-                "CAT_NAME": e.cat_name,
-                "DB_NAME": e.db_name,
-                "TBL_NAME": e.table_name,
-                "MESSAGE": body,
-                "MESSAGE_FORMAT": fmt,
-            }
-            for nl_id, event_id, e, body in zip(nl_ids, event_ids, events, bodies, strict=True)
-        ]
-        conn.execute(insert(s.NOTIFICATION_LOG), rows)
-        if self.notify_channel and conn.dialect.name == "postgresql":
-            conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
+        if one_statement(conn):
+            event_time = self._insert_in_one_statement(conn, events, bodies, nl_ids, event_ids)
+        else:
+            event_time = max(int(self._clock()), self._previous_time(conn, first))
+            rows = [
+                {
+                    "NL_ID": nl_id,
+                    "EVENT_ID": event_id,
+                    "EVENT_TIME": event_time,
+                    "EVENT_TYPE": e.event_type,
+                    "CAT_NAME": e.cat_name,
+                    "DB_NAME": e.db_name,
+                    "TBL_NAME": e.table_name,
+                    "MESSAGE": body,
+                    "MESSAGE_FORMAT": fmt,
+                }
+                for nl_id, event_id, e, body in zip(nl_ids, event_ids, events, bodies, strict=True)
+            ]
+            conn.execute(insert(s.NOTIFICATION_LOG), rows)
+            if self.notify_channel and conn.dialect.name == "postgresql":
+                conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
+        if self._recording:
+            self._remember(conn, events, bodies, event_ids, event_time)
         return event_ids
+
+    def _insert_in_one_statement(
+        self,
+        conn: Connection,
+        events: Sequence[NewEvent],
+        bodies: list[str],
+        nl_ids: list[int],
+        event_ids: list[int],
+    ) -> int:
+        """PostgreSQL, once the sequence row is locked: the previous event's time, the rows and
+        the notification in one round trip (a data-modifying CTE); returns the EVENT_TIME."""
+        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * len(events))
+        rows: list[Any] = []
+        for e, nl_id, event_id, body in zip(events, nl_ids, event_ids, bodies, strict=True):
+            rows += [nl_id, event_id, e.event_type, e.cat_name, e.db_name, e.table_name, body]
+        notify = self.notify_channel
+        sql = _INSERT_SQL.format(values=values, notify=", pg_notify(%s, %s)" if notify else "")
+        clock = int(self._clock())
+        params = [event_ids[0] - 1, clock, self.message_format, *rows, clock]
+        params += [notify, str(event_ids[-1])] if notify else []
+        return int(conn.exec_driver_sql(sql, tuple(params)).scalar_one())
 
     @staticmethod
     def _previous_time(conn: Connection, first: int) -> int:

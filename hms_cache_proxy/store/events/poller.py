@@ -35,6 +35,18 @@ GAP_PURGED = "events_purged"
 """on_gap reason: the log no longer holds the events after our position."""
 
 
+def _last_announced(notifies: Sequence[Any]) -> int | None:
+    """The highest event id the notifications announce (their payload: the writer's last new
+    event id); None when any payload is not one (then the log must be read)."""
+    ids = []
+    for n in notifies:
+        payload = getattr(n, "payload", "")
+        if not payload.isdigit():
+            return None
+        ids.append(int(payload))
+    return max(ids) if ids else None
+
+
 class Poller:
     """Applies the log from ``position`` on, in batches of at most ``batch_size`` events."""
 
@@ -123,39 +135,59 @@ class Poller:
 
     # -- polling -------------------------------------------------------------------------------
 
+    def apply_own(self, events: Sequence[Any], *, read: bool = True) -> int:
+        """After a write on this instance: apply its committed ``events`` (NotificationEvents,
+        in id order) from memory when they follow the position without a gap, which saves
+        reading them back; else (other writers' events in between, or none of ours) catch up
+        from the log, or with ``read`` False leave them to the poller. Returns the position
+        reached."""
+        with self._poll_lock:
+            fresh = [e for e in events if e.eventId > self._position]
+            if events and not fresh:
+                return self._position  # the poller has applied them already
+            ids = [e.eventId for e in fresh]
+            if fresh and ids == list(range(self._position + 1, self._position + 1 + len(ids))):
+                failpoints.hit("poller.before_apply", f"events {ids[0]}..{ids[-1]}")
+                self._apply(fresh)
+                self._advance(ids[-1])
+                self.last_current = max(self.last_current, ids[-1])
+                return self._position
+            return self._catch_up_locked() if read else self._position
+
     def catch_up(self) -> int:
         """Apply every event the log holds now; returns the position reached."""
         with self._poll_lock:
-            while True:
-                with self.db.read() as conn:
-                    current = self.events.current_event_id(conn)
-                    rows: list[Any] = []
-                    if current > self._position:
-                        rows = self.events.next_events(conn, self._position, self.batch_size)
-                self.last_current = max(self.last_current, current)
-                if current <= self._position:
+            return self._catch_up_locked()
+
+    def _catch_up_locked(self) -> int:
+        while True:
+            with self.db.read() as conn:
+                current = self.events.current_event_id(conn)
+                rows: list[Any] = []
+                if current > self._position:
+                    rows = self.events.next_events(conn, self._position, self.batch_size)
+            self.last_current = max(self.last_current, current)
+            if current <= self._position:
+                self._lag(current, None)
+                return self._position
+            if not rows or rows[0].eventId != self._position + 1:
+                log.warning(
+                    "events %d..%d are no longer in the log (purged); the cache starts over",
+                    self._position + 1,
+                    (rows[0].eventId - 1) if rows else current,
+                )
+                self._on_gap(GAP_PURGED)
+                if not rows:
+                    self._advance(current)
                     self._lag(current, None)
                     return self._position
-                if not rows or rows[0].eventId != self._position + 1:
-                    log.warning(
-                        "events %d..%d are no longer in the log (purged); the cache starts over",
-                        self._position + 1,
-                        (rows[0].eventId - 1) if rows else current,
-                    )
-                    self._on_gap(GAP_PURGED)
-                    if not rows:
-                        self._advance(current)
-                        self._lag(current, None)
-                        return self._position
-                rows = contiguous(rows)
-                failpoints.hit(
-                    "poller.before_apply", f"events {rows[0].eventId}..{rows[-1].eventId}"
-                )
-                self._apply(rows)
-                self._advance(rows[-1].eventId)
-                self._lag(current, rows[0].eventTime)
-                if self._position >= current:
-                    return self._position
+            rows = contiguous(rows)
+            failpoints.hit("poller.before_apply", f"events {rows[0].eventId}..{rows[-1].eventId}")
+            self._apply(rows)
+            self._advance(rows[-1].eventId)
+            self._lag(current, rows[0].eventTime)
+            if self._position >= current:
+                return self._position
 
     def _advance(self, position: int) -> None:
         with self._moved:
@@ -200,12 +232,18 @@ class Poller:
                         pass
                 except (BlockingIOError, OSError):
                     pass
+            announced: int | None = None
             if listener is not None and listener in ready:
                 try:
                     listener.poll()
+                    announced = _last_announced(listener.notifies)
                     listener.notifies.clear()
                 except Exception:  # noqa: BLE001 - the connection broke: poll meanwhile
                     self._close_listener()
+            if announced is not None and announced <= self._position and self._wake_r not in ready:
+                # Only events already applied were announced (this instance's own writes,
+                # applied from memory): nothing to read.
+                continue
             try:
                 self.catch_up()
             except Exception:  # noqa: BLE001 - the database may be down; retry next round

@@ -50,6 +50,7 @@ class Database:
             timeout_seconds if statement_timeout_seconds is None else statement_timeout_seconds
         )
         self.write_retries = write_retries
+        self._end_listeners: list[Callable[[Connection, bool], None]] = []
         self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
         if self.dialect == "sqlite":
             self.read_engine = self._sqlite_engine(pool_size)
@@ -57,6 +58,7 @@ class Database:
         else:
             self.read_engine = self._pg_engine(pool_size, "REPEATABLE READ")
             self.write_engine = self._pg_engine(pool_size, "READ COMMITTED")
+            self.autocommit_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
 
     # -- engines ---------------------------------------------------------------------------------
 
@@ -124,6 +126,25 @@ class Database:
         with self.read_engine.connect() as conn, conn.begin():
             yield conn
 
+    @contextmanager
+    def single_statement(self, *, write: bool = False) -> Iterator[Connection]:
+        """A connection for one statement that needs no transaction around it: on PostgreSQL
+        it runs in autocommit (a statement is atomic and sees one snapshot by itself), which
+        saves the BEGIN and COMMIT round trips; on SQLite it is a read snapshot or, for a
+        ``write``, a write transaction."""
+        if self.dialect != "postgresql":
+            if not write:
+                with self.read() as conn:
+                    yield conn
+                return
+            with self.write_engine.connect() as conn:
+                conn = conn.execution_options(hms_write=True)
+                with conn.begin():
+                    yield conn
+            return
+        with self.autocommit_engine.connect() as conn:
+            yield conn
+
     def transaction(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn(conn)`` as one write transaction, committing on return.
 
@@ -136,16 +157,30 @@ class Database:
             try:
                 with self.write_engine.connect() as conn:
                     conn = conn.execution_options(hms_write=True)
-                    with conn.begin():
-                        result = fn(conn)
-                        failpoints.hit("write.before_commit")
-                        return result
+                    try:
+                        with conn.begin():
+                            result = fn(conn)
+                            failpoints.hit("write.before_commit")
+                    except BaseException:
+                        self._ended(conn, committed=False)
+                        raise
+                    self._ended(conn, committed=True)
+                    return result
             except DBAPIError as exc:
                 if attempt > self.write_retries or not self.is_retryable(exc):
                     raise
                 delay = min(0.5, 0.01 * (2**attempt))
                 log.info("retrying write after %s (attempt %d)", _sqlstate(exc), attempt)
                 time.sleep(delay)
+
+    def on_transaction_end(self, listener: Callable[[Connection, bool], None]) -> None:
+        """Call ``listener(conn, committed)`` after every ``transaction`` attempt, once its
+        commit has succeeded (True) or it has rolled back or failed (False)."""
+        self._end_listeners.append(listener)
+
+    def _ended(self, conn: Connection, committed: bool) -> None:
+        for listener in self._end_listeners:
+            listener(conn, committed)
 
     @contextmanager
     def side_connection(self, conn: Connection) -> Iterator[Connection]:
@@ -166,10 +201,16 @@ class Database:
             return _sqlstate(exc) in _PG_RETRYABLE or bool(exc.connection_invalidated)
         return isinstance(exc, OperationalError) and "locked" in str(exc.orig).lower()
 
+    def engines(self) -> list[Engine]:
+        """Every distinct engine (for listeners that must see all the driver's work)."""
+        found = [self.read_engine, self.write_engine, getattr(self, "autocommit_engine", None)]
+        return list({id(e): e for e in found if e is not None}.values())
+
     def dispose(self) -> None:
         self.read_engine.dispose()
         if self.write_engine is not self.read_engine:
             self.write_engine.dispose()
+            self.autocommit_engine.dispose()
 
     def pool_usage(self) -> dict[str, tuple[int, int]]:
         """Connections checked out now and the most the pool opens, per engine: read and write
@@ -178,7 +219,11 @@ class Database:
         engines = (
             {"shared": self.read_engine}
             if self.write_engine is self.read_engine
-            else {"read": self.read_engine, "write": self.write_engine}
+            else {
+                "read": self.read_engine,
+                "write": self.write_engine,
+                "autocommit": self.autocommit_engine,
+            }
         )
         return {
             name: (engine.pool.checkedout(), self.pool_limit)
@@ -217,6 +262,11 @@ def client_message(exc: BaseException) -> str | None:
         isinstance(exc, OperationalError) and "locked" in str(exc.orig).lower()
     ):
         return "the metastore database is busy (a lock was not granted in time); retry the call"
+    if code in _PG_RETRYABLE:
+        return (
+            "the metastore database kept reporting conflicting concurrent changes "
+            "(serialization failure or deadlock) after the retries; retry the call"
+        )
     if exc.connection_invalidated or code.startswith("08") or code.startswith("57P"):
         return "the metastore database is unreachable; retry the call later"
     detail = f"SQLSTATE {code}" if code else type(exc.orig).__name__

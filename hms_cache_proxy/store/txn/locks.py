@@ -34,11 +34,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, not_, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    and_,
+    bindparam,
+    case,
+    cast,
+    delete,
+    exists,
+    extract,
+    func,
+    insert,
+    not_,
+    or_,
+    select,
+    update,
+)
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.events.log import one_statement
 from hms_cache_proxy.store.partnames import PartitionNameError, make_part_name
 from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.common import (
     EXCL_WRITE,
     EXCLUSIVE,
@@ -153,7 +171,7 @@ def conflict_condition(req: Any, ex: Any) -> Any:
             rt == EXCLUSIVE,
             not_(and_(ex.c.HL_TABLE.is_(None), et == SHARED_READ, req.c.HL_TABLE.is_not(None))),
         ),
-        and_(rt == SHARED_WRITE, et.in_([EXCL_WRITE, EXCLUSIVE])),
+        and_(rt == SHARED_WRITE, or_(et == EXCL_WRITE, et == EXCLUSIVE)),
         and_(rt == EXCL_WRITE, et != SHARED_READ),
     )
     return and_(same_place, other_owner, by_type)
@@ -182,6 +200,47 @@ def conflicts(requested: LockRow, existing: LockRow) -> bool:
     if rt == SHARED_WRITE:
         return et in (EXCL_WRITE, EXCLUSIVE)
     return et != SHARED_READ
+
+
+_NO_NEXT_LOCK_ID = "Transaction tables not properly initialized, no record found in next_lock_id"
+
+
+def _no_such_locks(ext_id: int, mine: list[LockRow]) -> hms.NoSuchLockException:
+    return hms.NoSuchLockException(
+        message=f"No such lock(s): ({lock_id_str(ext_id)}: "
+        f"{', '.join(str(r.int_id) for r in mine)}) {txn_id_str(mine[0].txn_id)}"
+    )
+
+
+def _grant_unless_blocked() -> Any:
+    """checkLock's grant as one statement (PostgreSQL): every row of lock ``ext`` becomes
+    acquired unless a lower lock blocks one of them; selects how many rows it granted."""
+    req, ex = _HL.alias("req"), _HL.alias("ex")
+    ext = bindparam("ext", type_=BigInteger)
+    blocker = (
+        select(ex.c.HL_LOCK_EXT_ID)
+        .select_from(req.join(ex, conflict_condition(req, ex)))
+        .where(req.c.HL_LOCK_EXT_ID == ext, ex.c.HL_LOCK_EXT_ID < ext)
+        .limit(1)
+    )
+    now = cast(func.floor(extract("epoch", func.current_timestamp()) * 1000), BigInteger)
+    granted = (
+        update(_HL)
+        .where(_HL.c.HL_LOCK_EXT_ID == ext, ~exists(blocker))
+        .values(
+            HL_LOCK_STATE=LOCK_ACQUIRED,
+            HL_LAST_HEARTBEAT=case((_HL.c.HL_TXNID != 0, 0), else_=now),
+            HL_ACQUIRED_AT=now,
+            HL_BLOCKEDBY_EXT_ID=None,
+            HL_BLOCKEDBY_INT_ID=None,
+        )
+        .returning(_HL.c.HL_LOCK_INT_ID)
+        .cte("granted")
+    )
+    return select(select(func.count()).select_from(granted).scalar_subquery())
+
+
+_GRANT_UNLESS_BLOCKED = pgsql.Compiled(_grant_unless_blocked)
 
 
 class LocksMixin(TxnsMixin):
@@ -232,16 +291,25 @@ class LocksMixin(TxnsMixin):
             )
             for i, lc in enumerate(components, start=1)
         ]
+        if one_statement(conn):
+            found = pgsql.enqueue_locks(
+                conn,
+                txn_id,
+                [(r.int_id, r.db, r.table, r.partition, r.type) for r in rows],
+                rqst.user or "",
+                rqst.hostname or "",
+                rqst.agentInfo,
+            )
+            if found is None:
+                raise hms.MetaException(message=_NO_NEXT_LOCK_ID)
+            return found, [replace(r, ext_id=found) for r in rows]
         # The next id, taken under NEXT_LOCK_ID's row lock (held until this commits).
         nli = s.NEXT_LOCK_ID
         taken = conn.execute(
             update(nli).values(NL_NEXT=nli.c.NL_NEXT + 1).returning(nli.c.NL_NEXT)
         ).scalar()
         if taken is None:
-            raise hms.MetaException(
-                message="Transaction tables not properly initialized, no record found in "
-                "next_lock_id"
-            )
+            raise hms.MetaException(message=_NO_NEXT_LOCK_ID)
         ext_id = int(taken) - 1
         heartbeat = 0 if txn_id != 0 else self.now_ms(conn)
         conn.execute(
@@ -363,6 +431,14 @@ class LocksMixin(TxnsMixin):
             )
         if all(r.state == LOCK_ACQUIRED for r in mine):
             return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
+        if one_statement(conn):
+            # Grant unless blocked, in one statement; when blocked (nothing changed) the steps
+            # below find the blocker and record it.
+            granted = int(_GRANT_UNLESS_BLOCKED.execute(conn, ext=ext_id).scalar_one())
+            if granted == len(mine):
+                return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
+            if granted:
+                raise _no_such_locks(ext_id, mine)
         req, ex = _HL.alias("req"), _HL.alias("ex")
         blocker = conn.execute(
             select(
@@ -406,10 +482,7 @@ class LocksMixin(TxnsMixin):
             )
         ).rowcount
         if rc < len(mine):
-            raise hms.NoSuchLockException(
-                message=f"No such lock(s): ({lock_id_str(ext_id)}: "
-                f"{', '.join(str(r.int_id) for r in mine)}) {txn_id_str(mine[0].txn_id)}"
-            )
+            raise _no_such_locks(ext_id, mine)
         return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
 
     def check_lock(self, ext_id: int) -> Any:
@@ -474,16 +547,14 @@ class LocksMixin(TxnsMixin):
     def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
         """HeartbeatRequest: the lock first, then the txn (each may be absent)."""
 
-        def run_lock(conn: Connection) -> None:
-            self.heartbeat_lock_in(conn, int(lock_id or 0))
-
-        def run_txn(conn: Connection) -> None:
-            self.heartbeat_txn_in(conn, int(txn_id or 0))
-
+        # Each is one UPDATE (the state reads after a miss only name the error): no
+        # transaction around it.
         if lock_id:
-            self.db.transaction(run_lock)
+            with self.db.single_statement(write=True) as conn:
+                self.heartbeat_lock_in(conn, int(lock_id))
         if txn_id:
-            self.db.transaction(run_txn)
+            with self.db.single_statement(write=True) as conn:
+                self.heartbeat_txn_in(conn, int(txn_id))
 
     def show_locks(
         self,

@@ -40,8 +40,9 @@ from sqlalchemy import (
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.events import messages as msg
-from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.events.log import NewEvent, one_statement
 from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.common import (
     ABORTED,
     COMMITTED,
@@ -194,11 +195,11 @@ class TxnsMixin(TxnServiceBase):
         return OpenTxnList(hwm, tuple(txns))
 
     def get_open_txns(self, exclude_types: Iterable[int] = (hms.TxnType.READ_ONLY,)) -> Any:
-        with self.db.read() as conn:
+        with self.db.single_statement() as conn:  # open_txn_list is one query
             return self.open_txn_list(conn).response(exclude_types)
 
     def get_open_txns_info(self) -> Any:
-        with self.db.read() as conn:
+        with self.db.single_statement() as conn:
             return self.open_txn_list(conn, info=True).info_response()
 
     # -- opening ------------------------------------------------------------------------------
@@ -244,6 +245,20 @@ class TxnsMixin(TxnServiceBase):
         txn_type: int,
         started: list[float],
     ) -> list[int]:
+        if one_statement(conn):
+            sent = time.monotonic()
+            ids, lock_wait = pgsql.open_txns(
+                conn,
+                n,
+                user or "",
+                host or "",
+                agent_info,
+                txn_type,
+                self.config.open_txn_timeout_ms,
+            )
+            started.append(sent + lock_wait)
+            self._emit_open(conn, ids, txn_type)
+            return ids
         if conn.dialect.name == "postgresql":
             conn.execute(text('LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE'))
         now = self.now_ms(conn)
@@ -268,10 +283,13 @@ class TxnsMixin(TxnServiceBase):
                 select(_T.c.TXN_ID, mark).where(_T.c.TXN_ID.in_(ids)),
             )
         )
+        self._emit_open(conn, ids, txn_type)
+        return ids
+
+    def _emit_open(self, conn: Connection, ids: list[int], txn_type: int) -> None:
         if txn_type != hms.TxnType.READ_ONLY:
             body = self.messages.open_txn(ids[0], ids[-1])
             self.emit(conn, [NewEvent(msg.OPEN_TXN, body, cat_name=None)])
-        return ids
 
     def _watermark_expr(self, conn: Connection, fallback: Any) -> Any:
         """SQL for min(lowest open txn, highest txn begun before the open window + 1)."""
@@ -324,6 +342,10 @@ class TxnsMixin(TxnServiceBase):
     def _commit(
         self, conn: Connection, txn_id: int, key_value: Any | None, excl_write_enabled: bool
     ) -> Exception | None:
+        if one_statement(conn) and key_value is None:
+            done = self._commit_plain(conn, txn_id)
+            if done:
+                return None
         txn_type = self.lock_open_txn(conn, txn_id)
         if txn_type is None:
             state = self.find_txn_state(conn, txn_id)
@@ -373,6 +395,31 @@ class TxnsMixin(TxnServiceBase):
         self._finish_commit(conn, txn_id, txn_type, commit_id, temp_id, bool(ops))
         self.emit(conn, events)
         return None
+
+    def _commit_plain(self, conn: Connection, txn_id: int) -> bool:
+        """PostgreSQL: commit a txn that updated or deleted nothing in four round trips (lock,
+        read, finish, events), the same steps as below. False when the txn needs the general
+        path (not open, write set, compaction and other special types); the row lock it took
+        is the one that path takes first, so nothing differs."""
+        raw_type = pgsql.lock_open_txn(conn, txn_id)
+        if raw_type is None:
+            return False
+        txn_type = txn_type_of(None if raw_type == -1 else raw_type)
+        if txn_type not in (hms.TxnType.DEFAULT, hms.TxnType.READ_ONLY):
+            return False
+        ops, writes = pgsql.commit_facts(conn, txn_id)
+        if ops & {OP_UPDATE, OP_DELETE} and txn_type != hms.TxnType.READ_ONLY:
+            return False
+        read_only = txn_type == hms.TxnType.READ_ONLY
+        pgsql.finish_commit(conn, txn_id, move_components=bool(ops) and not read_only)
+        if not read_only:
+            infos = [
+                hms.WriteEventInfo(writeId=w, database=db, table=tbl, files=None)
+                for w, db, tbl in writes
+            ]
+            body = self.messages.commit_txn(txn_id, infos or None)
+            self.emit(conn, [NewEvent(msg.COMMIT_TXN, body, cat_name=None)])
+        return True
 
     @staticmethod
     def _lock_txns_exclusive(conn: Connection) -> int:

@@ -25,8 +25,9 @@ from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.events import messages as msg
-from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.events.log import NewEvent, one_statement
 from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.common import (
     OPEN,
     raise_unexpected_state,
@@ -172,12 +173,18 @@ class WriteIdsMixin(TxnsMixin):
         """TableValidWriteIds of each table, for the snapshot ``valid_txn_list`` if given, else
         the snapshot of the txn that allocated ``write_id`` (on the first table), else now."""
         names = list(full_table_names or [])
+        given: ValidReadTxnList | None = None
+        if valid_txn_list:
+            try:
+                given = ValidReadTxnList.parse(valid_txn_list)
+            except ValueError as exc:
+                raise hms.MetaException(message=f"Invalid validTxnList: {exc}") from exc
+            if len(names) == 1:  # what Hive sends per query: one statement, its own snapshot
+                with self.db.single_statement() as conn:
+                    return [self.table_write_ids(conn, names[0], given)]
         with self.db.read() as conn:
-            if valid_txn_list:
-                try:
-                    snapshot = ValidReadTxnList.parse(valid_txn_list)
-                except ValueError as exc:
-                    raise hms.MetaException(message=f"Invalid validTxnList: {exc}") from exc
+            if given is not None:
+                snapshot = given
             elif write_id is not None and names:
                 db, table = split_table_name(names[0])
                 txn = self._txn_of_write_id(conn, db, table, write_id)
@@ -198,10 +205,22 @@ class WriteIdsMixin(TxnsMixin):
     def table_write_ids(self, conn: Connection, full_name: str, snapshot: ValidReadTxnList) -> Any:
         """Hive's getValidWriteIdsForTable: the table's write ids as ``snapshot`` sees them."""
         db, table = split_table_name(full_name)
+        if one_statement(conn):
+            hwm, rows = pgsql.table_write_ids(conn, db, table, snapshot.high_watermark)
+        else:
+            hwm, rows = self._table_write_ids(conn, db, table, snapshot.high_watermark)
+        return _valid_write_ids(full_name, snapshot, hwm, rows)
+
+    @staticmethod
+    def _table_write_ids(
+        conn: Connection, db: str, table: str, txn_hwm: int
+    ) -> tuple[int, list[tuple[int, int]]]:
+        """The table's write-id high-water mark for a snapshot whose txn hwm is ``txn_hwm``,
+        and the (txn, write id) rows at or below it in write-id order."""
         same = (_T2W.c.T2W_DATABASE == db, _T2W.c.T2W_TABLE == table)
         below = (
             select(func.max(_T2W.c.T2W_WRITEID))
-            .where(_T2W.c.T2W_TXNID <= snapshot.high_watermark, *same)
+            .where(_T2W.c.T2W_TXNID <= txn_hwm, *same)
             .scalar_subquery()
         )
         allocated = (
@@ -213,39 +232,12 @@ class WriteIdsMixin(TxnsMixin):
         hwm = int(hwm_row or 0)
         if hwm <= 0:
             hwm = int(next_row or 0)
-        invalid: list[int] = []
-        bits = 0
-        min_open = LONG_MAX
-        found_valid = False
         rows = conn.execute(
             select(_T2W.c.T2W_TXNID, _T2W.c.T2W_WRITEID)
             .where(_T2W.c.T2W_WRITEID <= hwm, *same)
             .order_by(_T2W.c.T2W_WRITEID)
         )
-        for txn, wid in rows:
-            if snapshot.is_txn_valid(txn):
-                found_valid = True
-                continue
-            invalid.append(int(wid))
-            if snapshot.is_txn_aborted(txn):
-                bits |= 1 << (len(invalid) - 1)
-            else:
-                min_open = min(min_open, int(wid))
-        if not found_valid:
-            # Compacted (cleaned) writes only: the lowest invalid id becomes the hwm.
-            lowest = invalid[0] if invalid else None
-            invalid, bits = [], 0
-            if lowest is not None:
-                invalid, hwm = [lowest], lowest
-                if lowest != min_open:
-                    bits = 1
-        return hms.TableValidWriteIds(
-            fullTableName=full_name,
-            writeIdHighWaterMark=hwm,
-            invalidWriteIds=invalid,
-            minOpenWriteId=min_open if min_open < LONG_MAX else None,
-            abortedBits=bitset_to_bytes(bits),
-        )
+        return hwm, [(int(txn), int(wid)) for txn, wid in rows]
 
     # -- for the write calls ------------------------------------------------------------------
 
@@ -335,3 +327,37 @@ class WriteIdsMixin(TxnsMixin):
         """``txn_table_write_ids`` as Hive's string (``db.table:hwm:minOpen:open:aborted``)."""
         tvwi = self.txn_table_write_ids(conn, db, table, txn_id)
         return ValidReaderWriteIdList.from_table_valid_write_ids(tvwi).to_string()
+
+
+def _valid_write_ids(
+    full_name: str, snapshot: ValidReadTxnList, hwm: int, rows: list[tuple[int, int]]
+) -> Any:
+    """Hive's getValidWriteIdsForTable from the hwm and the rows below it."""
+    invalid: list[int] = []
+    bits = 0
+    min_open = LONG_MAX
+    found_valid = False
+    for txn, wid in rows:
+        if snapshot.is_txn_valid(txn):
+            found_valid = True
+            continue
+        invalid.append(int(wid))
+        if snapshot.is_txn_aborted(txn):
+            bits |= 1 << (len(invalid) - 1)
+        else:
+            min_open = min(min_open, int(wid))
+    if not found_valid:
+        # Compacted (cleaned) writes only: the lowest invalid id becomes the hwm.
+        lowest = invalid[0] if invalid else None
+        invalid, bits = [], 0
+        if lowest is not None:
+            invalid, hwm = [lowest], lowest
+            if lowest != min_open:
+                bits = 1
+    return hms.TableValidWriteIds(
+        fullTableName=full_name,
+        writeIdHighWaterMark=hwm,
+        invalidWriteIds=invalid,
+        minOpenWriteId=min_open if min_open < LONG_MAX else None,
+        abortedBits=bitset_to_bytes(bits),
+    )

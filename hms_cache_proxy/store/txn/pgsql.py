@@ -1,0 +1,199 @@
+"""The hot transaction calls on PostgreSQL through psycopg2, as hand-written statement text.
+
+Every open_txns and commit_txn of a Hive query goes through here, so each call is a few round
+trips and no per-call statement building: several steps share one data-modifying CTE, or one
+simple-query message carries several statements (psycopg2 binds parameters on the client, so a
+message may hold more than one). The statements do what the general SQLAlchemy path in
+``txns.py`` does, in the same order, on the same rows (so the locking order stays Hive's);
+``events.log.one_statement`` says when a connection takes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Connection
+
+_NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
+"""TxnUtils.getEpochFn on PostgreSQL: the transaction's start, in epoch milliseconds."""
+
+OPEN_SQL = (
+    'LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE; '
+    f"WITH now AS (SELECT {_NOW_MS} AS ms), "
+    'new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER", '
+    '"TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE") '
+    "SELECT 'o', now.ms, now.ms, %(user)s, %(host)s, %(agent)s, %(type)s "
+    'FROM now, generate_series(1, %(n)s) RETURNING "TXN_ID"), '
+    'first AS (SELECT min("TXN_ID") AS id FROM new), '
+    # The watermark as txns._watermark_expr computes it after the insert (the new rows are not
+    # visible to this statement's subqueries, so the first new id stands in for them).
+    "mark AS (SELECT LEAST("
+    'COALESCE((SELECT min("TXN_ID") FROM "TXNS" WHERE "TXN_STATE" = \'o\'), first.id), '
+    'COALESCE((SELECT max("TXN_ID") + 1 FROM "TXNS" '
+    'WHERE "TXN_STARTED" < (SELECT ms FROM now) - %(window)s), first.id)) AS m FROM first), '
+    'mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID") '
+    'SELECT new."TXN_ID", mark.m FROM new, mark) '
+    'SELECT "TXN_ID", extract(epoch FROM clock_timestamp() - statement_timestamp()) '
+    'FROM new ORDER BY "TXN_ID"'
+)
+"""openTxns after its TXN_LOCK_TBL share lock: the TXNS rows and their MIN_HISTORY_LEVEL rows.
+The second column is how long the lock took (the opener's clock starts after it, as Hive's)."""
+
+COMMIT_READ_SQL = (
+    'SELECT DISTINCT \'op\', "TC_OPERATION_TYPE", NULL::bigint, NULL, NULL FROM "TXN_COMPONENTS" '
+    'WHERE "TC_TXNID" = %(txn)s '
+    "UNION ALL "
+    'SELECT \'wid\', NULL, "T2W_WRITEID", "T2W_DATABASE", "T2W_TABLE" FROM "TXN_TO_WRITE_ID" '
+    'WHERE "T2W_TXNID" = %(txn)s ORDER BY 1, 4, 5'
+)
+"""What a commit needs to know, in one round trip: the txn's operation types and write ids."""
+
+_MOVE_COMPONENTS = (
+    'INSERT INTO "COMPLETED_TXN_COMPONENTS" ("CTC_TXNID", "CTC_DATABASE", "CTC_TABLE", '
+    '"CTC_PARTITION", "CTC_WRITEID", "CTC_UPDATE_DELETE") '
+    '(SELECT "TC_TXNID", "TC_DATABASE", "TC_TABLE", "TC_PARTITION", "TC_WRITEID", \'N\' '
+    'FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = %(txn)s AND "TC_OPERATION_TYPE" <> \'c\'); '
+)
+_DELETE_COMPONENTS = 'DELETE FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = %(txn)s; '
+_FINISH = (
+    'DELETE FROM "HIVE_LOCKS" WHERE "HL_TXNID" = %(txn)s; '
+    'UPDATE "TXNS" SET "TXN_STATE" = \'c\' WHERE "TXN_ID" = %(txn)s; '
+    'DELETE FROM "MIN_HISTORY_LEVEL" WHERE "MHL_TXNID" = %(txn)s; '
+    'DELETE FROM "MIN_HISTORY_WRITE_ID" WHERE "MH_TXNID" = %(txn)s'
+)
+COMMIT_WITH_COMPONENTS_SQL = _MOVE_COMPONENTS + _DELETE_COMPONENTS + _FINISH
+"""commitTxn of a txn that inserted (no update or delete: no write set, no exclusive lock)."""
+COMMIT_SQL = _FINISH
+"""commitTxn of a txn without components (or a read-only one, whose components stay)."""
+
+LOCK_OPEN_TXN_SQL = (
+    'SELECT "TXN_TYPE" FROM "TXNS" WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\' FOR UPDATE'
+)
+"""txns' lock_open_txn: the open txn's row, locked."""
+
+
+def open_txns(
+    conn: Connection,
+    n: int,
+    user: str,
+    host: str,
+    agent_info: str | None,
+    txn_type: int,
+    window_ms: int,
+) -> tuple[list[int], float]:
+    """The new txn ids (ascending) and the seconds spent waiting for TXN_LOCK_TBL."""
+    params = {
+        "user": user,
+        "host": host,
+        "agent": agent_info,
+        "type": txn_type,
+        "n": n,
+        "window": window_ms,
+    }
+    rows = conn.exec_driver_sql(OPEN_SQL, params).all()
+    return [int(r[0]) for r in rows], float(rows[0][1]) if rows else 0.0
+
+
+def lock_open_txn(conn: Connection, txn_id: int) -> int | None:
+    """The TXN_TYPE column of ``txn_id`` if it is open (its row now locked), else None; a row
+    with NULL there comes back as -1 (the caller maps it)."""
+    row = conn.exec_driver_sql(LOCK_OPEN_TXN_SQL, {"txn": txn_id}).first()
+    if row is None:
+        return None
+    return -1 if row[0] is None else int(row[0])
+
+
+def commit_facts(conn: Connection, txn_id: int) -> tuple[set[str], list[tuple[int, str, str]]]:
+    """(operation types in TXN_COMPONENTS, (write id, database, table) in TXN_TO_WRITE_ID)."""
+    ops: set[str] = set()
+    writes: list[tuple[int, str, str]] = []
+    for kind, op, write_id, db, table in conn.exec_driver_sql(COMMIT_READ_SQL, {"txn": txn_id}):
+        if kind == "op":
+            ops.add(op)
+        else:
+            writes.append((int(write_id), db, table))
+    return ops, writes
+
+
+def finish_commit(conn: Connection, txn_id: int, move_components: bool) -> None:
+    """Move the components (when asked), drop locks and history rows, mark the txn committed."""
+    sql: Any = COMMIT_WITH_COMPONENTS_SQL if move_components else COMMIT_SQL
+    conn.exec_driver_sql(sql, {"txn": txn_id})
+
+
+class Compiled:
+    """A SQLAlchemy statement compiled once (for psycopg2) and then executed as its text with
+    the call's values: no per-call construction, compilation or cache-key work. ``build``
+    makes the statement; its bind parameters named in ``execute``'s values vary per call, the
+    others are the statement's constants."""
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self._build = build
+        self._sql: str | None = None
+        self._constants: dict[str, Any] = {}
+
+    def execute(self, conn: Connection, **values: Any) -> Any:
+        if self._sql is None:
+            compiled = self._build().compile(dialect=conn.dialect)
+            self._constants = dict(compiled.construct_params(values))
+            self._sql = str(compiled)
+        return conn.exec_driver_sql(self._sql, {**self._constants, **values})
+
+
+_ENQUEUE_SQL = (
+    'WITH nli AS (UPDATE "NEXT_LOCK_ID" SET "NL_NEXT" = "NL_NEXT" + 1 '
+    'RETURNING "NL_NEXT" - 1 AS ext), '
+    'ins AS (INSERT INTO "HIVE_LOCKS" ("HL_LOCK_EXT_ID", "HL_LOCK_INT_ID", "HL_TXNID", "HL_DB", '
+    '"HL_TABLE", "HL_PARTITION", "HL_LOCK_STATE", "HL_LOCK_TYPE", "HL_LAST_HEARTBEAT", '
+    '"HL_USER", "HL_HOST", "HL_AGENT_INFO") '
+    "SELECT nli.ext, v.int_id, %s, v.db, v.tbl, v.part, 'w', v.kind, {heartbeat}, %s, %s, %s "
+    "FROM nli, (VALUES {values}) AS v (int_id, db, tbl, part, kind)) "
+    "SELECT ext FROM nli"
+)
+
+
+def enqueue_locks(
+    conn: Connection,
+    txn_id: int,
+    rows: list[tuple[int, str, str | None, str | None, str]],
+    user: str,
+    host: str,
+    agent_info: str | None,
+) -> int | None:
+    """Take the next lock id under NEXT_LOCK_ID's row lock and insert the waiting rows
+    ((int id, db, table, partition, type) each) in one statement; the lock id, or None when
+    NEXT_LOCK_ID has no row (nothing was written)."""
+    sql = _ENQUEUE_SQL.format(
+        heartbeat="0" if txn_id != 0 else _NOW_MS,
+        values=", ".join(["(%s, %s, %s, %s, %s)"] * len(rows)),
+    )
+    # In the text the SELECT's values come first, then the VALUES list.
+    flat = [value for row in rows for value in row]
+    found = conn.exec_driver_sql(sql, (txn_id, user, host, agent_info, *flat)).first()
+    return None if found is None else int(found[0])
+
+
+TABLE_WRITE_IDS_SQL = (
+    'WITH below AS (SELECT max("T2W_WRITEID") AS w FROM "TXN_TO_WRITE_ID" '
+    'WHERE "T2W_TXNID" <= %(txn_hwm)s AND "T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s), '
+    "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM below), 0) > 0 THEN (SELECT w FROM below) "
+    'ELSE COALESCE((SELECT "NWI_NEXT" - 1 FROM "NEXT_WRITE_ID" '
+    'WHERE "NWI_DATABASE" = %(db)s AND "NWI_TABLE" = %(tbl)s), 0) END AS w) '
+    'SELECT hwm.w, t."T2W_TXNID", t."T2W_WRITEID" FROM hwm LEFT JOIN "TXN_TO_WRITE_ID" t '
+    'ON t."T2W_DATABASE" = %(db)s AND t."T2W_TABLE" = %(tbl)s AND t."T2W_WRITEID" <= hwm.w '
+    'ORDER BY t."T2W_WRITEID"'
+)
+"""getValidWriteIdsForTable's two reads in one: the write-id hwm under the snapshot's txn hwm
+(else the last allocated id), and every (txn, write id) at or below it."""
+
+
+def table_write_ids(
+    conn: Connection, db: str, table: str, txn_hwm: int
+) -> tuple[int, list[tuple[int, int]]]:
+    """The table's write-id hwm and the (txn, write id) rows at or below it, in one query."""
+    rows = conn.exec_driver_sql(
+        TABLE_WRITE_IDS_SQL, {"txn_hwm": txn_hwm, "db": db, "tbl": table}
+    ).all()
+    hwm = int(rows[0][0]) if rows else 0
+    return hwm, [(int(r[1]), int(r[2])) for r in rows if r[1] is not None]
