@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hms_cache_proxy.handler.compaction import CompactionHandlers
 from hms_cache_proxy.handler.databases import DatabaseHandlers
 from hms_cache_proxy.handler.functions import FunctionHandlers
 from hms_cache_proxy.handler.notifications import NotificationHandlers
@@ -21,6 +22,7 @@ class Handler(
     FunctionHandlers,
     NotificationHandlers,
     TxnHandlers,
+    CompactionHandlers,
 ):
     """Every call the service answers; methods the IDL declares but no mixin defines are
     answered by the processor with a clear "not implemented" error."""

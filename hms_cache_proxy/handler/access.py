@@ -61,6 +61,9 @@ WRITE_CALLS = _calls(
     create_function drop_function alter_function open_txns abort_txn abort_txns commit_txn
     allocate_table_write_ids seed_write_id lock check_lock unlock heartbeat
     heartbeat_txn_range add_dynamic_partitions fire_listener_event flushCache
+    compact compact2 abort_Compactions find_next_compact find_next_compact2
+    update_compactor_state set_hadoop_jobid mark_compacted mark_cleaned mark_failed
+    mark_refused
     """
 )
 """Calls that change the metastore (metadata, statistics, transactions, locks, events) or
@@ -87,6 +90,7 @@ READ_CALLS = _calls(
     get_metastore_db_uuid get_open_txns_req getName getVersion getStatus getStatusDetails
     getCounters getCounter setOption getOption getOptions getCpuProfile aliveSince
     reinitialize shutdown
+    show_compact get_latest_committed_compaction_info find_columns_with_stats
     """
 )
 """Calls that leave the metastore as it is (session settings and fb303 included)."""
@@ -105,6 +109,7 @@ GLOBAL_CALLS = _calls(
     heartbeat_txn_range get_current_notificationEventId flushCache get_metastore_db_uuid
     get_open_txns_req getName getVersion getStatus getStatusDetails getCounters getCounter
     setOption getOption getOptions getCpuProfile aliveSince reinitialize shutdown
+    abort_Compactions find_next_compact find_next_compact2 set_hadoop_jobid
     """
 )
 """Calls that name no database (catalogs, transactions by id, session, fb303)."""
@@ -113,6 +118,7 @@ FILTERED_CALLS = _calls(
     """
     get_databases get_all_databases get_table_meta get_next_notification get_all_functions
     show_locks get_notification_events_count
+    show_compact
     """
 )
 """Calls whose results list several databases' objects: hidden ones are left out."""
@@ -520,6 +526,7 @@ _RESULT_FILTERS: dict[str, Callable[[Any, Callable[[str | None], bool]], Any]] =
     "get_table_meta": _filter_field("", "dbName"),
     "get_all_functions": _filter_field("functions", "dbName"),
     "show_locks": _filter_field("locks", "dbname"),
+    "show_compact": _filter_field("compacts", "dbname"),
 }
 
 
