@@ -6,9 +6,11 @@ from hms_cache_proxy.handler.compaction import CompactionHandlers
 from hms_cache_proxy.handler.databases import DatabaseHandlers
 from hms_cache_proxy.handler.functions import FunctionHandlers
 from hms_cache_proxy.handler.notifications import NotificationHandlers
+from hms_cache_proxy.handler.partition_helpers import PartitionHelperHandlers
 from hms_cache_proxy.handler.partitions import PartitionHandlers
 from hms_cache_proxy.handler.session import SessionHandlers
 from hms_cache_proxy.handler.stats import StatsHandlers
+from hms_cache_proxy.handler.table_filter import TableFilterHandlers
 from hms_cache_proxy.handler.tables import TableHandlers
 from hms_cache_proxy.handler.txn import TxnHandlers
 
@@ -23,6 +25,8 @@ class Handler(
     NotificationHandlers,
     TxnHandlers,
     CompactionHandlers,
+    PartitionHelperHandlers,
+    TableFilterHandlers,
 ):
     """Every call the service answers; methods the IDL declares but no mixin defines are
     answered by the processor with a clear "not implemented" error."""

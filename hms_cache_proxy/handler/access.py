@@ -63,7 +63,7 @@ WRITE_CALLS = _calls(
     heartbeat_txn_range add_dynamic_partitions fire_listener_event flushCache
     compact compact2 abort_Compactions find_next_compact find_next_compact2
     update_compactor_state set_hadoop_jobid mark_compacted mark_cleaned mark_failed
-    mark_refused
+    mark_refused markPartitionForEvent
     """
 )
 """Calls that change the metastore (metadata, statistics, transactions, locks, events) or
@@ -91,6 +91,8 @@ READ_CALLS = _calls(
     getCounters getCounter setOption getOption getOptions getCpuProfile aliveSince
     reinitialize shutdown
     show_compact get_latest_committed_compaction_info find_columns_with_stats
+    get_table_names_by_filter partition_name_has_valid_characters partition_name_to_vals
+    partition_name_to_spec isPartitionMarkedForEvent
     """
 )
 """Calls that leave the metastore as it is (session settings and fb303 included)."""
@@ -110,6 +112,7 @@ GLOBAL_CALLS = _calls(
     get_open_txns_req getName getVersion getStatus getStatusDetails getCounters getCounter
     setOption getOption getOptions getCpuProfile aliveSince reinitialize shutdown
     abort_Compactions find_next_compact find_next_compact2 set_hadoop_jobid
+    partition_name_has_valid_characters partition_name_to_vals partition_name_to_spec
     """
 )
 """Calls that name no database (catalogs, transactions by id, session, fb303)."""

@@ -46,6 +46,7 @@ PARTITION_COLUMN_STATS = IdSequence(
 )
 FUNCTION = IdSequence(_MODEL + "MFunction", "FUNCS", "FUNC_ID")
 NOTIFICATION_LOG = IdSequence(_MODEL + "MNotificationLog", "NOTIFICATION_LOG", "NL_ID")
+PARTITION_EVENT = IdSequence(_MODEL + "MPartitionEvent", "PARTITION_EVENTS", "PART_NAME_ID")
 TXN_WRITE_NOTIFICATION_LOG = IdSequence(
     _MODEL + "MTxnWriteNotificationLog", "TXN_WRITE_NOTIFICATION_LOG", "WNL_ID"
 )
