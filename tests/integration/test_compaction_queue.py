@@ -4,6 +4,8 @@ as Hive keeps them in COMPACTION_QUEUE / COMPLETED_COMPACTIONS."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from sqlalchemy import select
 from thrift.Thrift import TApplicationException
@@ -232,3 +234,29 @@ def test_find_columns_with_stats_lists_the_columns_with_statistics(client, T) ->
     assert client.find_columns_with_stats(ci) == ["id"]
     ci.partitionname = "ds=1"
     assert client.find_columns_with_stats(ci) == []
+
+
+def test_concurrent_requests_for_one_table_queue_exactly_one(connect, T, service) -> None:
+    """The NEXT_COMPACTION_QUEUE_ID row lock serialises enqueuers: of 8 clients asking at once,
+    one is accepted and the others are refused with its id."""
+    clients = [connect() for _ in range(8)]
+    answers: list[object] = [None] * len(clients)
+    start = threading.Barrier(len(clients))
+
+    def ask(i: int) -> None:
+        start.wait(timeout=10)
+        answers[i] = clients[i].compact2(request(T, "contended"))
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(clients))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    accepted = [a for a in answers if a is not None and a.accepted]
+    assert len(accepted) == 1
+    refused = [a for a in answers if a is not None and not a.accepted]
+    assert len(refused) == len(clients) - 1
+    assert {a.errormessage for a in refused} == {
+        f"Compaction is already scheduled with state='initiated' and id={accepted[0].id}"
+    }
+    assert db_rows(service, select(s.COMPACTION_QUEUE.c.CQ_ID)) == [(accepted[0].id,)]
