@@ -22,39 +22,6 @@ LAST_ACCESS = "hive_filter_field_last_access__"
 PARAMS = "hive_filter_field_params__"
 
 
-class _Null(str):
-    """A missing parameter: a string that is equal to, ordered against and contains nothing
-    (as a subclass its comparisons win over str's on either side)."""
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    def __ne__(self, other: object) -> bool:
-        return False
-
-    def __lt__(self, other: object) -> bool:
-        return False
-
-    __le__ = __gt__ = __ge__ = __lt__
-
-    def __hash__(self) -> int:
-        return 0x4E554C4C
-
-    def __contains__(self, item: object) -> bool:
-        return False
-
-    def startswith(self, *args: Any) -> bool:  # type: ignore[override]
-        return False
-
-    def endswith(self, *args: Any) -> bool:  # type: ignore[override]
-        return False
-
-
-NULL = _Null()
-
-
 def _keys(node: pfilter.Node) -> Iterator[str]:
     if isinstance(node, pfilter.And | pfilter.Or):
         for item in node.items:
@@ -67,13 +34,17 @@ def _keys(node: pfilter.Node) -> Iterator[str]:
 
 def compile_table_filter(node: pfilter.Node) -> Callable[[Any], bool]:
     """A predicate over hms.Table objects; raises FilterError for keys that are none of the
-    three fields and for comparisons of the wrong type."""
+    three fields and for comparisons of the wrong type.
+
+    Each comparison is compiled by store/filter.py; AND, OR and NOT are evaluated here in SQL's
+    three-valued logic, so a comparison with a missing parameter is unknown (false at the top,
+    also under NOT).
+    """
     names: list[str] = [OWNER, LAST_ACCESS]
     types: list[str] = ["string", "bigint"]
-    params: list[str] = []
     for key in _keys(node):
         lowered = key.lower()
-        if lowered in (OWNER, LAST_ACCESS) or key in params:
+        if lowered in (OWNER, LAST_ACCESS) or key in names:
             continue
         if not lowered.startswith(PARAMS) or len(key) == len(PARAMS):
             raise pfilter.FilterError(
@@ -84,25 +55,76 @@ def compile_table_filter(node: pfilter.Node) -> Callable[[Any], bool]:
             )
         names.append(key)
         types.append("string")
-        params.append(key)
-    # Keys match case-insensitively; parameter keys are case-sensitive, so two spellings of
-    # one prefix must not collide: they are bound by position in ``names``.
-    if len({n.lower() for n in names}) != len(names):
-        raise pfilter.FilterError(
-            "A table filter may not name one parameter key in two spellings", -1, syntax=False
-        )
-    predicate = pfilter.compile_filter(node, names, types)
-    wanted = [p[len(PARAMS) :] for p in params]
+    wanted = [n[len(PARAMS) :] for n in names[2:]]
+    # Keys are matched case-insensitively by the compiler, parameter keys are not: two
+    # spellings of one key are told apart by binding each leaf to its own key alone.
+    evaluate = _compile(node, names, types)
 
     def test(table: Any) -> bool:
         parameters = table.parameters or {}
-        values = [
-            table.owner if table.owner is not None else NULL,
-            str(table.lastAccessTime or 0),
-        ]
-        for key in wanted:
-            value = parameters.get(key)
-            values.append(NULL if value is None else value)
-        return bool(predicate(values))
+        values: list[str | None] = [table.owner, str(table.lastAccessTime or 0)]
+        values += [parameters.get(key) for key in wanted]
+        return evaluate(values) is True
 
     return test
+
+
+Tri = bool | None
+"""True, False or unknown (None)."""
+
+
+def _compile(node: pfilter.Node, names: list[str], types: list[str]) -> Callable[[Any], Tri]:
+    if isinstance(node, pfilter.MatchAll):
+        return lambda _values: True
+    if isinstance(node, pfilter.And):
+        parts = [_compile(item, names, types) for item in node.items]
+
+        def conjunction(values: Any) -> Tri:
+            result: Tri = True
+            for part in parts:
+                got = part(values)
+                if got is False:
+                    return False
+                if got is None:
+                    result = None
+            return result
+
+        return conjunction
+    if isinstance(node, pfilter.Or):
+        parts = [_compile(item, names, types) for item in node.items]
+
+        def disjunction(values: Any) -> Tri:
+            result: Tri = False
+            for part in parts:
+                got = part(values)
+                if got is True:
+                    return True
+                if got is None:
+                    result = None
+            return result
+
+        return disjunction
+    if isinstance(node, pfilter.Not):
+        inner = _compile(node.item, names, types)
+
+        def negation(values: Any) -> Tri:
+            got = inner(values)
+            return None if got is None else not got
+
+        return negation
+    # A comparison: compiled against its own key only, unknown when that value is missing.
+    assert isinstance(node, pfilter.Comparison | pfilter.Between | pfilter.In)
+    index = _index(node.key, names)
+    predicate = pfilter.compile_filter(node, [node.key], [types[index]])
+
+    def leaf(values: Any) -> Tri:
+        value = values[index]
+        return None if value is None else bool(predicate([value]))
+
+    return leaf
+
+
+def _index(key: str, names: list[str]) -> int:
+    if key in names:
+        return names.index(key)
+    return [n.lower() for n in names].index(key.lower())
