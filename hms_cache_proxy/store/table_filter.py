@@ -7,7 +7,7 @@ A table filter is a partition filter whose keys are Hive's three table fields
 ``hive_filter_field_owner__ like "ali%" and hive_filter_field_params__k = "v"``. The grammar,
 operators, LIKE patterns and comparisons are those of store/filter.py with these three key
 types. A parameter the table does not have is SQL NULL (what Hive's JDO query reads for a
-missing map entry): every comparison with it is false.
+missing map entry): a comparison with it is unknown, which no table passes, under NOT too.
 """
 
 from __future__ import annotations
