@@ -202,10 +202,10 @@ def test_abort_compactions_aborts_initiated_ones_only(client, T) -> None:
     assert client.find_next_compact("w").ci.id == working
     out = client.abort_Compactions(T.AbortCompactionRequest(compactionIds=[working, waiting]))
     assert out.abortedcompacts[working].message == (
-        "Error while aborting compaction as compaction is in state-WORKING"
+        "Error while aborting compaction as compaction is in state-working"
     )
     assert out.abortedcompacts[waiting].message == (
-        "Error while aborting compaction as compaction is in state-ABORTED"
+        "Error while aborting compaction as compaction is in state-aborted"
     )
     shown = client.show_compact(T.ShowCompactRequest(id=waiting)).compacts[0]
     assert shown.state == "aborted"

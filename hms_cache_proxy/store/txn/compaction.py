@@ -376,7 +376,7 @@ class CompactionMixin(TxnServiceBase):
             for r in rows:
                 cq_id = int(r.CC_ID)
                 if r.CC_STATE != INITIATED:
-                    state = STATE_NAMES.get(r.CC_STATE, r.CC_STATE).upper().replace(" ", "_")
+                    state = STATE_NAMES.get(r.CC_STATE, r.CC_STATE)
                     out[
                         cq_id
                     ].message = f"Error while aborting compaction as compaction is in state-{state}"
