@@ -159,6 +159,14 @@ def test_failed_refused_and_not_initiated_go_to_history(client, T, service) -> N
     assert all(c.endTime > 0 for c in shown)
     with pytest.raises(T.MetaException, match="No compaction with id 999"):
         client.mark_compacted(T.CompactionInfoStruct(id=999, dbname="d", tablename="t", type=1))
+    with pytest.raises(T.MetaException, match="No record with CQ_ID=999 found in COMPACTION_QUE"):
+        client.mark_failed(T.CompactionInfoStruct(id=999, dbname="d", tablename="t", type=1))
+    with pytest.raises(TApplicationException, match="No compaction with id 999"):
+        client.set_hadoop_jobid("job", 999)
+    # A refusal before queueing (id 0) is recorded as refused, with a fresh id.
+    client.mark_refused(T.CompactionInfoStruct(id=0, dbname="default", tablename="d", type=1))
+    last = client.show_compact(T.ShowCompactRequest(tbName="d")).compacts
+    assert [(c.id, c.state) for c in last] == [(b + 2, "refused")]
 
 
 def test_show_compact_filters(client, T) -> None:

@@ -473,12 +473,16 @@ class CompactionMixin(TxnServiceBase):
         self.db.transaction(run)
 
     def set_hadoop_jobid(self, job_id: str | None, cq_id: int) -> None:
-        """Record the job running a compaction (no error for an unknown id, as Hive)."""
-        self.db.transaction(
-            lambda conn: conn.execute(
+        """Record the job running a compaction (exactly one queued request, as Hive 4)."""
+
+        def run(conn: Connection) -> None:
+            done = conn.execute(
                 update(_CQ).where(_CQ.c.CQ_ID == cq_id).values(CQ_HADOOP_JOB_ID=job_id)
-            )
-        )
+            ).rowcount
+            if done != 1:
+                raise hms.MetaException(message=f"No compaction with id {cq_id} in the queue")
+
+        self.db.transaction(run)
 
     def mark_compacted(self, ci: Any) -> None:
         """Compacted: ``r``, ready for the Cleaner; the worker id is cleared."""
@@ -530,12 +534,17 @@ class CompactionMixin(TxnServiceBase):
 
     def mark_failed(self, ci: Any, state: str = FAILED) -> None:
         """Failed (or, with ``state`` REFUSED, refused by the worker): the request goes to
-        history with the worker's error message. A request the Initiator could not queue
-        (no queue row) is recorded as ``did not initiate`` with a fresh id."""
+        history with the worker's error message. One the Initiator could not queue (id 0) is
+        recorded with a fresh id, a failure as ``did not initiate``; an id not in the queue
+        is an error."""
 
         def run(conn: Connection) -> None:
             if self._move_to_history(conn, int(ci.id or 0), state, ci.errorMessage, True):
                 return
+            if ci.id:
+                raise hms.MetaException(
+                    message=f"No record with CQ_ID={ci.id} found in COMPACTION_QUEUE"
+                )
             ncq = s.NEXT_COMPACTION_QUEUE_ID
             taken = int(conn.execute(select(ncq.c.NCQ_NEXT).with_for_update()).scalar_one())
             conn.execute(update(ncq).values(NCQ_NEXT=taken + 1))
@@ -546,7 +555,7 @@ class CompactionMixin(TxnServiceBase):
                     CC_DATABASE=ci.dbname or "",
                     CC_TABLE=ci.tablename or "",
                     CC_PARTITION=ci.partitionname,
-                    CC_STATE=DID_NOT_INITIATE,
+                    CC_STATE=DID_NOT_INITIATE if state == FAILED else state,
                     CC_TYPE=TYPE_CODES.get(ci.type, TYPE_CODES[hms.CompactionType.MINOR]),
                     CC_TBLPROPERTIES=ci.properties,
                     CC_RUN_AS=ci.runas,
