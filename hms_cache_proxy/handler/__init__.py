@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from hms_cache_proxy.handler.compaction import CompactionHandlers
 from hms_cache_proxy.handler.constraints import ConstraintHandlers
 from hms_cache_proxy.handler.databases import DatabaseHandlers
 from hms_cache_proxy.handler.functions import FunctionHandlers
 from hms_cache_proxy.handler.notifications import NotificationHandlers
+from hms_cache_proxy.handler.partition_helpers import PartitionHelperHandlers
 from hms_cache_proxy.handler.partitions import PartitionHandlers
 from hms_cache_proxy.handler.privileges import PrivilegeHandlers
 from hms_cache_proxy.handler.roles import RoleHandlers
 from hms_cache_proxy.handler.session import SessionHandlers
 from hms_cache_proxy.handler.stats import StatsHandlers
+from hms_cache_proxy.handler.table_filter import TableFilterHandlers
 from hms_cache_proxy.handler.tables import TableHandlers
 from hms_cache_proxy.handler.txn import TxnHandlers
 from hms_cache_proxy.handler.write_notes import WriteNotificationHandlers
@@ -30,6 +33,9 @@ class Handler(
     # issue 15: roles and privileges
     RoleHandlers,
     PrivilegeHandlers,
+    CompactionHandlers,
+    PartitionHelperHandlers,
+    TableFilterHandlers,
 ):
     """Every call the service answers; methods the IDL declares but no mixin defines are
     answered by the processor with a clear "not implemented" error."""

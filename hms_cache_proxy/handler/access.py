@@ -66,6 +66,9 @@ WRITE_CALLS = _calls(
     add_write_notification_log add_write_notification_log_in_batch
     create_role drop_role grant_role revoke_role grant_revoke_role grant_privileges
     revoke_privileges grant_revoke_privileges refresh_privileges
+    compact compact2 abort_Compactions find_next_compact find_next_compact2
+    update_compactor_state set_hadoop_jobid mark_compacted mark_cleaned mark_failed
+    mark_refused markPartitionForEvent
     """
 )
 """Calls that change the metastore (metadata, statistics, transactions, locks, events) or
@@ -97,6 +100,9 @@ READ_CALLS = _calls(
     get_all_write_event_info
     get_role_names list_roles get_principals_in_role get_role_grants_for_principal
     get_privilege_set list_privileges
+    show_compact get_latest_committed_compaction_info find_columns_with_stats
+    get_table_names_by_filter partition_name_has_valid_characters partition_name_to_vals
+    partition_name_to_spec isPartitionMarkedForEvent
     """
 )
 """Calls that leave the metastore as it is (session settings and fb303 included)."""
@@ -117,6 +123,8 @@ GLOBAL_CALLS = _calls(
     setOption getOption getOptions getCpuProfile aliveSince reinitialize shutdown
     create_role drop_role get_role_names grant_role revoke_role list_roles grant_revoke_role
     get_principals_in_role get_role_grants_for_principal
+    abort_Compactions find_next_compact find_next_compact2 set_hadoop_jobid
+    partition_name_has_valid_characters partition_name_to_vals partition_name_to_spec
     """
 )
 """Calls that name no database (catalogs, transactions by id, session, fb303)."""
@@ -126,6 +134,7 @@ FILTERED_CALLS = _calls(
     get_databases get_all_databases get_table_meta get_next_notification get_all_functions
     show_locks get_notification_events_count
     list_privileges
+    show_compact
     """
 )
 """Calls whose results list several databases' objects: hidden ones are left out."""
@@ -546,6 +555,7 @@ _RESULT_FILTERS: dict[str, Callable[[Any, Callable[[str | None], bool]], Any]] =
     "list_privileges": lambda result, visible: [
         p for p in result if p.hiveObject is None or visible(_lower(p.hiveObject.dbName))
     ],
+    "show_compact": _filter_field("compacts", "dbname"),
 }
 
 

@@ -435,13 +435,26 @@ def _charge() -> None:
     _budget.left = left - 1
 
 
+UNSET_KEPT: dict[str, tuple[str, ...]] = {"LockComponent": ("isTransactional",)}
+"""Optional fields whose IDL default would hide that a client left them unset, where Hive
+tells the two apart (TxnHandler skips a lock component only when isTransactional is *set* to
+false): decoded as None when absent, instead of the default."""
+
+
 def _counted(cls: type) -> type:
     """A subclass whose construction charges the budget and returns a plain ``cls`` object
-    (the decoders call the class they are given; what they get back is an ordinary struct)."""
+    (the decoders call the class they are given; what they get back is an ordinary struct).
+    The fast decoder passes the fields it read as keywords, the Python one sets them after:
+    fields of UNSET_KEPT not passed start as None either way."""
+    kept = UNSET_KEPT.get(cls.__name__, ())
 
     def __new__(_sub: type, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
         _charge()
-        return cls(*args, **kwargs)
+        obj = cls(*args, **kwargs)
+        for name in kept:
+            if name not in kwargs:
+                setattr(obj, name, None)
+        return obj
 
     return type(cls.__name__, (cls,), {"__new__": __new__, "__module__": cls.__module__})
 

@@ -1058,3 +1058,44 @@ def test_constraints_read_back(world: World) -> None:
         ("a", "a"),
         ("b", "b"),
     ]
+
+
+def test_partition_event_marks_are_shared(world: World) -> None:
+    """PARTITION_EVENTS rows we write are the marks stock reads, and the other way round; both
+    take their ids from SEQUENCE_TABLE's MPartitionEvent row."""
+    T, stock, ours = world.T, world.stock, world.ours
+    done = T.PartitionEventType.LOAD_DONE
+    first = {"ds": DAYS[0], "hr": "1"}
+    second = {"ds": DAYS[1], "hr": "2"}
+    ours.markPartitionForEvent(DB, TABLE, first, done)
+    assert world.both("isPartitionMarkedForEvent", DB, TABLE, first, done) == (True, True)
+    stock.markPartitionForEvent(DB, TABLE, second, done)
+    assert world.both("isPartitionMarkedForEvent", DB, TABLE, second, done) == (True, True)
+    third = {"ds": DAYS[2], "hr": "3"}
+    ours.markPartitionForEvent(DB, TABLE, third, done)
+    assert world.both("isPartitionMarkedForEvent", DB, TABLE, third, done) == (True, True)
+    unmarked = {"ds": DAYS[3], "hr": "3"}
+    assert world.both("isPartitionMarkedForEvent", DB, TABLE, unmarked, done) == (False, False)
+
+
+@pytest.mark.parametrize(
+    "filter_text",
+    [
+        'hive_filter_field_owner__ = "alice"',
+        'hive_filter_field_owner__ <> "alice"',
+        'hive_filter_field_params__comment = "interop table"',
+        'hive_filter_field_params__comment = "interop table" or hive_filter_field_owner__ = "x"',
+        "hive_filter_field_last_access__ = 0",
+    ],
+)
+def test_table_names_by_filter_agree(world: World, filter_text: str) -> None:
+    stock_names, our_names = world.both("get_table_names_by_filter", DB, filter_text, -1)
+    assert sorted(our_names) == sorted(stock_names)
+
+
+@pytest.mark.parametrize("name", ["ds=2024-01-01/hr=5", "ds=a%2Fb/hr=1", "x/ds=1", "a=b=c"])
+def test_partition_name_helpers_agree(world: World, name: str) -> None:
+    stock_vals, our_vals = world.both("partition_name_to_vals", name)
+    assert our_vals == stock_vals
+    stock_spec, our_spec = world.both("partition_name_to_spec", name)
+    assert our_spec == stock_spec

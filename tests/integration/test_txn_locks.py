@@ -8,6 +8,7 @@ import time
 
 import pytest
 from sqlalchemy import select
+from thrift.Thrift import TApplicationException
 
 from hms_cache_proxy.store.events import messages as m
 from hms_cache_proxy.store.sql import schema as s
@@ -300,3 +301,27 @@ def test_housekeeping_expires_locks_and_aborts_txns_after_the_timeout(
             assert reason == "heartbeat time-out"
         finally:
             trans.close()
+
+
+def test_a_txn_lock_with_operation_type_and_transactional_unset_is_refused(
+    client, T, service
+) -> None:
+    """Hive skips a component only when isTransactional is *set* to false; one that leaves it
+    unset, with operationType unset (UNSET, the IDL default Java clients send), is refused."""
+    txn = open_txn(client, T)
+    unset = component(T, "SHARED_READ", op="UNSET")
+    unset.isTransactional = None  # not sent at all
+    # lock declares no MetaException: Hive's IllegalStateException and our refusal both reach
+    # the client as an internal error carrying the message.
+    with pytest.raises(TApplicationException) as refused:
+        lock(client, T, unset, txn=txn)
+    assert refused.value.message.endswith(
+        f"Unexpected DataOperationType: UNSET agentInfo=locks-test txnid:{txn}')"
+    )
+    assert hive_locks(service) == []
+    # Sent as false: a non-transactional resource, locked and not tracked.
+    explicit = component(T, "SHARED_READ", op="UNSET", transactional=False)
+    assert state_name(T, lock(client, T, explicit, txn=txn).state) == "ACQUIRED"
+    tc = s.TXN_COMPONENTS
+    with service.database.read() as conn:
+        assert list(conn.execute(select(tc.c.TC_TXNID).where(tc.c.TC_TXNID == txn))) == []

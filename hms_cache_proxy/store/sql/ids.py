@@ -58,6 +58,7 @@ PARTITION_COLUMN_PRIVILEGE = IdSequence(
     _MODEL + "MPartitionColumnPrivilege", "PART_COL_PRIVS", "PART_COLUMN_GRANT_ID"
 )
 NOTIFICATION_LOG = IdSequence(_MODEL + "MNotificationLog", "NOTIFICATION_LOG", "NL_ID")
+PARTITION_EVENT = IdSequence(_MODEL + "MPartitionEvent", "PARTITION_EVENTS", "PART_NAME_ID")
 TXN_WRITE_NOTIFICATION_LOG = IdSequence(
     _MODEL + "MTxnWriteNotificationLog", "TXN_WRITE_NOTIFICATION_LOG", "WNL_ID"
 )

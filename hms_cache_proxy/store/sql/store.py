@@ -8,6 +8,7 @@ from hms_cache_proxy.store.sql.databases import DatabasesMixin
 from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.functions import FunctionsMixin
 from hms_cache_proxy.store.sql.notifications import NotificationsMixin
+from hms_cache_proxy.store.sql.partition_events import PartitionEventsMixin
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
 from hms_cache_proxy.store.sql.privileges import PrivilegesMixin
 from hms_cache_proxy.store.sql.roles import RolesMixin
@@ -24,6 +25,7 @@ class SqlStore(
     WriteNotesMixin,
     RolesMixin,
     PrivilegesMixin,
+    PartitionEventsMixin,
     PartitionsMixin,  # after its subclasses (StatsMixin, NotificationsMixin): a consistent MRO
 ):
     """Every store call answered from the metastore database.

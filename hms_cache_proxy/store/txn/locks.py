@@ -355,8 +355,8 @@ class LocksMixin(TxnsMixin):
         write_ids: dict[tuple[str | None, str | None], int | None] = {}
         rows = []
         for lc in components:
-            if not lc.isTransactional:
-                continue  # non-ACID resources are locked, not tracked
+            if lc.isTransactional is False:
+                continue  # non-ACID resources are locked, not tracked (unset is not false)
             op = lc.operationType
             if op in (hms.DataOperationType.SELECT, hms.DataOperationType.NO_TXN):
                 continue

@@ -7,6 +7,8 @@ HIVE_LOCKS, NEXT_LOCK_ID, TXN_LOCK_TBL, MIN_HISTORY_LEVEL and WRITE_SET lives in
 - ``writeids``   write-id allocation and snapshots (and what the table write calls check)
 - ``locks``      lock, check_lock, unlock, show_locks
 - ``housekeeping`` timeouts and cleaning, run by a background thread
+- ``compaction``   the compaction queue (COMPACTION_QUEUE, COMPLETED_COMPACTIONS);
+  ``compaction_worker`` the calls of Hive's Worker and Cleaner
 
 The service is shared by every connection's thread; it keeps no state between calls, so
 several instances (and stock Java metastores) can serve one database.
@@ -15,12 +17,14 @@ several instances (and stock Java metastores) can serve one database.
 from __future__ import annotations
 
 from hms_cache_proxy.store.txn.common import TxnConfig
+from hms_cache_proxy.store.txn.compaction_worker import CompactionWorkerMixin
 from hms_cache_proxy.store.txn.locks import LocksMixin
 from hms_cache_proxy.store.txn.writeids import WriteIdsMixin
 
 
-class TxnService(WriteIdsMixin, LocksMixin):
-    """Transactions, write ids and locks, with their notification events."""
+class TxnService(WriteIdsMixin, LocksMixin, CompactionWorkerMixin):
+    """Transactions, write ids, locks and the compaction queue, with their notification
+    events."""
 
 
 __all__ = ["TxnConfig", "TxnService"]

@@ -1,0 +1,130 @@
+"""Hive's table-filter language (get_table_names_by_filter) over the partition-filter parser.
+
+A table filter is a partition filter whose keys are Hive's three table fields
+(hive_metastore_constants): ``hive_filter_field_owner__`` (the owner, a string),
+``hive_filter_field_last_access__`` (lastAccessTime, an integer) and
+``hive_filter_field_params__<key>`` (the table parameter ``<key>``, a string), for example
+``hive_filter_field_owner__ like "ali%" and hive_filter_field_params__k = "v"``. The grammar,
+operators, LIKE patterns and comparisons are those of store/filter.py with these three key
+types. A parameter the table does not have is SQL NULL (what Hive's JDO query reads for a
+missing map entry): a comparison with it is unknown, which no table passes, under NOT too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from hms_cache_proxy.store import filter as pfilter
+
+OWNER = "hive_filter_field_owner__"
+LAST_ACCESS = "hive_filter_field_last_access__"
+PARAMS = "hive_filter_field_params__"
+
+
+def _keys(node: pfilter.Node) -> Iterator[str]:
+    if isinstance(node, pfilter.And | pfilter.Or):
+        for item in node.items:
+            yield from _keys(item)
+    elif isinstance(node, pfilter.Not):
+        yield from _keys(node.item)
+    elif isinstance(node, pfilter.Comparison | pfilter.Between | pfilter.In):
+        yield node.key
+
+
+def compile_table_filter(node: pfilter.Node) -> Callable[[Any], bool]:
+    """A predicate over hms.Table objects; raises FilterError for keys that are none of the
+    three fields and for comparisons of the wrong type.
+
+    Each comparison is compiled by store/filter.py; AND, OR and NOT are evaluated here in SQL's
+    three-valued logic, so a comparison with a missing parameter is unknown (false at the top,
+    also under NOT).
+    """
+    names: list[str] = [OWNER, LAST_ACCESS]
+    types: list[str] = ["string", "bigint"]
+    for key in _keys(node):
+        lowered = key.lower()
+        if lowered in (OWNER, LAST_ACCESS) or key in names:
+            continue
+        if not lowered.startswith(PARAMS) or len(key) == len(PARAMS):
+            raise pfilter.FilterError(
+                f"Invalid key name in filter: <{key}>; use {OWNER}, {LAST_ACCESS} or "
+                f"{PARAMS}<parameter key>",
+                -1,
+                syntax=False,
+            )
+        names.append(key)
+        types.append("string")
+    wanted = [n[len(PARAMS) :] for n in names[2:]]
+    # Keys are matched case-insensitively by the compiler, parameter keys are not: two
+    # spellings of one key are told apart by binding each leaf to its own key alone.
+    evaluate = _compile(node, names, types)
+
+    def test(table: Any) -> bool:
+        parameters = table.parameters or {}
+        values: list[str | None] = [table.owner, str(table.lastAccessTime or 0)]
+        values += [parameters.get(key) for key in wanted]
+        return evaluate(values) is True
+
+    return test
+
+
+Tri = bool | None
+"""True, False or unknown (None)."""
+
+
+def _compile(node: pfilter.Node, names: list[str], types: list[str]) -> Callable[[Any], Tri]:
+    if isinstance(node, pfilter.MatchAll):
+        return lambda _values: True
+    if isinstance(node, pfilter.And):
+        parts = [_compile(item, names, types) for item in node.items]
+
+        def conjunction(values: Any) -> Tri:
+            result: Tri = True
+            for part in parts:
+                got = part(values)
+                if got is False:
+                    return False
+                if got is None:
+                    result = None
+            return result
+
+        return conjunction
+    if isinstance(node, pfilter.Or):
+        parts = [_compile(item, names, types) for item in node.items]
+
+        def disjunction(values: Any) -> Tri:
+            result: Tri = False
+            for part in parts:
+                got = part(values)
+                if got is True:
+                    return True
+                if got is None:
+                    result = None
+            return result
+
+        return disjunction
+    if isinstance(node, pfilter.Not):
+        inner = _compile(node.item, names, types)
+
+        def negation(values: Any) -> Tri:
+            got = inner(values)
+            return None if got is None else not got
+
+        return negation
+    # A comparison: compiled against its own key only, unknown when that value is missing.
+    assert isinstance(node, pfilter.Comparison | pfilter.Between | pfilter.In)
+    index = _index(node.key, names)
+    predicate = pfilter.compile_filter(node, [node.key], [types[index]])
+
+    def leaf(values: Any) -> Tri:
+        value = values[index]
+        return None if value is None else bool(predicate([value]))
+
+    return leaf
+
+
+def _index(key: str, names: list[str]) -> int:
+    if key in names:
+        return names.index(key)
+    return [n.lower() for n in names].index(key.lower())
