@@ -1,11 +1,14 @@
 """The database path only (``cache_enabled: false``): the store the handler talks to when
 there is no cache. Reads take the same keyword arguments as CachedStore's (the request's
-``valid_write_id_list``, ``encoded``) and ignore them: the database answers every snapshot."""
+``valid_write_id_list``, ``encoded``) and ignore the snapshot: the database answers every one.
+``encoded`` lets a whole table's partitions go out as bytes built from the rows."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from hms_cache_proxy.store.sql import encoded_reads
 
 
 class DirectStore:
@@ -30,7 +33,11 @@ class DirectStore:
     def get_partition_by_name(self, cat: str, db: str, tbl: str, name: str, **_: Any) -> Any:
         return self.sql.get_partition_by_name(cat, db, tbl, name)
 
-    def get_partitions(self, cat: str, db: str, tbl: str, max_parts: int = -1, **_: Any) -> Any:
+    def get_partitions(
+        self, cat: str, db: str, tbl: str, max_parts: int = -1, *, encoded: bool = False, **_: Any
+    ) -> Any:
+        if encoded and max_parts < 0:  # a whole table: bytes from the rows, no objects
+            return encoded_reads.all_partitions_encoded(self.sql, cat, db, tbl)
         return self.sql.get_partitions(cat, db, tbl, max_parts)
 
     def get_partitions_by_names(
