@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hms_cache_proxy.store.cached.prewarm import _collection_paused
 from hms_cache_proxy.store.sql import encoded_reads
 
 
@@ -37,7 +38,9 @@ class DirectStore:
         self, cat: str, db: str, tbl: str, max_parts: int = -1, *, encoded: bool = False, **_: Any
     ) -> Any:
         if encoded and max_parts < 0:  # a whole table: bytes from the rows, no objects
-            return encoded_reads.all_partitions_encoded(self.sql, cat, db, tbl)
+            # Rows by the ten thousand, none of them garbage: no cyclic collections meanwhile.
+            with _collection_paused():
+                return encoded_reads.all_partitions_encoded(self.sql, cat, db, tbl)
         return self.sql.get_partitions(cat, db, tbl, max_parts)
 
     def get_partitions_by_names(
