@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cache import clients, instances, ours
+from tests.support.cache import Counted, clients, instances, ours
 from tests.support.metastore import partition, table
 
 DB = "lake"
@@ -48,3 +48,18 @@ def test_whole_table_replies_equal_the_object_path(
         )
         with pytest.raises(T.NoSuchObjectException):
             c.get_partitions(DB, "nope", -1)
+
+
+def test_a_cache_miss_answers_the_same_bytes(database_url: str, tmp_path: Path, T) -> None:
+    with (
+        instances(database_url, tmp_path, n=1, prewarm=False) as (svc,),
+        clients(svc) as (c,),
+    ):
+        c.create_database(T.Database(name=DB))
+        c.create_table(table(T, DB, "events", keys=("ds:string", "hr:int")))
+        c.add_partitions([partition(T, DB, "events", [d, "1"]) for d in ("b", "a", "c")])
+        svc.cache.flush(DB)  # nothing of the table cached: the next read is a miss
+        with Counted() as counted:
+            got = c.get_partitions(DB, "events", -1)
+        assert counted.misses("get_partitions") == 1
+        assert ours(got) == svc.store.get_partitions("hive", DB, "events", -1)

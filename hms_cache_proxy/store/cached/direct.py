@@ -37,11 +37,7 @@ class DirectStore:
     def get_partitions(
         self, cat: str, db: str, tbl: str, max_parts: int = -1, *, encoded: bool = False, **_: Any
     ) -> Any:
-        if encoded and max_parts < 0:  # a whole table: bytes from the rows, no objects
-            # Rows by the ten thousand, none of them garbage: no cyclic collections meanwhile.
-            with _collection_paused():
-                return encoded_reads.all_partitions_encoded(self.sql, cat, db, tbl)
-        return self.sql.get_partitions(cat, db, tbl, max_parts)
+        return partitions_from_database(self.sql, cat, db, tbl, max_parts, encoded)
 
     def get_partitions_by_names(
         self, cat: str, db: str, tbl: str, names: Sequence[str], **_: Any
@@ -95,3 +91,15 @@ class DirectStore:
 
     def partition_count(self, cat: str, db: str, tbl: str, **_: Any) -> int:
         return self.sql.partition_count(cat, db, tbl)
+
+
+def partitions_from_database(
+    sql: Any, cat: str, db: str, tbl: str, max_parts: int, encoded: bool
+) -> Any:
+    """get_partitions on the database path: a whole table as bytes built from the rows (no
+    objects) when the caller can send bytes, else the partitions as objects."""
+    if encoded and max_parts < 0:
+        # Rows by the ten thousand, none of them garbage: no cyclic collections meanwhile.
+        with _collection_paused():
+            return encoded_reads.all_partitions_encoded(sql, cat, db, tbl)
+    return sql.get_partitions(cat, db, tbl, max_parts)

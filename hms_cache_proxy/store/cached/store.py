@@ -56,6 +56,7 @@ from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
 from hms_cache_proxy.store.cache.wire import Encoded
+from hms_cache_proxy.store.cached.direct import partitions_from_database
 from hms_cache_proxy.store.cached.patterns import TablePatterns
 from hms_cache_proxy.store.cached.stats import StatsReads
 from hms_cache_proxy.store.patterns import filter_names
@@ -464,7 +465,7 @@ class CachedStore(StatsReads):
                 tbl,
                 valid_write_id_list,
                 pick,
-                lambda: self.sql.get_partitions(cat, db, tbl, max_parts),
+                lambda: partitions_from_database(self.sql, cat, db, tbl, max_parts, encoded),
             )
         )
 
