@@ -78,6 +78,8 @@ def _calls(c: Any, T: Any) -> dict[str, Any]:
         "get_fields": c.get_fields(DB, "events"),
         "get_schema": c.get_schema(DB, "events"),
         "get_database": c.get_database(DB),
+        "get_all_databases": c.get_all_databases(),
+        "get_databases": c.get_databases("sh*|nope"),
         "get_partitions": c.get_partitions(DB, "events", -1),
         "get_partitions_2": c.get_partitions(DB, "events", 2),
         "get_partitions_req": c.get_partitions_req(

@@ -49,6 +49,10 @@ class Cache:
         # databases: (cat, name) -> (Database, its bytes); None until loaded whole.
         self.databases: dict[tuple[str, str], tuple[Any, bytes]] = {}
         self.databases_as_of: int | None = None
+        # True while the map lists every database (a whole load installed, and since then only
+        # this instance's events changed it); a foreign event, a flush or a clear removes an
+        # entry that may still exist, so the list is incomplete until the next load.
+        self.databases_complete = False
         self.catalogs: set[str] = {"hive"}
         self.position = 0  # the last event applied (the applier sets it under the lock)
         # Constraints: the last event that changed some table's constraints, or dropped or
@@ -223,6 +227,7 @@ class Cache:
         self.nbytes = 0
         self.partitions = 0
         self.databases.clear()
+        self.databases_complete = False
         self.databases_as_of = self.position
         self.constraints_epoch = self.position
         self.fk_holders.clear()
@@ -259,4 +264,12 @@ class Cache:
                 return False
             self.databases = dict(found)
             self.databases_as_of = at
+            self.databases_complete = True
             return True
+
+    def database_names(self, cat: str) -> list[str] | None:
+        """The names of the catalog's databases, sorted, or None when the map is incomplete."""
+        with self.lock:
+            if not self.databases_complete:
+                return None
+            return sorted(name for c, name in self.databases if c == cat)

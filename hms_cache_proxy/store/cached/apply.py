@@ -491,6 +491,7 @@ class EventApplier:
             if obj is None:
                 cache.databases.pop(db_key, None)
                 if not ours:
+                    cache.databases_complete = False  # it may still exist, or exist now
                     b.databases = True
             else:
                 cache.databases[db_key] = (obj, data)  # type: ignore[assignment]
@@ -598,6 +599,7 @@ class EventApplier:
                     b.drop(entry.key, "other_writer")
                 b.cache.touched_db_locked(cat, db, b.event_id)
                 b.cache.databases.pop((cat, db), None)
+                b.cache.databases_complete = False
                 # A databases-map load under way read the old database: it must not install.
                 b.cache.databases_as_of = max(b.cache.databases_as_of or 0, b.event_id)
                 b.databases = True

@@ -1,11 +1,15 @@
 """The database path only (``cache_enabled: false``): the store the handler talks to when
 there is no cache. Reads take the same keyword arguments as CachedStore's (the request's
-``valid_write_id_list``, ``encoded``) and ignore them: the database answers every snapshot."""
+``valid_write_id_list``, ``encoded``) and ignore the snapshot: the database answers every one.
+``encoded`` lets a whole table's partitions go out as bytes built from the rows."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from hms_cache_proxy.store.cached.prewarm import _collection_paused
+from hms_cache_proxy.store.sql import encoded_reads
 
 
 class DirectStore:
@@ -33,8 +37,10 @@ class DirectStore:
     def get_partition_by_name(self, cat: str, db: str, tbl: str, name: str, **_: Any) -> Any:
         return self.sql.get_partition_by_name(cat, db, tbl, name)
 
-    def get_partitions(self, cat: str, db: str, tbl: str, max_parts: int = -1, **_: Any) -> Any:
-        return self.sql.get_partitions(cat, db, tbl, max_parts)
+    def get_partitions(
+        self, cat: str, db: str, tbl: str, max_parts: int = -1, *, encoded: bool = False, **_: Any
+    ) -> Any:
+        return partitions_from_database(self.sql, cat, db, tbl, max_parts, encoded)
 
     def get_partitions_by_names(
         self, cat: str, db: str, tbl: str, names: Sequence[str], **_: Any
@@ -88,3 +94,15 @@ class DirectStore:
 
     def partition_count(self, cat: str, db: str, tbl: str, **_: Any) -> int:
         return self.sql.partition_count(cat, db, tbl)
+
+
+def partitions_from_database(
+    sql: Any, cat: str, db: str, tbl: str, max_parts: int, encoded: bool
+) -> Any:
+    """get_partitions on the database path: a whole table as bytes built from the rows (no
+    objects) when the caller can send bytes, else the partitions as objects."""
+    if encoded and max_parts < 0:
+        # Rows by the ten thousand, none of them garbage: no cyclic collections meanwhile.
+        with _collection_paused():
+            return encoded_reads.all_partitions_encoded(sql, cat, db, tbl)
+    return sql.get_partitions(cat, db, tbl, max_parts)

@@ -110,6 +110,7 @@ class CacheService:
                     self.cache.drop_locked(key)
                 for k in [k for k in self.cache.databases if k[1] == db]:
                     del self.cache.databases[k]
+                self.cache.databases_complete = False  # the database still exists
                 position = self.cache.position  # a databases load under way is now stale
                 self.cache.databases_as_of = max(self.cache.databases_as_of or 0, position)
                 out["tables"] = len(keys)

@@ -57,8 +57,10 @@ from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
 from hms_cache_proxy.store.cache.wire import Encoded
+from hms_cache_proxy.store.cached.direct import partitions_from_database
 from hms_cache_proxy.store.cached.patterns import TablePatterns
 from hms_cache_proxy.store.cached.stats import StatsReads
+from hms_cache_proxy.store.patterns import filter_names
 from hms_cache_proxy.store.sql.common import java_list, table_ref
 from hms_cache_proxy.store.txn.equivalence import check_equivalent_write_ids
 from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
@@ -376,6 +378,18 @@ class CachedStore(StatsReads):
         self.counters.hit("get_database")
         return wire.decode(hms.Database, found[1])
 
+    def get_databases(self, cat: str, pattern: str | None = None) -> list[str]:
+        """From the databases map while it lists every database, else from the database."""
+        if self._barrier is not None and not self._strong("get_databases"):
+            self.counters.miss("get_databases", metrics.MISS_BEHIND)
+            return self.sql.get_databases(cat, pattern)
+        names = self.cache.database_names(cat)
+        if names is None:
+            self.counters.miss("get_databases", metrics.MISS_NOT_CACHED)
+            return self.sql.get_databases(cat, pattern)
+        self.counters.hit("get_databases")
+        return filter_names(names, pattern)
+
     # -- partitions ------------------------------------------------------------------------------
 
     def _partition_read(
@@ -489,7 +503,7 @@ class CachedStore(StatsReads):
                 tbl,
                 valid_write_id_list,
                 pick,
-                lambda: self.sql.get_partitions(cat, db, tbl, max_parts),
+                lambda: partitions_from_database(self.sql, cat, db, tbl, max_parts, encoded),
             )
         )
 

@@ -18,6 +18,7 @@ from sqlalchemy import (
     exists,
     insert,
     select,
+    text,
 )
 
 from hms_cache_proxy.idl import hms
@@ -318,6 +319,11 @@ def delete_storage_descriptors(conn: Connection, sd_ids: IdSource) -> None:
         sd_ids = sorted(set(sd_ids))
         if not sd_ids:
             return
+        if conn.dialect.name == "postgresql":
+            cds = [r[0] for r in conn.execute(_PG_DELETE_SDS, {"ids": sd_ids})]
+            if cds:
+                conn.execute(_PG_DROP_UNUSED_CDS, {"ids": cds})
+            return
     rows = fetch_in(
         conn,
         s.SDS.c.SD_ID,
@@ -365,6 +371,38 @@ def delete_storage_descriptors(conn: Connection, sd_ids: IdSource) -> None:
         conn.execute(delete(s.SERDE_PARAMS).where(s.SERDE_PARAMS.c.SERDE_ID.in_(part)))
         conn.execute(delete(s.SERDES).where(s.SERDES.c.SERDE_ID.in_(part)))
     drop_unused_column_descriptors(conn, cds)
+
+
+_PG_DELETE_SDS = text(
+    """
+WITH sd AS (DELETE FROM "SDS" WHERE "SD_ID" = ANY(:ids) RETURNING "SERDE_ID", "CD_ID"),
+p AS (DELETE FROM "SD_PARAMS" WHERE "SD_ID" = ANY(:ids)),
+b AS (DELETE FROM "BUCKETING_COLS" WHERE "SD_ID" = ANY(:ids)),
+o AS (DELETE FROM "SORT_COLS" WHERE "SD_ID" = ANY(:ids)),
+n AS (DELETE FROM "SKEWED_COL_NAMES" WHERE "SD_ID" = ANY(:ids)),
+v AS (DELETE FROM "SKEWED_VALUES" WHERE "SD_ID_OID" = ANY(:ids) RETURNING "STRING_LIST_ID_EID"),
+m AS (DELETE FROM "SKEWED_COL_VALUE_LOC_MAP" WHERE "SD_ID" = ANY(:ids)
+      RETURNING "STRING_LIST_ID_KID"),
+l AS (SELECT "STRING_LIST_ID_EID" AS id FROM v UNION SELECT "STRING_LIST_ID_KID" FROM m),
+lv AS (DELETE FROM "SKEWED_STRING_LIST_VALUES" WHERE "STRING_LIST_ID" IN (SELECT id FROM l)),
+ll AS (DELETE FROM "SKEWED_STRING_LIST" WHERE "STRING_LIST_ID" IN (SELECT id FROM l)),
+ep AS (DELETE FROM "SERDE_PARAMS" WHERE "SERDE_ID" IN (SELECT "SERDE_ID" FROM sd)),
+e AS (DELETE FROM "SERDES" WHERE "SERDE_ID" IN (SELECT "SERDE_ID" FROM sd))
+SELECT DISTINCT "CD_ID" FROM sd WHERE "CD_ID" IS NOT NULL
+"""
+)
+"""delete_storage_descriptors on PostgreSQL: descriptors, child rows, skewed string lists and
+serdes in one statement (its foreign keys are checked when it ends); the column descriptors
+they used come back for _PG_DROP_UNUSED_CDS, which sees the descriptors gone."""
+
+_PG_DROP_UNUSED_CDS = text(
+    """
+WITH u AS (SELECT c FROM unnest(CAST(:ids AS BIGINT[])) AS c
+           WHERE NOT EXISTS (SELECT 1 FROM "SDS" WHERE "CD_ID" = c)),
+cv AS (DELETE FROM "COLUMNS_V2" WHERE "CD_ID" IN (SELECT c FROM u))
+DELETE FROM "CDS" WHERE "CD_ID" IN (SELECT c FROM u)
+"""
+)
 
 
 def drop_unused_column_descriptors(conn: Connection, cd_ids: set[int] | Sequence[int]) -> None:

@@ -1,0 +1,31 @@
+"""Database-path replies written as bytes straight from the rows, without a tree of Thrift
+objects: the cache loader's partition encoder (cacheload) serves get_partitions of a whole
+table when there is no cache, or the cache cannot answer. The bytes are those the objects of
+``get_partitions`` encode to (tests/integration/test_cache_reads.py checks the loader's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hms_cache_proxy.store.cache import wire
+from hms_cache_proxy.store.cache.wire import Encoded
+from hms_cache_proxy.store.sql import cacheload
+
+
+def all_partitions_encoded(store: Any, cat: str, db: str, tbl: str) -> Encoded:
+    """Every partition of the table, in name order, as one encoded LIST of Partition structs
+    (NoSuchObjectException when the table does not exist)."""
+    with store.db.read() as conn:
+        keys = store._table_keys(conn, cat, db, tbl)
+        parts = cacheload._partition_bytes(conn, store.db.dialect, keys.tbl_id, cat, db, tbl)
+    parts.sort(key=_name)  # code-point order on every database (the cache's order too)
+    pieces: list[bytes] = []
+    for _, _, head, cols, tail in parts:
+        pieces.append(head)
+        pieces.append(cols)
+        pieces.append(tail)
+    return wire.join_list(pieces, len(parts))
+
+
+def _name(part: cacheload.PartitionBytes) -> str:
+    return part[0]
