@@ -116,7 +116,9 @@ def test_serve_refuses_a_missing_certificate(
          "--tls-cert", str(tmp_path / "missing.pem"), "--tls-key", str(pki.server_key)]
     )  # fmt: skip
     assert code == 2
-    assert "tls_cert_file" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # one line naming the setting as it was given (the flag) and the file
+    assert err.count("\n") == 1 and "--tls-cert" in err and "missing.pem" in err, err
 
 
 # -- SASL PLAIN ------------------------------------------------------------------------------------
