@@ -12,6 +12,7 @@ from hms_cache_proxy.handler.partitions import PartitionHandlers
 from hms_cache_proxy.handler.privileges import PrivilegeHandlers
 from hms_cache_proxy.handler.roles import RoleHandlers
 from hms_cache_proxy.handler.session import SessionHandlers
+from hms_cache_proxy.handler.spec_listings import SpecListingHandlers
 from hms_cache_proxy.handler.stats import StatsHandlers
 from hms_cache_proxy.handler.table_filter import TableFilterHandlers
 from hms_cache_proxy.handler.tables import TableHandlers
@@ -36,6 +37,8 @@ class Handler(
     CompactionHandlers,
     PartitionHelperHandlers,
     TableFilterHandlers,
+    # issue 15: spec-style listings
+    SpecListingHandlers,
 ):
     """Every call the service answers; methods the IDL declares but no mixin defines are
     answered by the processor with a clear "not implemented" error."""

@@ -52,11 +52,6 @@ _REASONS: dict[str, tuple[str, str]] = {
         "get_materialization_invalidation_info update_creation_metadata "
         "get_lock_materialization_rebuild heartbeat_lock_materialization_rebuild",
     ),
-    "ext": (
-        "Hive 4's capability-based listings and partition specs (projections): not "
-        "implemented; get_tables/get_table_objects_by_name and get_partitions* answer the same",
-        "get_tables_ext get_partitions_pspec get_part_specs_by_filter get_partitions_with_specs",
-    ),
     "properties": (
         "Hive 4's metastore property store: not implemented",
         "get_properties set_properties",
