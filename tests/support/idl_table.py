@@ -96,11 +96,6 @@ _REASONS: dict[str, tuple[str, str]] = {
         "Hive's runtime statistics for query re-optimisation: not implemented",
         "add_runtime_stats get_runtime_stats",
     ),
-    "scheduled": (
-        "Hive scheduled queries (HiveServer2's scheduler): not implemented",
-        "scheduled_query_poll scheduled_query_maintenance scheduled_query_progress "
-        "get_scheduled_query",
-    ),
     "hplsql": (
         "HPL/SQL stored procedures and packages: not implemented",
         "create_stored_procedure get_stored_procedure drop_stored_procedure "
