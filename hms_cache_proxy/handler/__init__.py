@@ -11,6 +11,7 @@ from hms_cache_proxy.handler.partition_helpers import PartitionHelperHandlers
 from hms_cache_proxy.handler.partitions import PartitionHandlers
 from hms_cache_proxy.handler.privileges import PrivilegeHandlers
 from hms_cache_proxy.handler.roles import RoleHandlers
+from hms_cache_proxy.handler.runtime_stats import RuntimeStatsHandlers
 from hms_cache_proxy.handler.scheduled_queries import ScheduledQueryHandlers
 from hms_cache_proxy.handler.session import SessionHandlers
 from hms_cache_proxy.handler.spec_listings import SpecListingHandlers
@@ -41,6 +42,7 @@ class Handler(
     # issue 15: spec-style listings
     SpecListingHandlers,
     ScheduledQueryHandlers,
+    RuntimeStatsHandlers,
 ):
     """Every call the service answers; methods the IDL declares but no mixin defines are
     answered by the processor with a clear "not implemented" error."""

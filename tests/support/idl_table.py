@@ -92,10 +92,6 @@ _REASONS: dict[str, tuple[str, str]] = {
         "drop_schema_version get_schemas_by_cols map_schema_version_to_serde "
         "set_schema_version_state add_serde get_serde",
     ),
-    "runtime-stats": (
-        "Hive's runtime statistics for query re-optimisation: not implemented",
-        "add_runtime_stats get_runtime_stats",
-    ),
     "hplsql": (
         "HPL/SQL stored procedures and packages: not implemented",
         "create_stored_procedure get_stored_procedure drop_stored_procedure "
