@@ -6,6 +6,7 @@ from hms_cache_proxy.handler.compaction import CompactionHandlers
 from hms_cache_proxy.handler.constraints import ConstraintHandlers
 from hms_cache_proxy.handler.databases import DatabaseHandlers
 from hms_cache_proxy.handler.functions import FunctionHandlers
+from hms_cache_proxy.handler.materializations import MaterializationHandlers
 from hms_cache_proxy.handler.notifications import NotificationHandlers
 from hms_cache_proxy.handler.partition_helpers import PartitionHelperHandlers
 from hms_cache_proxy.handler.partitions import PartitionHandlers
@@ -43,6 +44,7 @@ class Handler(
     SpecListingHandlers,
     ScheduledQueryHandlers,
     RuntimeStatsHandlers,
+    MaterializationHandlers,
 ):
     """Every call the service answers; methods the IDL declares but no mixin defines are
     answered by the processor with a clear "not implemented" error."""

@@ -70,6 +70,7 @@ WRITE_CALLS = _calls(
     update_compactor_state set_hadoop_jobid mark_compacted mark_cleaned mark_failed
     mark_refused markPartitionForEvent
     scheduled_query_maintenance scheduled_query_poll scheduled_query_progress add_runtime_stats
+    update_transaction_statistics
     """
 )
 """Calls that change the metastore (metadata, statistics, transactions, locks, events) or
@@ -105,7 +106,7 @@ READ_CALLS = _calls(
     get_table_names_by_filter partition_name_has_valid_characters partition_name_to_vals
     partition_name_to_spec isPartitionMarkedForEvent
     get_partitions_pspec get_part_specs_by_filter get_partitions_with_specs get_tables_ext
-    get_scheduled_query get_runtime_stats
+    get_scheduled_query get_runtime_stats get_materialization_invalidation_info
     """
 )
 """Calls that leave the metastore as it is (session settings and fb303 included)."""
@@ -129,7 +130,7 @@ GLOBAL_CALLS = _calls(
     abort_Compactions find_next_compact find_next_compact2 set_hadoop_jobid
     partition_name_has_valid_characters partition_name_to_vals partition_name_to_spec
     scheduled_query_maintenance scheduled_query_poll scheduled_query_progress get_scheduled_query
-    add_runtime_stats get_runtime_stats
+    add_runtime_stats get_runtime_stats update_transaction_statistics
     """
 )
 """Calls that name no database (catalogs, transactions by id, session, fb303)."""

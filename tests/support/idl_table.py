@@ -49,7 +49,7 @@ _REASONS: dict[str, tuple[str, str]] = {
     "views": (
         "materialized-view rewriting metadata (CREATION_METADATA, rebuild locks): not implemented",
         "get_all_materialized_view_objects_for_rewriting get_materialized_views_for_rewriting "
-        "get_materialization_invalidation_info update_creation_metadata "
+        "update_creation_metadata "
         "get_lock_materialization_rebuild heartbeat_lock_materialization_rebuild",
     ),
     "properties": (
@@ -57,8 +57,8 @@ _REASONS: dict[str, tuple[str, str]] = {
         "get_properties set_properties",
     ),
     "acid-stats": (
-        "ACID statistics deltas and write-id history of Hive 4 HiveServer2: not implemented",
-        "update_transaction_statistics add_write_ids_to_min_history",
+        "the write-id history of Hive 4 HiveServer2 (MIN_HISTORY_WRITE_ID): not implemented",
+        "add_write_ids_to_min_history",
     ),
     "replication": (
         "replication is not supported (as replPolicy and REPL_CREATED txns are refused)",
