@@ -137,3 +137,32 @@ def test_poll_runs_a_due_query_once_and_progress_finishes_it(client, T, database
     # dropping a query with executions removes them
     _maintain(client, T, kind.DROP, _query(T, "due"))
     assert client.scheduled_query_poll(poll).scheduleKey is None
+
+
+def test_two_instances_polling_at_once_start_one_run(client, T, database_url, tmp_path):
+    """Pollers on two instances of one database never both take the same due run."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.support.apache_thrift import apache_client
+    from tests.support.server import running_service
+
+    kind = T.ScheduledQueryMaintenanceRequestType
+    with running_service(database_url, tmp_path / "warehouse2") as other:
+        clients = []
+        try:
+            for port in (other.port, other.port):
+                clients.append(apache_client("127.0.0.1", port))
+            poll = T.ScheduledQueryPollRequest(clusterNamespace="hive")
+            for round_ in range(5):
+                name = f"race{round_}"
+                _maintain(client, T, kind.CREATE, _query(T, name))
+                _make_due(database_url, name)
+                callers = [client] + [c for c, _ in clients]
+                with ThreadPoolExecutor(len(callers)) as pool:
+                    answers = list(pool.map(lambda c: c.scheduled_query_poll(poll), callers))
+                taken = [a.executionId for a in answers if a.executionId is not None]
+                assert len(taken) == 1, answers
+                _maintain(client, T, kind.DROP, _query(T, name))
+        finally:
+            for _, transport in clients:
+                transport.close()
