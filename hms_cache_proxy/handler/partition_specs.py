@@ -15,6 +15,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from thriftpy2.utils import deserialize, serialize
+
 from hms_cache_proxy.idl import hms
 
 GROUPING_PARAM = "hive.hcatalog.partition.spec.grouping.enabled"
@@ -40,10 +42,11 @@ def composing_spec(table: hms.Table, parts: list[hms.Partition]) -> hms.Partitio
     )
 
 
-def _sd_without_location(sd: hms.StorageDescriptor) -> hms.StorageDescriptor:
-    other = copy.deepcopy(sd)
+def _sd_without_location(sd: hms.StorageDescriptor) -> bytes:
+    """The SD's fields but the location, as a hashable value (its Thrift encoding)."""
+    other = copy.copy(sd)
     other.location = None
-    return other
+    return serialize(other)
 
 
 def _has_skew(sd: hms.StorageDescriptor) -> bool:
@@ -70,7 +73,7 @@ def grouped_specs(table: hms.Table, parts: Sequence[hms.Partition]) -> list[hms.
     """The partitions grouped by shared storage descriptor (see the module docstring)."""
     table_path = table.sd.location if table.sd is not None else None
     first_buckets = parts[0].sd.numBuckets if parts and parts[0].sd is not None else None
-    groups: list[tuple[tuple[Any, Any], list[hms.PartitionWithoutSD]]] = []
+    groups: dict[tuple[Any, Any], list[hms.PartitionWithoutSD]] = {}
     outside: list[hms.Partition] = []
     for part in parts:
         key = _group_key(part, table_path, first_buckets)
@@ -88,13 +91,8 @@ def grouped_specs(table: hms.Table, parts: Sequence[hms.Partition]) -> list[hms.
             relativePath=relative,
             parameters=part.parameters,
         )
-        for known, members in groups:
-            if known == key:
-                members.append(item)
-                break
-        else:
-            groups.append((key, [item]))
-    specs = [_shared_spec(table, key, members) for key, members in groups]
+        groups.setdefault(key, []).append(item)
+    specs = [_shared_spec(table, key, members) for key, members in groups.items()]
     if outside:
         specs.append(
             hms.PartitionSpec(
@@ -113,7 +111,7 @@ def _shared_spec(
     if key[0] is _UNSET:
         sd = hms.StorageDescriptor()  # the SD was not requested: an empty one, as Hive sends
     else:
-        sd = copy.deepcopy(key[1])
+        sd = deserialize(hms.StorageDescriptor(), key[1])
         sd.location = table.sd.location if table.sd is not None else None
     return hms.PartitionSpec(
         dbName=table.dbName,
@@ -183,7 +181,7 @@ def project(parts: list[hms.Partition], spec: hms.GetProjectionsSpec | None) -> 
             for path in fields:
                 _copy_path(part, kept, path.split("."))
         else:
-            kept = part
+            kept = copy.copy(part)  # the parameters below are narrowed on a copy
         if kept.parameters is not None and (include or exclude):
             kept.parameters = {
                 k: v
