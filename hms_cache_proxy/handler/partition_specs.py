@@ -43,9 +43,15 @@ def composing_spec(table: hms.Table, parts: list[hms.Partition]) -> hms.Partitio
 
 
 def _sd_without_location(sd: hms.StorageDescriptor) -> bytes:
-    """The SD's fields but the location, as a hashable value (its Thrift encoding)."""
+    """The SD's fields but the location, as a hashable value (its Thrift encoding, parameter
+    maps in key order so that equal maps read in another order still match)."""
     other = copy.copy(sd)
     other.location = None
+    if other.parameters:
+        other.parameters = dict(sorted(other.parameters.items()))
+    if other.serdeInfo is not None and other.serdeInfo.parameters:
+        other.serdeInfo = copy.copy(other.serdeInfo)
+        other.serdeInfo.parameters = dict(sorted(other.serdeInfo.parameters.items()))
     return serialize(other)
 
 
