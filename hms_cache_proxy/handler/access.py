@@ -69,6 +69,8 @@ WRITE_CALLS = _calls(
     compact compact2 abort_Compactions find_next_compact find_next_compact2
     update_compactor_state set_hadoop_jobid mark_compacted mark_cleaned mark_failed
     mark_refused markPartitionForEvent
+    scheduled_query_maintenance scheduled_query_poll scheduled_query_progress add_runtime_stats
+    update_transaction_statistics
     """
 )
 """Calls that change the metastore (metadata, statistics, transactions, locks, events) or
@@ -103,6 +105,8 @@ READ_CALLS = _calls(
     show_compact get_latest_committed_compaction_info find_columns_with_stats
     get_table_names_by_filter partition_name_has_valid_characters partition_name_to_vals
     partition_name_to_spec isPartitionMarkedForEvent
+    get_partitions_pspec get_part_specs_by_filter get_partitions_with_specs get_tables_ext
+    get_scheduled_query get_runtime_stats get_materialization_invalidation_info
     """
 )
 """Calls that leave the metastore as it is (session settings and fb303 included)."""
@@ -125,6 +129,8 @@ GLOBAL_CALLS = _calls(
     get_principals_in_role get_role_grants_for_principal
     abort_Compactions find_next_compact find_next_compact2 set_hadoop_jobid
     partition_name_has_valid_characters partition_name_to_vals partition_name_to_spec
+    scheduled_query_maintenance scheduled_query_poll scheduled_query_progress get_scheduled_query
+    add_runtime_stats get_runtime_stats update_transaction_statistics
     """
 )
 """Calls that name no database (catalogs, transactions by id, session, fb303)."""
@@ -149,7 +155,9 @@ DB_FIELDS = DB_ARGS | {
     "foreign_db_name",
     "db",  # WriteNotificationLogRequest, WriteNotificationLogBatchRequest
 }
-EMPTY_WHEN_ABSENT = _calls("get_tables get_tables_by_type get_all_tables get_functions")
+EMPTY_WHEN_ABSENT = _calls(
+    "get_tables get_tables_by_type get_all_tables get_functions get_tables_ext"
+)
 """Calls that answer an absent database with an empty list (so also a hidden one)."""
 NAME_IS_DB = frozenset({"get_database", "drop_database"})
 """Calls whose ``name`` argument is a database name."""
@@ -365,7 +373,7 @@ def _has_db(api: str, spec: tuple[Any, ...], depth: int = 0) -> bool:
 def _struct_has_db(cls: type, depth: int) -> bool:
     if depth > 3:
         return False
-    if cls in NAME_FIELD_STRUCTS or cls is hms.GetValidWriteIdsRequest:
+    if cls in NAME_FIELD_STRUCTS or cls in (hms.GetValidWriteIdsRequest, hms.GetTablesExtRequest):
         return True
     for spec in cls.thrift_spec.values():
         if spec[0] == TType.STRING and spec[1] in DB_FIELDS:
@@ -398,6 +406,8 @@ def _struct_db_names(obj: Any, depth: int) -> Iterable[str]:
     if isinstance(obj, hms.GetValidWriteIdsRequest):
         for full in obj.fullTableNames or ():
             yield full.split(".", 1)[0]
+    if isinstance(obj, hms.GetTablesExtRequest) and isinstance(obj.database, str):
+        yield obj.database
     for spec in obj.thrift_spec.values():
         ttype, field = spec[0], spec[1]
         value = getattr(obj, field, None)

@@ -179,3 +179,30 @@ def test_constraint_calls_keep_to_the_allow_list(populated: tuple[str, Path]) ->
         assert "ADD_PRIMARYKEY" in {e.eventType for e in events}
         assert "ADD_FOREIGNKEY" not in {e.eventType for e in events}  # names secret_db
         c.close()
+
+
+def test_spec_listings_keep_to_the_allow_list(populated: tuple[str, Path]) -> None:
+    url, wh = populated
+    with running_service(url, wh, allowed_databases=["sales"]) as svc:
+        c = _client(svc.port)
+
+        def tables_ext(db: str) -> list[str]:
+            request = hms.GetTablesExtRequest(
+                catalog="hive",
+                database=db,
+                tableNamePattern="*",
+                requestedFields=1,
+                processorCapabilities=["HIVEFULLACIDREAD"],
+            )
+            return [t.tblName for t in c.get_tables_ext(request)]
+
+        assert tables_ext("sales") == ["orders"]
+        assert tables_ext("secret_db") == []  # as for an absent database
+        assert c.get_partitions_pspec("sales", "orders", -1)[0].partitionList.partitions
+        with pytest.raises(hms.NoSuchObjectException):
+            c.get_partitions_pspec("secret_db", "keys", -1)
+        with pytest.raises(hms.MetaException):
+            c.get_partitions_with_specs(
+                hms.GetPartitionsRequest(dbName="secret_db", tblName="keys")
+            )
+        c.close()

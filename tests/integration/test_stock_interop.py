@@ -55,6 +55,7 @@ STATS_PARTITIONS = ["ds=2024-01-01/hr=0", "ds=2024-01-03/hr=5", "ds=2024-01-05/h
 # - TableStatsResult / PartitionsStatsResult 2: isStatsCompliant.
 # - Function 9: catName.
 # - SQLPrimaryKey 9, SQLForeignKey 15: catName.
+# - PartitionSpec 6-8: catName, writeId, isStatsCompliant.
 # Every other struct (StorageDescriptor, FieldSchema, Order, SkewedInfo, ...) is compared whole.
 HIVE_2_3_LAST_FIELD = {
     "Database": 7,
@@ -72,6 +73,7 @@ HIVE_2_3_LAST_FIELD = {
     "Function": 8,
     "SQLPrimaryKey": 8,
     "SQLForeignKey": 14,
+    "PartitionSpec": 5,
 }
 
 # The id-bearing tables and the DataNucleus sequence rows that hand out their ids.
@@ -1099,3 +1101,15 @@ def test_partition_name_helpers_agree(world: World, name: str) -> None:
     assert our_vals == stock_vals
     stock_spec, our_spec = world.both("partition_name_to_spec", name)
     assert our_spec == stock_spec
+
+
+def test_partition_specs_agree(world: World) -> None:
+    """Hive 2.3 serves get_partitions_pspec / get_part_specs_by_filter too: on a table without
+    the grouping parameter both answer one list spec rooted at the table's location."""
+    stock, ours = world.both("get_partitions_pspec", DB, TABLE, -1)
+    assert len(ours) == 1 and len(ours[0].partitionList.partitions) == 50
+    assert_same(stock, ours, "get_partitions_pspec")
+    text = 'ds = "2024-01-02"'
+    stock, ours = world.both("get_part_specs_by_filter", DB, TABLE, text, -1)
+    assert len(ours[0].partitionList.partitions) == 10
+    assert_same(stock, ours, "get_part_specs_by_filter")

@@ -49,21 +49,16 @@ _REASONS: dict[str, tuple[str, str]] = {
     "views": (
         "materialized-view rewriting metadata (CREATION_METADATA, rebuild locks): not implemented",
         "get_all_materialized_view_objects_for_rewriting get_materialized_views_for_rewriting "
-        "get_materialization_invalidation_info update_creation_metadata "
+        "update_creation_metadata "
         "get_lock_materialization_rebuild heartbeat_lock_materialization_rebuild",
-    ),
-    "ext": (
-        "Hive 4's capability-based listings and partition specs (projections): not "
-        "implemented; get_tables/get_table_objects_by_name and get_partitions* answer the same",
-        "get_tables_ext get_partitions_pspec get_part_specs_by_filter get_partitions_with_specs",
     ),
     "properties": (
         "Hive 4's metastore property store: not implemented",
         "get_properties set_properties",
     ),
     "acid-stats": (
-        "ACID statistics deltas and write-id history of Hive 4 HiveServer2: not implemented",
-        "update_transaction_statistics add_write_ids_to_min_history",
+        "the write-id history of Hive 4 HiveServer2 (MIN_HISTORY_WRITE_ID): not implemented",
+        "add_write_ids_to_min_history",
     ),
     "replication": (
         "replication is not supported (as replPolicy and REPL_CREATED txns are refused)",
@@ -96,15 +91,6 @@ _REASONS: dict[str, tuple[str, str]] = {
         "get_schema_version get_schema_latest_version get_schema_all_versions "
         "drop_schema_version get_schemas_by_cols map_schema_version_to_serde "
         "set_schema_version_state add_serde get_serde",
-    ),
-    "runtime-stats": (
-        "Hive's runtime statistics for query re-optimisation: not implemented",
-        "add_runtime_stats get_runtime_stats",
-    ),
-    "scheduled": (
-        "Hive scheduled queries (HiveServer2's scheduler): not implemented",
-        "scheduled_query_poll scheduled_query_maintenance scheduled_query_progress "
-        "get_scheduled_query",
     ),
     "hplsql": (
         "HPL/SQL stored procedures and packages: not implemented",

@@ -62,6 +62,11 @@ PARTITION_EVENT = IdSequence(_MODEL + "MPartitionEvent", "PARTITION_EVENTS", "PA
 TXN_WRITE_NOTIFICATION_LOG = IdSequence(
     _MODEL + "MTxnWriteNotificationLog", "TXN_WRITE_NOTIFICATION_LOG", "WNL_ID"
 )
+SCHEDULED_QUERY = IdSequence(_MODEL + "MScheduledQuery", "SCHEDULED_QUERIES", "SCHEDULED_QUERY_ID")
+RUNTIME_STAT = IdSequence(_MODEL + "MRuntimeStat", "RUNTIME_STATS", "RS_ID")
+SCHEDULED_EXECUTION = IdSequence(
+    _MODEL + "MScheduledExecution", "SCHEDULED_EXECUTIONS", "SCHEDULED_EXECUTION_ID"
+)
 
 
 class IdAllocator:

@@ -12,6 +12,8 @@ from hms_cache_proxy.store.sql.partition_events import PartitionEventsMixin
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
 from hms_cache_proxy.store.sql.privileges import PrivilegesMixin
 from hms_cache_proxy.store.sql.roles import RolesMixin
+from hms_cache_proxy.store.sql.runtime_stats import RuntimeStatsMixin
+from hms_cache_proxy.store.sql.scheduled_queries import ScheduledQueriesMixin
 from hms_cache_proxy.store.sql.stats import StatsMixin
 from hms_cache_proxy.store.sql.write_notes import WriteNotesMixin
 from hms_cache_proxy.store.txn.service import TxnConfig, TxnService
@@ -26,6 +28,8 @@ class SqlStore(
     RolesMixin,
     PrivilegesMixin,
     PartitionEventsMixin,
+    ScheduledQueriesMixin,
+    RuntimeStatsMixin,
     PartitionsMixin,  # after its subclasses (StatsMixin, NotificationsMixin): a consistent MRO
 ):
     """Every store call answered from the metastore database.

@@ -9,6 +9,7 @@ HIVE_LOCKS, NEXT_LOCK_ID, TXN_LOCK_TBL, MIN_HISTORY_LEVEL and WRITE_SET lives in
 - ``housekeeping`` timeouts and cleaning, run by a background thread
 - ``compaction``   the compaction queue (COMPACTION_QUEUE, COMPLETED_COMPACTIONS);
   ``compaction_worker`` the calls of Hive's Worker and Cleaner
+- ``materializations`` MV_TABLES_USED counters and materialized-view invalidation
 
 The service is shared by every connection's thread; it keeps no state between calls, so
 several instances (and stock Java metastores) can serve one database.
@@ -19,10 +20,10 @@ from __future__ import annotations
 from hms_cache_proxy.store.txn.common import TxnConfig
 from hms_cache_proxy.store.txn.compaction_worker import CompactionWorkerMixin
 from hms_cache_proxy.store.txn.locks import LocksMixin
-from hms_cache_proxy.store.txn.writeids import WriteIdsMixin
+from hms_cache_proxy.store.txn.materializations import MaterializationsMixin
 
 
-class TxnService(WriteIdsMixin, LocksMixin, CompactionWorkerMixin):
+class TxnService(MaterializationsMixin, LocksMixin, CompactionWorkerMixin):
     """Transactions, write ids, locks and the compaction queue, with their notification
     events."""
 
