@@ -35,6 +35,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    union_all,
     update,
 )
 
@@ -170,12 +171,19 @@ class TxnsMixin(TxnServiceBase):
         if info:
             cols += [_T.c.TXN_USER, _T.c.TXN_HOST, _T.c.TXN_STARTED, _T.c.TXN_LAST_HEARTBEAT]
         wanted: Any = or_(_T.c.TXN_STATE != COMMITTED, _T.c.TXN_ID >= start)
+        query: Any = select(*cols).where(wanted).order_by(_T.c.TXN_ID)
         if settled:
-            least = func.least if conn.dialect.name == "postgresql" else func.min
-            wanted = and_(_T.c.TXN_ID >= least(floor, start), wanted)
+            # Two index reads with constant bounds (an OR, or a bound the planner cannot see,
+            # would scan the whole table): from the floor up, and below it the unsettled rows
+            # and the row before the first young one (``start``, when it lies below the floor).
+            below: Any = _T.c.TXN_ID == start
             if settled.unsettled:
-                wanted = or_(wanted, _T.c.TXN_ID.in_(sorted(settled.unsettled)))
-        query = select(*cols).where(wanted).order_by(_T.c.TXN_ID)
+                below = or_(below, _T.c.TXN_ID.in_(sorted(settled.unsettled)))
+            both = union_all(
+                select(*cols).where(_T.c.TXN_ID >= floor, wanted),
+                select(*cols).where(_T.c.TXN_ID < floor, below),
+            ).subquery()
+            query = select(both).order_by(both.c.TXN_ID)
         timeout = self.config.open_txn_timeout_ms
         txns: list[TxnRow] = []
         not_committed: list[int] = []
