@@ -66,6 +66,8 @@ from hms_cache_proxy.store.txn.snapshots import bitset_to_bytes
 
 _T = s.TXNS
 _OPEN_RETRIES = 10
+_SETTLE_MARGIN_S = 1.0
+"""Slack on the open window before a read's top id may become the settled floor."""
 
 
 @dataclass(frozen=True)
@@ -233,14 +235,15 @@ class TxnsMixin(TxnServiceBase):
         """Move the settled floor up after a read that took its own snapshot after ``began``.
 
         The top txn id of one read becomes the floor once a later read's snapshot is more than
-        twice the open window (plus a second) younger: every id below it was taken before that
-        read, so its opener has since either made its row visible or withdrawn it. The floor
-        never passes a young row (the gap rules need the rows around those).
+        the open window (plus a second) younger: every id below it was taken before that read,
+        and an opener makes its rows visible within the window after taking its ids or
+        withdraws them. The floor never passes a young row (the gap rules need the rows around
+        those).
         """
         with self._settled_lock:
             pending = self._settle_pending
             settled = self._settled_txns
-            delay = 2 * self.config.open_txn_timeout_ms / 1000 + 1.0
+            delay = self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
             if pending is not None and began >= pending[1] + delay:
                 floor = pending[0] if first_young is None else min(pending[0], first_young)
                 if settled is None or floor > settled.floor:
