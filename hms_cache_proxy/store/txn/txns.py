@@ -229,6 +229,13 @@ class TxnsMixin(TxnServiceBase):
             self._settle(began, hwm, None if young is None else int(young), not_committed)
         return OpenTxnList(hwm, tuple(txns))
 
+    def _settle_due(self) -> bool:
+        """True when the next open-txn read would set or move the settled floor (without
+        get_open_txns calls, open_txns makes that read itself, at most every few seconds)."""
+        pending = self._settle_pending
+        delay = self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
+        return pending is None or time.monotonic() >= pending[1] + delay
+
     def _settle(
         self, began: float, top: int, first_young: int | None, not_committed: list[int]
     ) -> None:
@@ -277,11 +284,19 @@ class TxnsMixin(TxnServiceBase):
             raise hms.MetaException(message=f"Invalid input for number of txns: {num_txns}")
         n = min(num_txns, self.config.max_open_batch)
         timeout_s = self.config.open_txn_timeout_ms / 1000
+        if self.db.dialect == "postgresql" and self._settle_due():
+            with self.db.single_statement() as conn:  # moves the settled floor up
+                self.open_txn_list(conn, fresh_snapshot=True)
         for _ in range(_OPEN_RETRIES):
             started: list[float] = []
+            settled = self._settled_txns  # taken before the transaction's snapshot
 
-            def run(conn: Connection, started: list[float] = started) -> list[int]:
-                return self._open(conn, n, user, host, agent_info, txn_type, started)
+            def run(
+                conn: Connection,
+                started: list[float] = started,
+                settled: SettledTxns | None = settled,
+            ) -> list[int]:
+                return self._open(conn, n, user, host, agent_info, txn_type, started, settled)
 
             ids = self.db.transaction(run)
             slow = started and time.monotonic() - started[-1] >= timeout_s
@@ -304,6 +319,7 @@ class TxnsMixin(TxnServiceBase):
         agent_info: str | None,
         txn_type: int,
         started: list[float],
+        settled: SettledTxns | None = None,
     ) -> list[int]:
         if one_statement(conn):
             sent = time.monotonic()
@@ -315,6 +331,8 @@ class TxnsMixin(TxnServiceBase):
                 agent_info,
                 txn_type,
                 self.config.open_txn_timeout_ms,
+                settled.floor if settled else 0,
+                sorted(settled.unsettled) if settled else [],
             )
             started.append(sent + lock_wait)
             self._emit_open(conn, ids, txn_type)
