@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,59 @@ def test_young_gaps_in_txns_count_as_open_and_old_ones_do_not(svc: TxnService) -
     ]
     resp = listed.response()
     assert ValidReadTxnList.from_open_txns_response(resp).to_string() == "12:7:7,8,10,11:4"
+
+
+def _settle_now(svc: TxnService) -> None:
+    """Two reads, the first one's snapshot aged past the open window: the floor is set."""
+    svc.get_open_txns()
+    top, _ = svc._settle_pending
+    svc._settle_pending = (top, time.monotonic() - 3600)
+    svc.get_open_txns()
+
+
+def _full_list(svc: TxnService) -> list[tuple[int, str]]:
+    with svc.db.read() as conn:
+        return [(t.txn_id, t.state) for t in svc.open_txn_list(conn).txns]
+
+
+def test_settled_floor_skips_old_committed_rows_and_lists_the_same(svc: TxnService) -> None:
+    _txns(svc, [(1, "a", 60_000), (2, "o", 60_000)])
+    _txns(svc, [(txn, "c", 60_000) for txn in range(3, 53)])
+    _settle_now(svc)
+    settled = svc._settled_txns
+    assert settled is not None and settled.floor == 52
+    assert settled.unsettled == {1, 2}
+    # Below the floor the open txn commits; above it old and young rows (with gaps) arrive.
+    with svc.db.write_engine.begin() as conn:
+        conn.execute(s.TXNS.update().where(s.TXNS.c.TXN_ID == 2).values(TXN_STATE="c"))
+    _txns(svc, [(53, "a", 60_000), (54, "c", 60_000), (57, "c", 100), (58, "o", 100)])
+    expected = _full_list(svc)
+    assert expected == [(1, "a"), (53, "a"), (55, "o"), (56, "o"), (58, "o")]
+    resp = svc.get_open_txns()
+    assert resp.open_txns == [1, 53, 55, 56, 58] and resp.txn_high_water_mark == 58
+    info = svc.get_open_txns_info()
+    assert [(t.id, t.state) for t in info.open_txns] == [
+        (1, hms.TxnState.ABORTED),
+        (53, hms.TxnState.ABORTED),
+        (55, hms.TxnState.OPEN),
+        (56, hms.TxnState.OPEN),
+        (58, hms.TxnState.OPEN),
+    ]
+
+
+def test_settled_floor_keeps_the_row_before_the_first_young_one(svc: TxnService) -> None:
+    _txns(svc, [(txn, "c", 60_000) for txn in range(1, 11)])
+    _settle_now(svc)
+    assert svc._settled_txns is not None and svc._settled_txns.floor == 10
+    # The first young row is the floor's successor: gaps below it reach down to row 10 only.
+    _txns(svc, [(13, "c", 100)])
+    assert _full_list(svc) == [(11, "o"), (12, "o")]
+    assert svc.get_open_txns().open_txns == [11, 12]
+    # Cleaning removes row 10: the row before the young one now lies below the floor.
+    with svc.db.write_engine.begin() as conn:
+        conn.execute(s.TXNS.delete().where(s.TXNS.c.TXN_ID == 10))
+    assert _full_list(svc) == [(10, "o"), (11, "o"), (12, "o")]
+    assert svc.get_open_txns().open_txns == [10, 11, 12]
 
 
 def test_min_open_counts_excluded_txns_and_aborted_bits_follow_the_list() -> None:

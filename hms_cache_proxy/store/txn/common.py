@@ -18,6 +18,7 @@ Error texts are Hive's, byte for byte (``TxnUtils.raiseTxnUnexpectedState``,
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -133,6 +134,16 @@ class TxnConfig:
     """Most missing TXNS ids one gap may report as open (Hive's txn.opentxn.gapfill.max)."""
 
 
+@dataclass(frozen=True)
+class SettledTxns:
+    """What an earlier open-txn list proved about old TXNS rows: below ``floor`` every row is
+    committed (or gone) but the ``unsettled`` ones (open or aborted then, maybe ended since).
+    It stays true: committed is final, and no opener can still add a row below the floor."""
+
+    floor: int
+    unsettled: frozenset[int]
+
+
 class TxnServiceBase:
     """State every part of the service uses: the database, the event log, the settings."""
 
@@ -149,6 +160,9 @@ class TxnServiceBase:
         self.messages = messages
         self.config = config or TxnConfig()
         self._clock = clock
+        self._settled_lock = threading.Lock()
+        self._settled_txns: SettledTxns | None = None
+        self._settle_pending: tuple[int, float] | None = None
 
     # -- clock --------------------------------------------------------------------------------
 

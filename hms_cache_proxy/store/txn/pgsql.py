@@ -29,7 +29,12 @@ OPEN_SQL = (
     # The watermark as txns._watermark_expr computes it after the insert (the new rows are not
     # visible to this statement's subqueries, so the first new id stands in for them).
     "mark AS (SELECT LEAST("
-    'COALESCE((SELECT min("TXN_ID") FROM "TXNS" WHERE "TXN_STATE" = \'o\'), first.id), '
+    # The lowest open txn: at or above the settled floor, or one of the unsettled below it
+    # (txns.open_txn_list; floor 0 without one): two index reads, not a scan of TXNS.
+    'COALESCE(LEAST((SELECT min("TXN_ID") FROM "TXNS" '
+    'WHERE "TXN_STATE" = \'o\' AND "TXN_ID" >= %(floor)s), '
+    '(SELECT min("TXN_ID") FROM "TXNS" '
+    'WHERE "TXN_STATE" = \'o\' AND "TXN_ID" = ANY(%(unsettled)s::bigint[]))), first.id), '
     'COALESCE((SELECT max("TXN_ID") + 1 FROM "TXNS" '
     'WHERE "TXN_STARTED" < (SELECT ms FROM now) - %(window)s), first.id)) AS m FROM first), '
     'mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID") '
@@ -44,10 +49,13 @@ COMMIT_READ_SQL = (
     'SELECT DISTINCT \'op\', "TC_OPERATION_TYPE", NULL::bigint, NULL, NULL FROM "TXN_COMPONENTS" '
     'WHERE "TC_TXNID" = %(txn)s '
     "UNION ALL "
-    'SELECT \'wid\', NULL, "T2W_WRITEID", "T2W_DATABASE", "T2W_TABLE" FROM "TXN_TO_WRITE_ID" '
-    'WHERE "T2W_TXNID" = %(txn)s ORDER BY 1, 4, 5'
+    'SELECT \'wid\', NULL, t."T2W_WRITEID", t."T2W_DATABASE", t."T2W_TABLE" '
+    'FROM "NEXT_WRITE_ID" n JOIN "TXN_TO_WRITE_ID" t ON t."T2W_DATABASE" = n."NWI_DATABASE" '
+    'AND t."T2W_TABLE" = n."NWI_TABLE" AND t."T2W_TXNID" = %(txn)s ORDER BY 1, 4, 5'
 )
-"""What a commit needs to know, in one round trip: the txn's operation types and write ids."""
+"""What a commit needs to know, in one round trip: the txn's operation types and write ids.
+The write ids are found per table through Hive's (database, table, txn) index: every table with
+write ids has its NEXT_WRITE_ID row (allocation makes it; Hive's drop and rename change both)."""
 
 _MOVE_COMPONENTS = (
     'INSERT INTO "COMPLETED_TXN_COMPONENTS" ("CTC_TXNID", "CTC_DATABASE", "CTC_TABLE", '
@@ -81,9 +89,14 @@ def open_txns(
     agent_info: str | None,
     txn_type: int,
     window_ms: int,
+    floor: int = 0,
+    unsettled: list[int] | None = None,
 ) -> tuple[list[int], float]:
-    """The new txn ids (ascending) and the seconds spent waiting for TXN_LOCK_TBL."""
+    """The new txn ids (ascending) and the seconds spent waiting for TXN_LOCK_TBL. ``floor``
+    and ``unsettled``: the settled floor of TXNS (``common.SettledTxns``), if any."""
     params = {
+        "floor": floor,
+        "unsettled": unsettled or [],
         "user": user,
         "host": host,
         "agent": agent_info,

@@ -11,8 +11,10 @@ HIVE_LOCKS, NEXT_LOCK_ID, TXN_LOCK_TBL, MIN_HISTORY_LEVEL and WRITE_SET lives in
   ``compaction_worker`` the calls of Hive's Worker and Cleaner
 - ``materializations`` MV_TABLES_USED counters and materialized-view invalidation
 
-The service is shared by every connection's thread; it keeps no state between calls, so
-several instances (and stock Java metastores) can serve one database.
+The service is shared by every connection's thread; the only state it keeps between calls is
+the settled floor of old TXNS rows (``common.SettledTxns``), a fact about the database that other
+writers cannot make false, so several instances (and stock Java metastores) can serve one
+database.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    union_all,
     update,
 )
 
@@ -54,6 +55,7 @@ from hms_cache_proxy.store.txn.common import (
     OPERATION_CODES,
     TXN_KEY_START,
     TXN_STATES,
+    SettledTxns,
     TxnServiceBase,
     abort_reason,
     raise_unexpected_state,
@@ -64,6 +66,8 @@ from hms_cache_proxy.store.txn.snapshots import bitset_to_bytes
 
 _T = s.TXNS
 _OPEN_RETRIES = 10
+_SETTLE_MARGIN_S = 1.0
+"""Slack on the open window before a read's top id may become the settled floor."""
 
 
 @dataclass(frozen=True)
@@ -133,16 +137,25 @@ class TxnsMixin(TxnServiceBase):
 
     # -- reading ------------------------------------------------------------------------------
 
-    def open_txn_list(self, conn: Connection, info: bool = False) -> OpenTxnList:
+    def open_txn_list(
+        self, conn: Connection, info: bool = False, fresh_snapshot: bool = False
+    ) -> OpenTxnList:
         """Hive's getOpenTxnsList, reading only the rows it needs.
 
         A gap counts as open only below a row younger than open_txn_timeout_ms, and then the
         gap reaches down to the row before it. Rows from the predecessor of the oldest young row
-        upward are read whole; below it only the open and aborted rows (which are listed).
+        upward are read whole; below it only the open and aborted rows (which are listed). With
+        ``fresh_snapshot`` (this query takes the snapshot) the rows below the settled floor
+        (``SettledTxns``) are skipped but for the few that were not committed, so the cost does
+        not grow with the committed history Hive's cleaner would have removed.
         """
+        settled = self._settled_txns if fresh_snapshot else None
+        floor = settled.floor if settled else 0
         now = self.now_ms(conn)
         cut = now - self.config.open_txn_timeout_ms
-        first_young = select(func.min(_T.c.TXN_ID)).where(_T.c.TXN_STARTED > cut)
+        first_young = select(func.min(_T.c.TXN_ID)).where(
+            _T.c.TXN_STARTED > cut, _T.c.TXN_ID >= floor
+        )
         before_young = select(func.max(_T.c.TXN_ID)).where(
             _T.c.TXN_ID < first_young.scalar_subquery()
         )
@@ -150,21 +163,40 @@ class TxnsMixin(TxnServiceBase):
         start = func.coalesce(
             before_young.scalar_subquery(), first_young.scalar_subquery(), top.scalar_subquery()
         )
-        cols = [_T.c.TXN_ID, _T.c.TXN_STATE, _T.c.TXN_TYPE, (now - _T.c.TXN_STARTED).label("age")]
+        cols = [
+            _T.c.TXN_ID,
+            _T.c.TXN_STATE,
+            _T.c.TXN_TYPE,
+            (now - _T.c.TXN_STARTED).label("age"),
+            first_young.scalar_subquery().label("first_young"),
+        ]
         if info:
             cols += [_T.c.TXN_USER, _T.c.TXN_HOST, _T.c.TXN_STARTED, _T.c.TXN_LAST_HEARTBEAT]
-        query = (
-            select(*cols)
-            .where(or_(_T.c.TXN_STATE != COMMITTED, _T.c.TXN_ID >= start))
-            .order_by(_T.c.TXN_ID)
-        )
+        wanted: Any = or_(_T.c.TXN_STATE != COMMITTED, _T.c.TXN_ID >= start)
+        query: Any = select(*cols).where(wanted).order_by(_T.c.TXN_ID)
+        if settled:
+            # Two index reads with constant bounds (an OR, or a bound the planner cannot see,
+            # would scan the whole table): from the floor up, and below it the unsettled rows
+            # and the row before the first young one (``start``, when it lies below the floor).
+            below: Any = _T.c.TXN_ID == start
+            if settled.unsettled:
+                below = or_(below, _T.c.TXN_ID.in_(sorted(settled.unsettled)))
+            both = union_all(
+                select(*cols).where(_T.c.TXN_ID >= floor, wanted),
+                select(*cols).where(_T.c.TXN_ID < floor, below),
+            ).subquery()
+            query = select(both).order_by(both.c.TXN_ID)
         timeout = self.config.open_txn_timeout_ms
         txns: list[TxnRow] = []
+        not_committed: list[int] = []
         hwm = 0
         previous = 0
+        young: int | None = None
+        began = time.monotonic()
         for r in conn.execute(query):
             txn_id = int(r.TXN_ID)
             hwm = txn_id
+            young = r.first_young
             if r.age is not None and r.age < timeout:
                 if txn_id - previous - 1 > self.config.max_gap_fill:
                     raise hms.MetaException(
@@ -178,6 +210,7 @@ class TxnsMixin(TxnServiceBase):
             previous = txn_id
             if r.TXN_STATE == COMMITTED:
                 continue
+            not_committed.append(txn_id)
             if info:
                 txns.append(
                     TxnRow(
@@ -192,15 +225,49 @@ class TxnsMixin(TxnServiceBase):
                 )
             else:
                 txns.append(TxnRow(txn_id, r.TXN_STATE, txn_type_of(r.TXN_TYPE)))
+        if fresh_snapshot and hwm:
+            self._settle(began, hwm, None if young is None else int(young), not_committed)
         return OpenTxnList(hwm, tuple(txns))
+
+    def _settle_due(self) -> bool:
+        """True when the next open-txn read would set or move the settled floor (without
+        get_open_txns calls, open_txns makes that read itself, at most every few seconds)."""
+        pending = self._settle_pending
+        delay = self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
+        return pending is None or time.monotonic() >= pending[1] + delay
+
+    def _settle(
+        self, began: float, top: int, first_young: int | None, not_committed: list[int]
+    ) -> None:
+        """Move the settled floor up after a read that took its own snapshot after ``began``.
+
+        The top txn id of one read becomes the floor once a later read's snapshot is more than
+        the open window (plus a second) younger: every id below it was taken before that read,
+        and an opener makes its rows visible within the window after taking its ids or
+        withdraws them. The floor never passes a young row (the gap rules need the rows around
+        those).
+        """
+        with self._settled_lock:
+            pending = self._settle_pending
+            settled = self._settled_txns
+            delay = self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
+            if pending is not None and began >= pending[1] + delay:
+                floor = pending[0] if first_young is None else min(pending[0], first_young)
+                if settled is None or floor > settled.floor:
+                    self._settled_txns = SettledTxns(
+                        floor, frozenset(t for t in not_committed if t < floor)
+                    )
+                pending = None
+            if pending is None:
+                self._settle_pending = (top, time.monotonic())
 
     def get_open_txns(self, exclude_types: Iterable[int] = (hms.TxnType.READ_ONLY,)) -> Any:
         with self.db.single_statement() as conn:  # open_txn_list is one query
-            return self.open_txn_list(conn).response(exclude_types)
+            return self.open_txn_list(conn, fresh_snapshot=True).response(exclude_types)
 
     def get_open_txns_info(self) -> Any:
         with self.db.single_statement() as conn:
-            return self.open_txn_list(conn, info=True).info_response()
+            return self.open_txn_list(conn, info=True, fresh_snapshot=True).info_response()
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -217,11 +284,22 @@ class TxnsMixin(TxnServiceBase):
             raise hms.MetaException(message=f"Invalid input for number of txns: {num_txns}")
         n = min(num_txns, self.config.max_open_batch)
         timeout_s = self.config.open_txn_timeout_ms / 1000
+        if self.db.dialect == "postgresql" and self._settle_due():
+            try:  # only moves the settled floor up: its refusals are get_open_txns' to report
+                with self.db.single_statement() as conn:
+                    self.open_txn_list(conn, fresh_snapshot=True)
+            except hms.MetaException:
+                pass
         for _ in range(_OPEN_RETRIES):
             started: list[float] = []
+            settled = self._settled_txns  # taken before the transaction's snapshot
 
-            def run(conn: Connection, started: list[float] = started) -> list[int]:
-                return self._open(conn, n, user, host, agent_info, txn_type, started)
+            def run(
+                conn: Connection,
+                started: list[float] = started,
+                settled: SettledTxns | None = settled,
+            ) -> list[int]:
+                return self._open(conn, n, user, host, agent_info, txn_type, started, settled)
 
             ids = self.db.transaction(run)
             slow = started and time.monotonic() - started[-1] >= timeout_s
@@ -244,6 +322,7 @@ class TxnsMixin(TxnServiceBase):
         agent_info: str | None,
         txn_type: int,
         started: list[float],
+        settled: SettledTxns | None = None,
     ) -> list[int]:
         if one_statement(conn):
             sent = time.monotonic()
@@ -255,6 +334,8 @@ class TxnsMixin(TxnServiceBase):
                 agent_info,
                 txn_type,
                 self.config.open_txn_timeout_ms,
+                settled.floor if settled else 0,
+                sorted(settled.unsettled) if settled else [],
             )
             started.append(sent + lock_wait)
             self._emit_open(conn, ids, txn_type)

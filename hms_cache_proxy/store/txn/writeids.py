@@ -193,13 +193,15 @@ class WriteIdsMixin(TxnsMixin):
                         message=f"invalid write id {write_id} for table {names[0]}"
                     )
                 snapshot = self.txn_snapshot(conn, txn)
-            else:
-                snapshot = self.txn_snapshot(conn, 0)
+            else:  # the first statement: the read's snapshot is taken after the settled floor
+                snapshot = self.txn_snapshot(conn, 0, fresh_snapshot=True)
             return [self.table_write_ids(conn, name, snapshot) for name in names]
 
-    def txn_snapshot(self, conn: Connection, txn_id: int) -> ValidReadTxnList:
+    def txn_snapshot(
+        self, conn: Connection, txn_id: int, fresh_snapshot: bool = False
+    ) -> ValidReadTxnList:
         """The ValidTxnList txn ``txn_id`` reads with (0: no txn), as TxnCommonUtils builds it."""
-        response = self.open_txn_list(conn).response()
+        response = self.open_txn_list(conn, fresh_snapshot=fresh_snapshot).response()
         return ValidReadTxnList.from_open_txns_response(response, txn_id)
 
     def table_write_ids(self, conn: Connection, full_name: str, snapshot: ValidReadTxnList) -> Any:

@@ -1,0 +1,66 @@
+"""The txn calls' bounded reads on PostgreSQL: with old committed history skipped (the settled
+floor), open_txns still records the lowest open txn (below the floor) in MIN_HISTORY_LEVEL; the
+commit still reads every write id of its txn (found per table through Hive's index)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import select
+
+from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.sql.bootstrap import init_db
+from hms_cache_proxy.store.sql.engine import Database
+from hms_cache_proxy.store.sql.store import SqlStore
+from hms_cache_proxy.store.txn import pgsql
+from hms_cache_proxy.store.txn.service import TxnService
+
+
+@pytest.fixture
+def svc(pg_url: str) -> Iterator[TxnService]:
+    db = Database(pg_url)
+    init_db(db, "file:/tmp/wh")
+    yield SqlStore(db, warehouse_uri="file:/tmp/wh").txn
+    db.dispose()
+
+
+def _settle(svc: TxnService) -> None:
+    """Age every txn past the open window, then two reads, the first one's aged too."""
+    with svc.db.write_engine.begin() as conn:
+        conn.execute(s.TXNS.update().values(TXN_STARTED=s.TXNS.c.TXN_STARTED - 60_000))
+    svc._settle_pending = None
+    svc.get_open_txns()
+    top, _ = svc._settle_pending
+    svc._settle_pending = (top, time.monotonic() - 3600)
+    svc.get_open_txns()
+
+
+def test_open_below_the_floor_is_the_new_txns_min_history_level(svc: TxnService) -> None:
+    [old_open] = svc.open_txns(1, "u", "h")
+    for _ in range(5):
+        [txn] = svc.open_txns(1, "u", "h")
+        svc.commit_txn(txn)
+    _settle(svc)
+    settled = svc._settled_txns
+    assert settled is not None and settled.floor > old_open
+    assert old_open in settled.unsettled
+    [new] = svc.open_txns(1, "u", "h")
+    mhl = s.MIN_HISTORY_LEVEL
+    with svc.db.read() as conn:
+        mark = conn.execute(
+            select(mhl.c.MHL_MIN_OPEN_TXNID).where(mhl.c.MHL_TXNID == new)
+        ).scalar_one()
+    assert mark == old_open
+    assert svc.get_open_txns().open_txns == [old_open, new]
+
+
+def test_commit_reads_every_write_id_of_the_txn(svc: TxnService) -> None:
+    [other] = svc.open_txns(1, "u", "h")
+    [txn] = svc.open_txns(1, "u", "h")
+    svc.allocate_table_write_ids("db", "t1", [other, txn])
+    svc.allocate_table_write_ids("db", "t2", [txn])
+    with svc.db.read() as conn:
+        _, writes = pgsql.commit_facts(conn, txn)
+    assert writes == [(2, "db", "t1"), (1, "db", "t2")]
