@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,9 @@ def iceberg_table(T: Any, db: str, name: str) -> Any:
     )
 
 
-def iceberg_commit(client: Any, T: Any, db: str, table: str, after_read: Callable[[], None]) -> int:
-    """One PyIceberg-style commit; returns the counter value it wrote."""
+@contextmanager
+def table_lock(client: Any, T: Any, db: str, table: str, host: str) -> Iterator[None]:
+    """PyIceberg's lock: EXCLUSIVE on the table, no txn, waited for with check_lock."""
     request = T.LockRequest(
         component=[
             T.LockComponent(
@@ -67,7 +69,7 @@ def iceberg_commit(client: Any, T: Any, db: str, table: str, after_read: Callabl
             )
         ],
         user="pyiceberg",
-        hostname="writer",
+        hostname=host,
     )
     resp = client.lock(request)
     try:
@@ -75,6 +77,14 @@ def iceberg_commit(client: Any, T: Any, db: str, table: str, after_read: Callabl
             time.sleep(0.005)
             resp = client.check_lock(T.CheckLockRequest(lockid=resp.lockid))
         assert resp.state == T.LockState.ACQUIRED, resp
+        yield
+    finally:
+        client.unlock(T.UnlockRequest(lockid=resp.lockid))
+
+
+def iceberg_commit(client: Any, T: Any, db: str, table: str, after_read: Callable[[], None]) -> int:
+    """One PyIceberg-style commit; returns the counter value it wrote."""
+    with table_lock(client, T, db, table, "writer"):
         hive_table = client.get_table(db, table)
         base = int(hive_table.parameters["counter"])
         after_read()
@@ -90,14 +100,20 @@ def iceberg_commit(client: Any, T: Any, db: str, table: str, after_read: Callabl
             T.EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"}),
         )
         return base + 1
-    finally:
-        client.unlock(T.UnlockRequest(lockid=resp.lockid))
 
 
-def run_writers(ports: list[int], db: str, table: str, writers: int, commits: int) -> list[int]:
-    """``writers`` threads spread over ``ports``; returns every counter value written."""
+def locked_counter(client: Any, T: Any, db: str, table: str) -> str:
+    """The table's counter read under an exclusive table lock, as a committer would read it."""
+    with table_lock(client, T, db, table, "reader"):
+        return client.get_table(db, table).parameters["counter"]
+
+
+def run_writers(
+    ports: list[int], db: str, table: str, writers: int, commits: int
+) -> dict[int, int]:
+    """``writers`` threads spread over ``ports``; returns each counter value written → its port."""
     T = load_apache_modules().ttypes
-    written: list[int] = []
+    written: dict[int, int] = {}
     errors: list[BaseException] = []
     guard = threading.Lock()
     inside = [0]
@@ -118,7 +134,8 @@ def run_writers(ports: list[int], db: str, table: str, writers: int, commits: in
                 for _ in range(commits):
                     value = iceberg_commit(client, T, db, table, in_critical_section)
                     with guard:
-                        written.append(value)
+                        assert value not in written, f"counter {value} written twice"
+                        written[value] = port
             finally:
                 trans.close()
         except BaseException as exc:  # noqa: BLE001 - reported by the test
@@ -165,12 +182,22 @@ def test_pyiceberg_writers_on_two_servers_serialise(pg_server: Any, tmp_path: Pa
             writers, commits = 6, 10
             written = run_writers([srv.port for srv in servers], "ice", "shared", writers, commits)
             assert sorted(written) == list(range(1, writers * commits + 1))
+            total = str(writers * commits)
+            last_writer = written[writers * commits]
             for srv in servers:
                 c, t = apache_client("127.0.0.1", srv.port)
                 try:
-                    assert c.get_table("ice", "shared").parameters["counter"] == str(
-                        writers * commits
-                    )
+                    if srv.port == last_writer:  # read-your-writes on the writing instance
+                        assert c.get_table("ice", "shared").parameters["counter"] == total
+                    # Under the table lock the answer is current whichever instance wrote last.
+                    assert locked_counter(c, T, "ice", "shared") == total
+                    # Without a lock (eventual mode) the other instance converges within the lag.
+                    deadline = time.monotonic() + 10
+                    seen = c.get_table("ice", "shared").parameters["counter"]
+                    while seen != total and time.monotonic() < deadline:
+                        time.sleep(0.02)
+                        seen = c.get_table("ice", "shared").parameters["counter"]
+                    assert seen == total
                 finally:
                     t.close()
         finally:
