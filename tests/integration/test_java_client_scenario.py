@@ -10,12 +10,14 @@ documents.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,7 +106,7 @@ def _run(classes: Path, uri: str, warehouse: Path, workdir: Path) -> Run:
             "-Xmx512m",
             "-XX:TieredStopAtLevel=1",
             "-cp",
-            f"{classes}:{jars / '*'}",
+            os.pathsep.join([str(classes), str(jars / "*")]),
             "HmsScenario",
             uri,
             str(warehouse),
@@ -122,12 +124,12 @@ def _run(classes: Path, uri: str, warehouse: Path, workdir: Path) -> Run:
 
 @pytest.fixture(scope="module")
 def runs(
-    pg_server: object, tmp_path_factory: pytest.TempPathFactory, stock_hms_prerequisites: None
+    pg_server: Any, tmp_path_factory: pytest.TempPathFactory, stock_hms_prerequisites: None
 ) -> Iterator[tuple[Run, Run]]:
     classes = _compile(tmp_path_factory)
     base = tmp_path_factory.mktemp("java-scenario")
-    stock_url = pg_server.new_database()  # type: ignore[attr-defined]
-    ours_url = pg_server.new_database()  # type: ignore[attr-defined]
+    stock_url = pg_server.new_database()
+    ours_url = pg_server.new_database()
     try:
         # The stock server builds Hive 2.3's schema itself; its transaction tables are made as
         # Hive 2.3's TxnDbUtil makes them (the benchmarks do the same).
@@ -152,7 +154,7 @@ def runs(
         yield stock_run, ours_run
     finally:
         for url in (stock_url, ours_url):
-            pg_server.drop_database(url.rsplit("/", 1)[1])  # type: ignore[attr-defined]
+            pg_server.drop_database(url.rsplit("/", 1)[1])
 
 
 def _split(line: str) -> tuple[str, str]:
