@@ -213,3 +213,15 @@ def test_allowed_differences_are_still_differences(runs: tuple[Run, Run]) -> Non
     stale = [name for name in ALLOWED if name in answers and answers[name][0] == answers[name][1]]
     missing = [name for name in ALLOWED if name not in answers]
     assert not stale and not missing, f"stale: {stale}; not in the scenario: {missing}"
+
+
+def test_allowed_entries_name_sections_of_compatibility_md() -> None:
+    doc = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
+    headings = [line[3:].strip() for line in doc.read_text().splitlines() if line.startswith("## ")]
+    assert _COMPARED in headings
+    unknown = {
+        call: where
+        for call, where in ALLOWED.items()
+        if not any(where.startswith(h) for h in headings)
+    }
+    assert not unknown, f"ALLOWED entries naming no section of {doc.name}: {unknown}"
