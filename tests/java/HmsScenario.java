@@ -385,6 +385,7 @@ public class HmsScenario {
         partitions();
         statistics();
         rereads();
+        constraints();
         transactions();
         transactionLoop();
         roles();
@@ -1018,7 +1019,6 @@ public class HmsScenario {
                 "t_many1", "t_many2", "t_many3", "t_renamed", "v_plain"}) {
             call("reread getTable " + t, () -> client.getTable(DB, t));
             call("reread getSchema " + t, () -> client.getSchema(DB, t));
-            call("reread tableExists " + t, () -> client.tableExists(DB, t));
             call("reread getFields " + t, () -> client.getFields(DB, t));
         }
         for (String day : new String[] {"2024-01-01", "2024-01-02", "2024-01-03",
@@ -1068,6 +1068,45 @@ public class HmsScenario {
         call("reread getDatabases", () -> client.getDatabases("jsc*"));
         call("reread getAllDatabases", () -> client.getAllDatabases());
         call("reread getAllTables", () -> client.getAllTables(DB));
+    }
+
+    // Primary and foreign keys, as Hive 2.3's DDL makes and reads them.
+    private void constraints() {
+        call("createTableWithConstraints", () -> {
+            client.createTableWithConstraints(table(DB, "t_pk", new ArrayList<>(),
+                    new HashMap<>(), "MANAGED_TABLE", null, false),
+                    Collections.singletonList(new SQLPrimaryKey(DB, "t_pk", "id", 1, "jsc_pk",
+                            false, false, true)), new ArrayList<>()); // 2.3: null fails
+            return "ok";
+        });
+        call("getPrimaryKeys", () -> client.getPrimaryKeys(new PrimaryKeysRequest(DB, "t_pk")));
+        call("createTable referencing", () -> {
+            client.createTable(table(DB, "t_fk", new ArrayList<>(), new HashMap<>(),
+                    "MANAGED_TABLE", null, false));
+            return "ok";
+        });
+        call("addForeignKey", () -> {
+            client.addForeignKey(Collections.singletonList(new SQLForeignKey(DB, "t_pk", "id",
+                    DB, "t_fk", "id", 1, 0, 0, "jsc_fk", "jsc_pk", false, false, true)));
+            return "ok";
+        });
+        call("getForeignKeys", () -> client.getForeignKeys(new ForeignKeysRequest(DB, "t_pk",
+                DB, "t_fk")));
+        call("getForeignKeys of the referencing table", () -> client.getForeignKeys(
+                new ForeignKeysRequest(null, null, DB, "t_fk")));
+        call("addPrimaryKey name taken", () -> {
+            client.addPrimaryKey(Collections.singletonList(new SQLPrimaryKey(DB, "t_fk", "id",
+                    1, "jsc_pk", false, false, true)));
+            return "ok";
+        });
+        call("dropConstraint", () -> {
+            client.dropConstraint(DB, "t_fk", "jsc_fk");
+            return "ok";
+        });
+        call("getForeignKeys after drop", () -> client.getForeignKeys(new ForeignKeysRequest(
+                DB, "t_pk", DB, "t_fk")));
+        call("getPrimaryKeys missing table", () -> client.getPrimaryKeys(
+                new PrimaryKeysRequest(DB, "t_missing")));
     }
 
     // What a writing engine does per statement: a txn, a lock on what it writes, a commit.
