@@ -352,38 +352,43 @@ WHERE p."TBL_ID" = ANY(%(tbls)s)
 costs the database more than sorting them here (by table, then name in code points, which is
 PostgreSQL's COLLATE "C" order of UTF-8 text)."""
 
+# The kinds of child rows in _PG_CHILDREN (small integers: no string per row to make or compare).
+_PP, _KV, _EP, _DP, _BC, _SO, _SK = range(7)
+
 _PG_CHILDREN = """
-SELECT 'kv', k."PART_ID", k."PART_KEY_VAL", NULL::text, k."INTEGER_IDX"
+SELECT 1, k."PART_ID", k."PART_KEY_VAL", NULL::text, k."INTEGER_IDX"
 FROM "PARTITION_KEY_VALS" k JOIN "PARTITIONS" p ON p."PART_ID" = k."PART_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 'pp', x."PART_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+SELECT 0, x."PART_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "PARTITION_PARAMS" x JOIN "PARTITIONS" p ON p."PART_ID" = x."PART_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 'ep', x."SERDE_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+SELECT 2, x."SERDE_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "SERDE_PARAMS" x JOIN "SDS" s ON s."SERDE_ID" = x."SERDE_ID"
 JOIN "PARTITIONS" p ON p."SD_ID" = s."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 'dp', x."SD_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+SELECT 3, x."SD_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "SD_PARAMS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 'bc', x."SD_ID", x."BUCKET_COL_NAME", NULL::text, x."INTEGER_IDX"
+SELECT 4, x."SD_ID", x."BUCKET_COL_NAME", NULL::text, x."INTEGER_IDX"
 FROM "BUCKETING_COLS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 'so', x."SD_ID", x."COLUMN_NAME", x."ORDER"::text, x."INTEGER_IDX"
+SELECT 5, x."SD_ID", x."COLUMN_NAME", x."ORDER"::text, x."INTEGER_IDX"
 FROM "SORT_COLS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 'sk', x."SD_ID", x."SKEWED_COL_NAME", NULL::text, x."INTEGER_IDX"
+SELECT 6, x."SD_ID", x."SKEWED_COL_NAME", NULL::text, x."INTEGER_IDX"
 FROM "SKEWED_COL_NAMES" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 """
 """Every child row of the tables' partitions, descriptors and serdes, joined by TBL_ID (a few
-scans of the child tables instead of one index probe per partition and child table)."""
+scans of the child tables instead of one index probe per partition and child table); the
+first column is the kind: partition parameter, key value, serde parameter, descriptor
+parameter, bucket column, sort column, skewed column name (_PP.._SK)."""
 
 
 TableRef = tuple[int, str, str, str]
@@ -403,8 +408,6 @@ def _partition_bytes_pg_many(
     round trips once, not per table), encoded table by table in one pass over the rows."""
     if not tables:
         return {}
-    # The DB-API cursor of this same connection: the same snapshot, without SQLAlchemy's
-    # per-row work (10,000 rows and more is the common case here).
     ids = [t[0] for t in tables]
     rows = _fetch_all(conn, _PG_PARTITIONS, {"tbls": ids})
     if not rows:
@@ -455,8 +458,9 @@ class _RowEncoder:
         serde_params: dict[int, list[tuple[Any, ...]]] = {}
         skewed: set[int] = set()
         other: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        pp, kv_, ep_, sk_ = _PP, _KV, _EP, _SK
         for kind, owner, a, b, idx in children:
-            if kind == "pp":
+            if kind == pp:
                 by_value = entries.get(a)
                 if by_value is None:
                     by_value = entries[a] = {}
@@ -469,15 +473,15 @@ class _RowEncoder:
                     params[owner] = [piece]
                 else:
                     found_p.append(piece)
-            elif kind == "kv":
+            elif kind == kv_:
                 found = values.get(owner)
                 if found is None:
                     values[owner] = [(idx, a if a is not None else "")]
                 else:
                     found.append((idx, a if a is not None else ""))
-            elif kind == "ep":
+            elif kind == ep_:
                 serde_params.setdefault(owner, []).append((a, b, idx))
-            elif kind == "sk":
+            elif kind == sk_:
                 skewed.add(owner)
             else:
                 other.setdefault((kind, owner), []).append((a, b, idx))
@@ -553,9 +557,9 @@ class _RowEncoder:
                 key = (r[9:20], serde_id is None, tuple(sorted(ep)) if ep else ())
                 if sd_children:
                     key += (
-                        tuple(sorted(other.get(("dp", sd_id), no_other))),
-                        tuple(sorted(other.get(("bc", sd_id), no_other), key=_idx)),
-                        tuple(sorted(other.get(("so", sd_id), no_other), key=_idx)),
+                        tuple(sorted(other.get((_DP, sd_id), no_other))),
+                        tuple(sorted(other.get((_BC, sd_id), no_other), key=_idx)),
+                        tuple(sorted(other.get((_SO, sd_id), no_other), key=_idx)),
                     )
                 rest = rests.get(key)
                 if rest is None:
