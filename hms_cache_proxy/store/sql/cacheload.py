@@ -365,9 +365,7 @@ FROM "PARTITION_PARAMS" x JOIN "PARTITIONS" p ON p."PART_ID" = x."PART_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
 SELECT 2, x."SERDE_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
-FROM "SERDE_PARAMS" x JOIN "SDS" s ON s."SERDE_ID" = x."SERDE_ID"
-JOIN "PARTITIONS" p ON p."SD_ID" = s."SD_ID"
-WHERE p."TBL_ID" = ANY(%(tbls)s)
+FROM "SERDE_PARAMS" x WHERE x."SERDE_ID" = ANY(%(serdes)s::bigint[])
 UNION ALL
 SELECT 3, x."SD_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "SD_PARAMS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
@@ -386,9 +384,11 @@ FROM "SKEWED_COL_NAMES" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 """
 """Every child row of the tables' partitions, descriptors and serdes, joined by TBL_ID (a few
-scans of the child tables instead of one index probe per partition and child table); the
-first column is the kind: partition parameter, key value, serde parameter, descriptor
-parameter, bucket column, sort column, skewed column name (_PP.._SK)."""
+scans of the child tables instead of one index probe per partition and child table), and the
+serde parameters by the serde ids of the partition rows, given as one array literal (the
+descriptors are not looked up a second time). The first column is the kind: partition
+parameter, key value, serde parameter, descriptor parameter, bucket column, sort column,
+skewed column name (_PP.._SK)."""
 
 
 TableRef = tuple[int, str, str, str]
@@ -413,7 +413,10 @@ def _partition_bytes_pg_many(
     if not rows:
         return {}
     rows.sort(key=_BY_TABLE_AND_NAME)
-    children = _fetch_all(conn, _PG_CHILDREN, {"tbls": ids})
+    serdes = {r[8] for r in rows if r[8] is not None}
+    children = _fetch_all(
+        conn, _PG_CHILDREN, {"tbls": ids, "serdes": "{" + ",".join(map(str, serdes)) + "}"}
+    )
     enc = _RowEncoder(conn, children)
     by_id = {t[0]: t for t in tables}
     out: dict[int, list[PartitionBytes]] = {}
