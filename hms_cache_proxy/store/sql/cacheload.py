@@ -355,31 +355,31 @@ PostgreSQL's COLLATE "C" order of UTF-8 text)."""
 # The kinds of child rows in _PG_CHILDREN (small integers: no string per row to make or compare).
 _PP, _KV, _EP, _DP, _BC, _SO, _SK = range(7)
 
-_PG_CHILDREN = """
-SELECT 1, k."PART_ID", k."PART_KEY_VAL", NULL::text, k."INTEGER_IDX"
+_PG_CHILDREN = f"""
+SELECT {_KV}, k."PART_ID", k."PART_KEY_VAL", NULL::text, k."INTEGER_IDX"
 FROM "PARTITION_KEY_VALS" k JOIN "PARTITIONS" p ON p."PART_ID" = k."PART_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 0, x."PART_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+SELECT {_PP}, x."PART_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "PARTITION_PARAMS" x JOIN "PARTITIONS" p ON p."PART_ID" = x."PART_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 2, x."SERDE_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+SELECT {_EP}, x."SERDE_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "SERDE_PARAMS" x WHERE x."SERDE_ID" = ANY(%(serdes)s::bigint[])
 UNION ALL
-SELECT 3, x."SD_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+SELECT {_DP}, x."SD_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "SD_PARAMS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 4, x."SD_ID", x."BUCKET_COL_NAME", NULL::text, x."INTEGER_IDX"
+SELECT {_BC}, x."SD_ID", x."BUCKET_COL_NAME", NULL::text, x."INTEGER_IDX"
 FROM "BUCKETING_COLS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 5, x."SD_ID", x."COLUMN_NAME", x."ORDER"::text, x."INTEGER_IDX"
+SELECT {_SO}, x."SD_ID", x."COLUMN_NAME", x."ORDER"::text, x."INTEGER_IDX"
 FROM "SORT_COLS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 6, x."SD_ID", x."SKEWED_COL_NAME", NULL::text, x."INTEGER_IDX"
+SELECT {_SK}, x."SD_ID", x."SKEWED_COL_NAME", NULL::text, x."INTEGER_IDX"
 FROM "SKEWED_COL_NAMES" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 """
@@ -460,7 +460,7 @@ class _RowEncoder:
         entries: dict[str, dict[str | None, bytes]] = {}
         serde_params: dict[int, list[tuple[Any, ...]]] = {}
         skewed: set[int] = set()
-        other: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        other: dict[tuple[int, int], list[tuple[Any, ...]]] = {}
         pp, kv_, ep_, sk_ = _PP, _KV, _EP, _SK
         for kind, owner, a, b, idx in children:
             if kind == pp:
