@@ -21,7 +21,8 @@ def write_encoded(oprot: Any, api: str, seqid: int, value: Encoded) -> bool:
     if not isinstance(oprot, TCyBinaryProtocol):
         return False
     oprot.write_message_begin(api, TMessageType.REPLY, seqid)
-    oprot.trans.write(wire.field_header(value.ttype, 0) + value + wire.STOP)
+    # One copy of a reply of megabytes (``a + b + c`` makes two); the transport takes bytes.
+    oprot.trans.write(b"".join((wire.field_header(value.ttype, 0), value, wire.STOP)))
     oprot.write_message_end()
     oprot.trans.flush()
     return True

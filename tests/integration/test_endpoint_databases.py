@@ -92,6 +92,43 @@ def test_get_databases_follows_hive_patterns(client, T):
     assert client.get_databases("") == []
 
 
+def test_database_path_lists_databases_in_one_statement_without_a_transaction(
+    database_url, tmp_path, T
+):
+    """With the cache off, get_all_databases and get_databases are one SELECT each; on
+    PostgreSQL in autocommit, so no BEGIN / ROLLBACK round trips around it."""
+    from sqlalchemy import event
+
+    from tests.support.cache import clients, instances
+
+    with (
+        instances(database_url, tmp_path, n=1, cache_enabled=False) as (svc,),
+        clients(svc) as (c,),
+    ):
+        c.create_database(T.Database(name="zeta"))
+        c.create_database(T.Database(name="alpha"))
+        seen: list[tuple[str, object]] = []  # (statement, the driver connection's autocommit)
+
+        def on_execute(_conn, cursor, statement, *_rest) -> None:
+            seen.append((statement, getattr(cursor.connection, "autocommit", None)))
+
+        engines = svc.store.db.engines()
+        for engine in engines:
+            event.listen(engine, "before_cursor_execute", on_execute)
+        try:
+            assert c.get_all_databases() == ["alpha", "default", "zeta"]
+            assert c.get_databases("a*|z*") == ["alpha", "zeta"]
+        finally:
+            for engine in engines:
+                event.remove(engine, "before_cursor_execute", on_execute)
+        selects = [q for q, _ in seen if 'FROM "DBS"' in q]
+        assert len(selects) == 2, seen
+        if database_url.startswith("postgresql"):
+            assert seen == [(q, True) for q in selects]  # nothing else, both in autocommit
+        else:
+            assert [q for q, _ in seen if q not in selects] == ["BEGIN", "BEGIN"]
+
+
 def test_alter_database_replaces_parameters_and_owner_keeps_blank_fields(service, client, T):
     client.create_database(
         T.Database(name="db1", description="old", parameters={"a": "1"}, ownerName="bob")

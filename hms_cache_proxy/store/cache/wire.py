@@ -242,8 +242,9 @@ def partition_pieces(p: Any) -> tuple[bytes, bytes, bytes]:
 
 
 def join_list(pieces: Iterable[bytes], count: int) -> Encoded:
-    """A LIST of ``count`` structs from their already-encoded pieces."""
-    return Encoded(bytes([TType.STRUCT]) + _I32(count) + b"".join(pieces), TType.LIST)
+    """A LIST of ``count`` structs from their already-encoded pieces (one join: the header is
+    not added to megabytes of pieces afterwards)."""
+    return Encoded(b"".join([bytes([TType.STRUCT]) + _I32(count), *pieces]), TType.LIST)
 
 
 def struct_of(*fields: tuple[int, int, bytes]) -> Encoded:

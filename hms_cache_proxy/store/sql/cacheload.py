@@ -17,6 +17,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import func, select, tuple_
@@ -346,41 +347,48 @@ FROM "PARTITIONS" p
 LEFT JOIN "SDS" s ON s."SD_ID" = p."SD_ID"
 LEFT JOIN "SERDES" se ON se."SERDE_ID" = s."SERDE_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
-ORDER BY p."TBL_ID", p."PART_NAME" COLLATE "C"
 """
+"""The partition rows with their descriptor and serde, unordered: sorting 10,000 wide rows
+costs the database more than sorting them here (by table, then name in code points, which is
+PostgreSQL's COLLATE "C" order of UTF-8 text)."""
 
-_PG_CHILDREN = """
-SELECT 'kv', k."PART_ID", k."PART_KEY_VAL", NULL::text, k."INTEGER_IDX"
+# The kinds of child rows in _PG_CHILDREN (small integers: no string per row to make or compare).
+_PP, _KV, _EP, _DP, _BC, _SO, _SK = range(7)
+
+_PG_CHILDREN = f"""
+SELECT {_KV}, k."PART_ID", k."PART_KEY_VAL", NULL::text, k."INTEGER_IDX"
 FROM "PARTITION_KEY_VALS" k JOIN "PARTITIONS" p ON p."PART_ID" = k."PART_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 'pp', x."PART_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+SELECT {_PP}, x."PART_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "PARTITION_PARAMS" x JOIN "PARTITIONS" p ON p."PART_ID" = x."PART_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 'ep', x."SERDE_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
-FROM "SERDE_PARAMS" x JOIN "SDS" s ON s."SERDE_ID" = x."SERDE_ID"
-JOIN "PARTITIONS" p ON p."SD_ID" = s."SD_ID"
-WHERE p."TBL_ID" = ANY(%(tbls)s)
+SELECT {_EP}, x."SERDE_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+FROM "SERDE_PARAMS" x WHERE x."SERDE_ID" = ANY(%(serdes)s::bigint[])
 UNION ALL
-SELECT 'dp', x."SD_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
+SELECT {_DP}, x."SD_ID", x."PARAM_KEY", x."PARAM_VALUE", NULL::int
 FROM "SD_PARAMS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 'bc', x."SD_ID", x."BUCKET_COL_NAME", NULL::text, x."INTEGER_IDX"
+SELECT {_BC}, x."SD_ID", x."BUCKET_COL_NAME", NULL::text, x."INTEGER_IDX"
 FROM "BUCKETING_COLS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 'so', x."SD_ID", x."COLUMN_NAME", x."ORDER"::text, x."INTEGER_IDX"
+SELECT {_SO}, x."SD_ID", x."COLUMN_NAME", x."ORDER"::text, x."INTEGER_IDX"
 FROM "SORT_COLS" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 UNION ALL
-SELECT 'sk', x."SD_ID", x."SKEWED_COL_NAME", NULL::text, x."INTEGER_IDX"
+SELECT {_SK}, x."SD_ID", x."SKEWED_COL_NAME", NULL::text, x."INTEGER_IDX"
 FROM "SKEWED_COL_NAMES" x JOIN "PARTITIONS" p ON p."SD_ID" = x."SD_ID"
 WHERE p."TBL_ID" = ANY(%(tbls)s)
 """
 """Every child row of the tables' partitions, descriptors and serdes, joined by TBL_ID (a few
-scans of the child tables instead of one index probe per partition and child table)."""
+scans of the child tables instead of one index probe per partition and child table), and the
+serde parameters by the serde ids of the partition rows, given as one array literal (the
+descriptors are not looked up a second time). The first column is the kind: partition
+parameter, key value, serde parameter, descriptor parameter, bucket column, sort column,
+skewed column name (_PP.._SK)."""
 
 
 TableRef = tuple[int, str, str, str]
@@ -400,19 +408,15 @@ def _partition_bytes_pg_many(
     round trips once, not per table), encoded table by table in one pass over the rows."""
     if not tables:
         return {}
-    # The DB-API cursor of this same connection: the same snapshot, without SQLAlchemy's
-    # per-row work (10,000 rows and more is the common case here).
     ids = [t[0] for t in tables]
-    cur = conn.connection.driver_connection.cursor()
-    try:
-        cur.execute(_PG_PARTITIONS, {"tbls": ids})
-        rows = cur.fetchall()
-        if not rows:
-            return {}
-        cur.execute(_PG_CHILDREN, {"tbls": ids})
-        children = cur.fetchall()
-    finally:
-        cur.close()
+    rows = _fetch_all(conn, _PG_PARTITIONS, {"tbls": ids})
+    if not rows:
+        return {}
+    rows.sort(key=_BY_TABLE_AND_NAME)
+    serdes = {r[8] for r in rows if r[8] is not None}
+    children = _fetch_all(
+        conn, _PG_CHILDREN, {"tbls": ids, "serdes": "{" + ",".join(map(str, serdes)) + "}"}
+    )
     enc = _RowEncoder(conn, children)
     by_id = {t[0]: t for t in tables}
     out: dict[int, list[PartitionBytes]] = {}
@@ -422,119 +426,162 @@ def _partition_bytes_pg_many(
     return out
 
 
+def _fetch_all(conn: Any, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Every row of a plain-SQL query on this connection (the same snapshot) as the driver's
+    tuples: SQLAlchemy runs the statement (its errors, its handling of a lost connection) but
+    makes no Row objects (10,000 rows and more is the common case here)."""
+    result = conn.exec_driver_sql(sql, params)
+    try:
+        return result.cursor.fetchall()
+    finally:
+        result.close()
+
+
+_BY_TABLE_AND_NAME = itemgetter(20, 1)
+
+
 def _tbl_id(row: tuple[Any, ...]) -> int:
     return row[20]
 
 
 class _RowEncoder:
     """Partition rows (``_PG_PARTITIONS``) to bytes, with their child rows indexed once; what
-    repeats (columns, descriptor and serde fields) is encoded once per batch."""
+    repeats (columns, descriptor and serde fields, parameter entries) is encoded once per
+    batch."""
 
     def __init__(self, conn: Any, children: Sequence[tuple[Any, ...]]) -> None:
         self.conn = conn
         i32 = wire.pack_i32
+        string = wire.string
         values: dict[int, list[tuple[int, str]]] = {}
-        # Partition parameters go straight to their encoded map entries (key, value).
+        # Partition parameters go straight to their encoded map entries (key, value); an
+        # entry met again (numFiles=1, the same statistics flags) is the same bytes object.
         params: dict[int, list[bytes]] = {}
-        keys: dict[str, bytes] = {}
-        other: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        entries: dict[str, dict[str | None, bytes]] = {}
+        serde_params: dict[int, list[tuple[Any, ...]]] = {}
+        skewed: set[int] = set()
+        other: dict[tuple[int, int], list[tuple[Any, ...]]] = {}
+        pp, kv_, ep_, sk_ = _PP, _KV, _EP, _SK
         for kind, owner, a, b, idx in children:
-            if kind == "pp":
-                kb = keys.get(a)
-                if kb is None:
-                    kb = keys[a] = wire.string(a)
-                vb = b.encode("utf-8") if b is not None else b""
-                piece = kb + i32(len(vb)) + vb
+            if kind == pp:
+                by_value = entries.get(a)
+                if by_value is None:
+                    by_value = entries[a] = {}
+                piece = by_value.get(b)
+                if piece is None:
+                    vb = b.encode("utf-8") if b is not None else b""
+                    piece = by_value[b] = string(a) + i32(len(vb)) + vb
                 found_p = params.get(owner)
                 if found_p is None:
                     params[owner] = [piece]
                 else:
                     found_p.append(piece)
-            elif kind == "kv":
+            elif kind == kv_:
                 found = values.get(owner)
                 if found is None:
                     values[owner] = [(idx, a if a is not None else "")]
                 else:
                     found.append((idx, a if a is not None else ""))
+            elif kind == ep_:
+                serde_params.setdefault(owner, []).append((a, b, idx))
+            elif kind == sk_:
+                skewed.add(owner)
             else:
                 other.setdefault((kind, owner), []).append((a, b, idx))
         self.values = values
         self.params = params
+        self.serde_params = serde_params
+        self.skewed = skewed
         self.other = other
         self.cols: dict[Any, bytes] = {}
         self.rests: dict[Any, bytes] = {}
-        # Descriptor parameters, bucket and sort columns are rare: look them up only if any.
-        self.sd_children = any(kind in ("dp", "bc", "so") for kind, _ in other)
 
     def encode(
         self, cat: str, db: str, name: str, rows: Iterable[tuple[Any, ...]]
     ) -> list[PartitionBytes]:
         conn, values, params, other = self.conn, self.values, self.params, self.other
-        cols, rests, sd_children = self.cols, self.rests, self.sd_children
+        serde_params, skewed = self.serde_params, self.skewed
+        cols, rests = self.cols, self.rests
+        # Descriptor parameters, bucket and sort columns are rare: look them up only if any.
+        sd_children = bool(other)
         i32 = wire.pack_i32
         string = wire.string
         names = _H_DB + string(db) + _H_TBL + string(name)
-        cat_bytes = _H_CAT + string(cat)
+        ending = _H_CAT + string(cat) + _H_WRITE_ID
         times = _TIMES
-        write_id = _WRITE_ID
-        no_params = _NO_PARAMS
+        param_heads = _PARAM_HEADS
+        no_values = _H_VALUES + i32(0)
+        one_value = _H_VALUES + i32(1)
         no_other: list[tuple[Any, ...]] = []
         out: list[PartitionBytes] = []
+        append = out.append
+        join = b"".join
         for r in rows:
             part_id, part_name, ct, lat, wid, sd_id, cd_id, location, serde_id = r[:9]
-            vals_idx = values.get(part_id)
-            if vals_idx is None:
+            kv = values.get(part_id)
+            if kv is None:
                 vals: tuple[str, ...] = ()
+                head_values = no_values
+            elif len(kv) == 1:
+                v = kv[0][1]
+                vals = (v,)
+                vb = v.encode("utf-8")
+                head_values = one_value + i32(len(vb)) + vb
             else:
-                if len(vals_idx) > 1:
-                    vals_idx.sort()
-                vals = tuple(v for _, v in vals_idx)
-            head_parts = [_H_VALUES, i32(len(vals))]
-            for v in vals:
-                head_parts.append(string(v))
-            head_parts.append(names)
-            head_parts.append(times(8, 4, ct, 8, 5, lat))
-            tail_parts: list[bytes] = []
-            c = b""
-            if sd_id is not None:
-                head_parts.append(_H_SD)
-                c = cols.get(cd_id)
-                if c is None:
-                    c = cols[cd_id] = _columns(conn, cd_id)
-                if location is not None:
-                    tail_parts.append(_H_LOCATION)
-                    tail_parts.append(string(location))
-                if ("sk", sd_id) in other:
-                    rest = _sd_rest_of(conn, sd_id)  # skewed: rare, not shared
-                else:
-                    ep = other.get(("ep", serde_id))
-                    key = (r[9:20], serde_id is None, tuple(sorted(ep)) if ep else ())
-                    if sd_children:
-                        key += (
-                            tuple(sorted(other.get(("dp", sd_id), no_other))),
-                            tuple(sorted(other.get(("bc", sd_id), no_other), key=_idx)),
-                            tuple(sorted(other.get(("so", sd_id), no_other), key=_idx)),
-                        )
-                    rest = rests.get(key)
-                    if rest is None:
-                        rest = rests[key] = _sd_rest_of(conn, sd_id)
-                tail_parts.append(rest)
+                kv.sort()
+                vals = tuple(v for _, v in kv)
+                head_values = join([_H_VALUES, i32(len(vals)), *map(string, vals)])
             entries = params.get(part_id)
             if entries is None:
-                tail_parts.append(no_params)
+                param_bytes = param_heads[0]
             else:
-                tail_parts.append(_H_PARAMS + b"\x0b\x0b" + i32(len(entries)))
-                tail_parts.extend(entries)
-            tail_parts.append(cat_bytes)
-            tail_parts.append(write_id(10, 10, wid if wid is not None else 0))
-            tail_parts.append(_STOP)
-            out.append((part_name, vals, b"".join(head_parts), c, b"".join(tail_parts)))
+                n = len(entries)
+                head = param_heads[n] if n < len(param_heads) else _H_PARAMS_MAP + i32(n)
+                param_bytes = head + join(entries)
+            end = ending + _I64(wid if wid is not None else 0) + _STOP
+            if sd_id is None:
+                append(
+                    (
+                        part_name,
+                        vals,
+                        join((head_values, names, times(8, 4, ct, 8, 5, lat))),
+                        b"",
+                        param_bytes + end,
+                    )
+                )
+                continue
+            c = cols.get(cd_id)
+            if c is None:
+                c = cols[cd_id] = _columns(conn, cd_id)
+            if sd_id in skewed:
+                rest = _sd_rest_of(conn, sd_id)  # skewed: rare, not shared
+            else:
+                ep = serde_params.get(serde_id)
+                key = (r[9:20], serde_id is None, tuple(sorted(ep)) if ep else ())
+                if sd_children:
+                    key += (
+                        tuple(sorted(other.get((_DP, sd_id), no_other))),
+                        tuple(sorted(other.get((_BC, sd_id), no_other), key=_idx)),
+                        tuple(sorted(other.get((_SO, sd_id), no_other), key=_idx)),
+                    )
+                rest = rests.get(key)
+                if rest is None:
+                    rest = rests[key] = _sd_rest_of(conn, sd_id)
+            head = join((head_values, names, times(8, 4, ct, 8, 5, lat), _H_SD))
+            if location is None:
+                tail = join((rest, param_bytes, end))
+            else:
+                lb = location.encode("utf-8")
+                tail = join((_H_LOCATION, i32(len(lb)), lb, rest, param_bytes, end))
+            append((part_name, vals, head, c, tail))
         return out
 
 
 _TIMES = struct.Struct(">bhibhi").pack
-_WRITE_ID = struct.Struct(">bhq").pack
-_NO_PARAMS = _H_PARAMS + b"\x0b\x0b" + wire.pack_i32(0)
+_I64 = wire.pack_i64
+_H_PARAMS_MAP = _H_PARAMS + b"\x0b\x0b"
+_PARAM_HEADS = [_H_PARAMS_MAP + wire.pack_i32(n) for n in range(32)]
+"""The parameters field's header and map header for maps of up to 31 entries."""
 
 
 def _idx(item: tuple[Any, ...]) -> Any:

@@ -20,10 +20,9 @@ def all_partitions_encoded(store: Any, cat: str, db: str, tbl: str) -> Encoded:
         parts = cacheload._partition_bytes(conn, store.db.dialect, keys.tbl_id, cat, db, tbl)
     parts.sort(key=_name)  # code-point order on every database (the cache's order too)
     pieces: list[bytes] = []
-    for _, _, head, cols, tail in parts:
-        pieces.append(head)
-        pieces.append(cols)
-        pieces.append(tail)
+    extend = pieces.extend
+    for part in parts:
+        extend(part[2:])  # head, cols, tail
     return wire.join_list(pieces, len(parts))
 
 
