@@ -8,10 +8,11 @@ enough to keep a byte budget honest, cheap enough to keep up to date on every ch
 from __future__ import annotations
 
 import bisect
+import operator
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import islice
 from typing import Any, NamedTuple
 
 from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
@@ -23,6 +24,7 @@ _STR = sys.getsizeof("")
 _TUPLE = sys.getsizeof(())
 _PART = 72
 _DICT_SLOT = 50
+_PER_VALUE = 8 + _STR  # a tuple slot and a string object per partition value
 PART_FIXED = _PART + 2 * _BYTES + _TUPLE + _STR + _DICT_SLOT + 16  # + index/order slots
 
 
@@ -54,13 +56,14 @@ class Part:
         return self.head + self.cols + self.tail
 
     def size(self, name: str) -> int:
+        values = self.values
         return (
             PART_FIXED
             + len(self.head)
             + len(self.tail)
             + len(name)
-            + 8 * len(self.values)
-            + sum(len(v) + _STR for v in self.values)
+            + _PER_VALUE * len(values)
+            + sum(map(len, values))
         )
 
 
@@ -110,14 +113,25 @@ class PartitionSet:
     def load(self, items: Iterable[tuple[str, Part]], *, ordered: bool = False) -> None:
         """Fill an empty set in bulk; ``ordered``: the items come in name order already."""
         by_name = self.by_name
+        known_cols = self._cols
         total = 0
+        # Part.size, inlined (prewarm puts tens of thousands of partitions through here).
         for name, part in items:
-            part.cols = self.shared_cols(part.cols)
+            cols = known_cols.get(part.cols)
+            part.cols = cols if cols is not None else self.shared_cols(part.cols)
             by_name[name] = part
-            total += part.size(name)
+            values = part.values
+            total += (
+                PART_FIXED
+                + len(part.head)
+                + len(part.tail)
+                + len(name)
+                + _PER_VALUE * len(values)
+                + sum(map(len, values))
+            )
         self.nbytes += total
         order = list(by_name) if ordered else None
-        if order is not None and any(a >= b for a, b in pairwise(order)):
+        if order is not None and not all(map(operator.lt, order, islice(order, 1, None))):
             order = None  # not in the order promised: sort when first needed
         self._order = order
         self._index = None

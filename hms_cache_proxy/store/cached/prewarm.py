@@ -181,7 +181,11 @@ class Loader:
                 self.readiness.mark_ready()
         log.info("prewarm: loading %d tables with %d threads", len(keys), self.threads)
         if self.sql.db.dialect == "postgresql":
-            for batch in batches(keys, sizes):
+            # Largest first: the loader threads then end together instead of one of them
+            # loading the biggest batch alone at the end.
+            cut = batches(keys, sizes)
+            cut.sort(key=lambda b: -sum(sizes.get(k, 0) for k in b))
+            for batch in cut:
                 self._put((BATCH, batch), False)
         else:  # a query on SQLite is a call in this process: nothing to save by batching
             for key in keys:
@@ -421,9 +425,10 @@ def build_entry(key: TableKey, loaded: cacheload.LoadedTable) -> TableEntry:
     if loaded.partitions is not None:
         parts = PartitionSet()
         # Loads come in partition-name order (code points, as the database path orders them).
+        intern = sys.intern
         parts.load(
             (
-                (name, Part(tuple(sys.intern(v) for v in values), head, cols, tail))
+                (name, Part(tuple(map(intern, values)), head, cols, tail))
                 for name, values, head, cols, tail in loaded.partitions
             ),
             ordered=True,
