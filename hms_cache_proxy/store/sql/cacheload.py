@@ -418,6 +418,7 @@ def _partition_bytes_pg_many(
         conn, _PG_CHILDREN, {"tbls": ids, "serdes": "{" + ",".join(map(str, serdes)) + "}"}
     )
     enc = _RowEncoder(conn, children)
+    enc.prefetch_columns({r[6] for r in rows if r[5] is not None and r[6] is not None})
     by_id = {t[0]: t for t in tables}
     out: dict[int, list[PartitionBytes]] = {}
     for tbl_id, table_rows in groupby(rows, key=_tbl_id):
@@ -495,6 +496,16 @@ class _RowEncoder:
         self.other = other
         self.cols: dict[Any, bytes] = {}
         self.rests: dict[Any, bytes] = {}
+
+    def prefetch_columns(self, cd_ids: Iterable[Any]) -> None:
+        """The column lists of these descriptors in one query (each table's partitions
+        usually have a column descriptor of their own: one query per table otherwise)."""
+        wanted = [cd for cd in cd_ids if cd not in self.cols]
+        if not wanted:
+            return
+        found = load_details(self.conn, cds=wanted).columns
+        for cd in wanted:
+            self.cols[cd] = wire.encode_columns(found.get(cd, []))
 
     def encode(
         self, cat: str, db: str, name: str, rows: Iterable[tuple[Any, ...]]
