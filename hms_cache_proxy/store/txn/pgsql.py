@@ -15,11 +15,13 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from hms_cache_proxy.store.sql.prepared import Prepared
+
 _NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
 """TxnUtils.getEpochFn on PostgreSQL: the transaction's start, in epoch milliseconds."""
 
-OPEN_SQL = (
-    'LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE; '
+_LOCK_TXNS_SHARED = 'LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE; '
+_OPEN_STEPS = (
     f"WITH now AS (SELECT {_NOW_MS} AS ms), "
     'new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER", '
     '"TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE") '
@@ -39,11 +41,41 @@ OPEN_SQL = (
     'WHERE "TXN_STARTED" < (SELECT ms FROM now) - %(window)s), first.id)) AS m FROM first), '
     'mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID") '
     'SELECT new."TXN_ID", mark.m FROM new, mark) '
-    'SELECT "TXN_ID", extract(epoch FROM clock_timestamp() - statement_timestamp()) '
-    'FROM new ORDER BY "TXN_ID"'
+)
+_LOCK_WAIT = "extract(epoch FROM clock_timestamp() - statement_timestamp())"
+OPEN_SQL = (
+    _LOCK_TXNS_SHARED + _OPEN_STEPS + f'SELECT "TXN_ID", {_LOCK_WAIT} FROM new ORDER BY "TXN_ID"'
 )
 """openTxns after its TXN_LOCK_TBL share lock: the TXNS rows and their MIN_HISTORY_LEVEL rows.
 The second column is how long the lock took (the opener's clock starts after it, as Hive's)."""
+
+_OPEN_KEEPING = Prepared(
+    "hms_open_txns",
+    _OPEN_STEPS
+    + "SELECT set_config('hms.open_txn_ids', "
+    + 'string_agg("TXN_ID"::text, \',\' ORDER BY "TXN_ID"), true), '
+    + f"set_config('hms.open_lock_wait', max({_LOCK_WAIT})::text, true) FROM new",
+    {
+        "user": "text",
+        "host": "text",
+        "agent": "text",
+        "type": "integer",
+        "n": "integer",
+        "floor": "bigint",
+        "unsettled": "bigint[]",
+        "window": "bigint",
+    },
+)
+
+
+def open_keeping_sql(conn: Connection) -> str:
+    """OPEN_SQL for a message that goes on (the OPEN_TXN event's sequence lock): the new ids
+    and the lock's wait kept in transaction-local settings, read back by OPEN_KEPT. Call it
+    before the transaction's first statement (it may prepare the statement)."""
+    return _LOCK_TXNS_SHARED + _OPEN_KEEPING.text(conn) + "; "
+
+
+OPEN_KEPT = ", current_setting('hms.open_txn_ids'), current_setting('hms.open_lock_wait')"
 
 COMMIT_READ_SQL = (
     'SELECT DISTINCT \'op\', "TC_OPERATION_TYPE", NULL::bigint, NULL, NULL FROM "TXN_COMPONENTS" '
@@ -81,6 +113,35 @@ LOCK_OPEN_TXN_SQL = (
 """txns' lock_open_txn: the open txn's row, locked."""
 
 
+def open_params(
+    n: int,
+    user: str,
+    host: str,
+    agent_info: str | None,
+    txn_type: int,
+    window_ms: int,
+    floor: int = 0,
+    unsettled: list[int] | None = None,
+) -> dict[str, Any]:
+    """The values of OPEN_SQL's and OPEN_KEEPING_SQL's placeholders."""
+    return {
+        "floor": floor,
+        "unsettled": unsettled or [],
+        "user": user,
+        "host": host,
+        "agent": agent_info,
+        "type": txn_type,
+        "n": n,
+        "window": window_ms,
+    }
+
+
+def opened(kept: tuple[Any, ...]) -> tuple[list[int], float]:
+    """The new txn ids and the lock's wait from the OPEN_KEPT columns."""
+    ids, wait = kept
+    return [int(i) for i in ids.split(",")], float(wait)
+
+
 def open_txns(
     conn: Connection,
     n: int,
@@ -94,16 +155,13 @@ def open_txns(
 ) -> tuple[list[int], float]:
     """The new txn ids (ascending) and the seconds spent waiting for TXN_LOCK_TBL. ``floor``
     and ``unsettled``: the settled floor of TXNS (``common.SettledTxns``), if any."""
-    params = {
-        "floor": floor,
-        "unsettled": unsettled or [],
-        "user": user,
-        "host": host,
-        "agent": agent_info,
-        "type": txn_type,
-        "n": n,
-        "window": window_ms,
-    }
+    return open_txns_with(
+        conn, open_params(n, user, host, agent_info, txn_type, window_ms, floor, unsettled)
+    )
+
+
+def open_txns_with(conn: Connection, params: dict[str, Any]) -> tuple[list[int], float]:
+    """open_txns with its values from ``open_params``."""
     rows = conn.exec_driver_sql(OPEN_SQL, params).all()
     return [int(r[0]) for r in rows], float(rows[0][1]) if rows else 0.0
 
@@ -115,6 +173,44 @@ def lock_open_txn(conn: Connection, txn_id: int) -> int | None:
     if row is None:
         return None
     return -1 if row[0] is None else int(row[0])
+
+
+_LOCK_OPEN_TXN_ROW = (
+    'SELECT 1 FROM "TXNS" WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\' FOR UPDATE; '
+)
+_READ_COMMIT = Prepared(
+    "hms_commit_facts",
+    'SELECT \'txn\', NULL, "TXN_TYPE"::bigint, NULL, NULL FROM "TXNS" '
+    'WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\' UNION ALL ' + COMMIT_READ_SQL,
+    {"txn": "bigint"},
+)
+"""commitTxn's first round trip: the open txn's row locked, then (a new statement, so a snapshot
+taken once the lock is held) its type, operation types and write ids."""
+
+
+def lock_and_read_commit(
+    conn: Connection, txn_id: int
+) -> tuple[int, set[str], list[tuple[int, str, str]]] | None:
+    """Lock ``txn_id``'s row if it is open and read what its commit needs: (TXN_TYPE, -1 for
+    NULL; operation types; (write id, database, table) each), or None when it is not open."""
+    txn_type: int | None = None
+    ops: set[str] = set()
+    writes: list[tuple[int, str, str]] = []
+    sql = _LOCK_OPEN_TXN_ROW + _READ_COMMIT.text(conn)
+    rows = conn.exec_driver_sql(sql, {"txn": txn_id}).all()
+    for kind, op, value, db, table in rows:
+        if kind == "txn":
+            txn_type = -1 if value is None else int(value)
+        elif kind == "op":
+            ops.add(op)
+        else:
+            writes.append((int(value), db, table))
+    return None if txn_type is None else (txn_type, ops, writes)
+
+
+def finish_commit_sql(move_components: bool) -> str:
+    """finish_commit's statements as text for a message that goes on (placeholder ``txn``)."""
+    return (COMMIT_WITH_COMPONENTS_SQL if move_components else COMMIT_SQL) + "; "
 
 
 def commit_facts(conn: Connection, txn_id: int) -> tuple[set[str], list[tuple[int, str, str]]]:

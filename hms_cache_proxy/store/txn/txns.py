@@ -326,8 +326,7 @@ class TxnsMixin(TxnServiceBase):
     ) -> list[int]:
         if one_statement(conn):
             sent = time.monotonic()
-            ids, lock_wait = pgsql.open_txns(
-                conn,
+            params = pgsql.open_params(
                 n,
                 user or "",
                 host or "",
@@ -337,8 +336,20 @@ class TxnsMixin(TxnServiceBase):
                 settled.floor if settled else 0,
                 sorted(settled.unsettled) if settled else [],
             )
+            if txn_type == hms.TxnType.READ_ONLY:  # no event
+                ids, lock_wait = pgsql.open_txns_with(conn, params)
+                started.append(sent + lock_wait)
+                return ids
+            # Two round trips: the txns and the event's sequence lock, then the event + COMMIT.
+            reservation = self.events.reserve(
+                conn, 1, before=pgsql.open_keeping_sql(conn), params=params, also=pgsql.OPEN_KEPT
+            )
+            ids, lock_wait = pgsql.opened(reservation.extra)
             started.append(sent + lock_wait)
-            self._emit_open(conn, ids, txn_type)
+            body = self.messages.open_txn(ids[0], ids[-1])
+            self.events.write(
+                conn, reservation, [NewEvent(msg.OPEN_TXN, body, cat_name=None)], last=True
+            )
             return ids
         if conn.dialect.name == "postgresql":
             conn.execute(text('LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE'))
@@ -478,28 +489,32 @@ class TxnsMixin(TxnServiceBase):
         return None
 
     def _commit_plain(self, conn: Connection, txn_id: int) -> bool:
-        """PostgreSQL: commit a txn that updated or deleted nothing in four round trips (lock,
-        read, finish, events), the same steps as below. False when the txn needs the general
-        path (not open, write set, compaction and other special types); the row lock it took
+        """PostgreSQL: commit a txn that updated or deleted nothing in three round trips (lock
+        and read; finish and the event sequence; the event and COMMIT), the same steps as
+        below. False when the txn needs the general path (not open, write set, compaction and
+        other special types); the row lock it took
         is the one that path takes first, so nothing differs."""
-        raw_type = pgsql.lock_open_txn(conn, txn_id)
-        if raw_type is None:
+        facts = pgsql.lock_and_read_commit(conn, txn_id)
+        if facts is None:
             return False
+        raw_type, ops, writes = facts
         txn_type = txn_type_of(None if raw_type == -1 else raw_type)
         if txn_type not in (hms.TxnType.DEFAULT, hms.TxnType.READ_ONLY):
             return False
-        ops, writes = pgsql.commit_facts(conn, txn_id)
         if ops & {OP_UPDATE, OP_DELETE} and txn_type != hms.TxnType.READ_ONLY:
             return False
         read_only = txn_type == hms.TxnType.READ_ONLY
-        pgsql.finish_commit(conn, txn_id, move_components=bool(ops) and not read_only)
+        events = []
         if not read_only:
             infos = [
                 hms.WriteEventInfo(writeId=w, database=db, table=tbl, files=None)
                 for w, db, tbl in writes
             ]
             body = self.messages.commit_txn(txn_id, infos or None)
-            self.emit(conn, [NewEvent(msg.COMMIT_TXN, body, cat_name=None)])
+            events.append(NewEvent(msg.COMMIT_TXN, body, cat_name=None))
+        # The finish travels with the event's sequence lock; the COMMIT with the event.
+        finish = pgsql.finish_commit_sql(move_components=bool(ops) and not read_only)
+        self.events.append(conn, events, before=finish, params={"txn": txn_id}, last=True)
         return True
 
     @staticmethod
