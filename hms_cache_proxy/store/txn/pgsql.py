@@ -283,7 +283,7 @@ def enqueue_locks(
     return None if found is None else int(found[0])
 
 
-TABLE_WRITE_IDS_SQL = (
+_TABLE_WRITE_IDS_SQL = (
     'WITH below AS (SELECT max("T2W_WRITEID") AS w FROM "TXN_TO_WRITE_ID" '
     'WHERE "T2W_TXNID" <= %(txn_hwm)s AND "T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s), '
     "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM below), 0) > 0 THEN (SELECT w FROM below) "
@@ -295,14 +295,56 @@ TABLE_WRITE_IDS_SQL = (
 )
 """getValidWriteIdsForTable's two reads in one: the write-id hwm under the snapshot's txn hwm
 (else the last allocated id), and every (txn, write id) at or below it."""
+_TABLE_WRITE_IDS = Prepared(
+    "hms_table_write_ids", _TABLE_WRITE_IDS_SQL, {"txn_hwm": "bigint", "db": "text", "tbl": "text"}
+)
 
 
 def table_write_ids(
     conn: Connection, db: str, table: str, txn_hwm: int
 ) -> tuple[int, list[tuple[int, int]]]:
     """The table's write-id hwm and the (txn, write id) rows at or below it, in one query."""
-    rows = conn.exec_driver_sql(
-        TABLE_WRITE_IDS_SQL, {"txn_hwm": txn_hwm, "db": db, "tbl": table}
-    ).all()
+    values = {"txn_hwm": txn_hwm, "db": db, "tbl": table}
+    rows = conn.exec_driver_sql(_TABLE_WRITE_IDS.text(conn), values).all()
     hwm = int(rows[0][0]) if rows else 0
     return hwm, [(int(r[1]), int(r[2])) for r in rows if r[1] is not None]
+
+
+def _open_txn_list_sql(info: bool) -> str:
+    extra = ', t."TXN_USER", t."TXN_HOST", t."TXN_STARTED", t."TXN_LAST_HEARTBEAT"' if info else ""
+    cols = (
+        't."TXN_ID", t."TXN_STATE", t."TXN_TYPE", now.ms - t."TXN_STARTED" AS age, '
+        f"fy.id AS first_young{extra}"
+    )
+    return (
+        f"WITH now AS (SELECT {_NOW_MS} AS ms), "
+        'fy AS (SELECT min("TXN_ID") AS id FROM "TXNS" '
+        'WHERE "TXN_STARTED" > (SELECT ms FROM now) - %(window)s AND "TXN_ID" >= %(floor)s), '
+        'st AS (SELECT COALESCE((SELECT max("TXN_ID") FROM "TXNS" '
+        'WHERE "TXN_ID" < (SELECT id FROM fy)), (SELECT id FROM fy), '
+        '(SELECT max("TXN_ID") FROM "TXNS")) AS id) '
+        f'SELECT {cols} FROM "TXNS" t, now, fy WHERE t."TXN_ID" >= %(floor)s '
+        'AND (t."TXN_STATE" <> \'c\' OR t."TXN_ID" >= (SELECT id FROM st)) '
+        "UNION ALL "
+        f'SELECT {cols} FROM "TXNS" t, now, fy WHERE t."TXN_ID" < %(floor)s '
+        'AND (t."TXN_ID" = (SELECT id FROM st) OR t."TXN_ID" = ANY(%(unsettled)s)) '
+        "ORDER BY 1"
+    )
+
+
+_LIST_TYPES = {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]"}
+_OPEN_TXN_LIST = Prepared("hms_open_txn_list", _open_txn_list_sql(False), _LIST_TYPES)
+_OPEN_TXN_LIST_INFO = Prepared("hms_open_txn_list_info", _open_txn_list_sql(True), _LIST_TYPES)
+"""txns.open_txn_list's query: from the settled floor up every row not committed and every row
+from the predecessor of the oldest young one; below the floor that predecessor and the unsettled
+rows. Columns TXN_ID, TXN_STATE, TXN_TYPE, age, first_young (and with info the user, host,
+start and heartbeat)."""
+
+
+def open_txn_rows(
+    conn: Connection, window_ms: int, floor: int, unsettled: list[int], info: bool
+) -> list[Any]:
+    """The rows of txns.open_txn_list's query, in TXN_ID order."""
+    statement = _OPEN_TXN_LIST_INFO if info else _OPEN_TXN_LIST
+    values = {"window": window_ms, "floor": floor, "unsettled": unsettled}
+    return conn.exec_driver_sql(statement.text(conn), values).all()

@@ -151,6 +151,63 @@ class TxnsMixin(TxnServiceBase):
         """
         settled = self._settled_txns if fresh_snapshot else None
         floor = settled.floor if settled else 0
+        began = time.monotonic()  # before the query takes its snapshot
+        if one_statement(conn):
+            rows: Any = pgsql.open_txn_rows(
+                conn,
+                self.config.open_txn_timeout_ms,
+                floor,
+                sorted(settled.unsettled) if settled else [],
+                info,
+            )
+        else:
+            rows = conn.execute(self._open_txn_list_query(conn, info, floor, settled))
+        timeout = self.config.open_txn_timeout_ms
+        txns: list[TxnRow] = []
+        not_committed: list[int] = []
+        hwm = 0
+        previous = 0
+        young: int | None = None
+        for r in rows:
+            txn_id = int(r.TXN_ID)
+            hwm = txn_id
+            young = r.first_young
+            if r.age is not None and r.age < timeout:
+                if txn_id - previous - 1 > self.config.max_gap_fill:
+                    raise hms.MetaException(
+                        message=f"{txn_id - previous - 1} txn ids missing from TXNS below "
+                        f"{txn_id_str(txn_id)} inside the open-txn window: refusing to list them "
+                        "all as open (is TXNS missing its older rows?)"
+                    )
+                txns.extend(
+                    TxnRow(gap, OPEN, hms.TxnType.DEFAULT) for gap in range(previous + 1, txn_id)
+                )
+            previous = txn_id
+            if r.TXN_STATE == COMMITTED:
+                continue
+            not_committed.append(txn_id)
+            if info:
+                txns.append(
+                    TxnRow(
+                        txn_id,
+                        r.TXN_STATE,
+                        txn_type_of(r.TXN_TYPE),
+                        r.TXN_USER or "",
+                        r.TXN_HOST or "",
+                        int(r.TXN_STARTED or 0),
+                        int(r.TXN_LAST_HEARTBEAT or 0),
+                    )
+                )
+            else:
+                txns.append(TxnRow(txn_id, r.TXN_STATE, txn_type_of(r.TXN_TYPE)))
+        if fresh_snapshot and hwm:
+            self._settle(began, hwm, None if young is None else int(young), not_committed)
+        return OpenTxnList(hwm, tuple(txns))
+
+    def _open_txn_list_query(
+        self, conn: Connection, info: bool, floor: int, settled: SettledTxns | None
+    ) -> Any:
+        """open_txn_list's query through SQLAlchemy (SQLite, other drivers)."""
         now = self.now_ms(conn)
         cut = now - self.config.open_txn_timeout_ms
         first_young = select(func.min(_T.c.TXN_ID)).where(
@@ -186,48 +243,7 @@ class TxnsMixin(TxnServiceBase):
                 select(*cols).where(_T.c.TXN_ID < floor, below),
             ).subquery()
             query = select(both).order_by(both.c.TXN_ID)
-        timeout = self.config.open_txn_timeout_ms
-        txns: list[TxnRow] = []
-        not_committed: list[int] = []
-        hwm = 0
-        previous = 0
-        young: int | None = None
-        began = time.monotonic()
-        for r in conn.execute(query):
-            txn_id = int(r.TXN_ID)
-            hwm = txn_id
-            young = r.first_young
-            if r.age is not None and r.age < timeout:
-                if txn_id - previous - 1 > self.config.max_gap_fill:
-                    raise hms.MetaException(
-                        message=f"{txn_id - previous - 1} txn ids missing from TXNS below "
-                        f"{txn_id_str(txn_id)} inside the open-txn window: refusing to list them "
-                        "all as open (is TXNS missing its older rows?)"
-                    )
-                txns.extend(
-                    TxnRow(gap, OPEN, hms.TxnType.DEFAULT) for gap in range(previous + 1, txn_id)
-                )
-            previous = txn_id
-            if r.TXN_STATE == COMMITTED:
-                continue
-            not_committed.append(txn_id)
-            if info:
-                txns.append(
-                    TxnRow(
-                        txn_id,
-                        r.TXN_STATE,
-                        txn_type_of(r.TXN_TYPE),
-                        r.TXN_USER or "",
-                        r.TXN_HOST or "",
-                        int(r.TXN_STARTED or 0),
-                        int(r.TXN_LAST_HEARTBEAT or 0),
-                    )
-                )
-            else:
-                txns.append(TxnRow(txn_id, r.TXN_STATE, txn_type_of(r.TXN_TYPE)))
-        if fresh_snapshot and hwm:
-            self._settle(began, hwm, None if young is None else int(young), not_committed)
-        return OpenTxnList(hwm, tuple(txns))
+        return query
 
     def _settle_due(self) -> bool:
         """True when the next open-txn read would set or move the settled floor (without

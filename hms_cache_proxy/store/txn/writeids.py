@@ -182,19 +182,24 @@ class WriteIdsMixin(TxnsMixin):
             if len(names) == 1:  # what Hive sends per query: one statement, its own snapshot
                 with self.db.single_statement() as conn:
                     return [self.table_write_ids(conn, names[0], given)]
-        with self.db.read() as conn:
-            if given is not None:
-                snapshot = given
-            elif write_id is not None and names:
-                db, table = split_table_name(names[0])
-                txn = self._txn_of_write_id(conn, db, table, write_id)
-                if txn is None:
-                    raise hms.MetaException(
-                        message=f"invalid write id {write_id} for table {names[0]}"
-                    )
-                snapshot = self.txn_snapshot(conn, txn)
-            else:  # the first statement: the read's snapshot is taken after the settled floor
-                snapshot = self.txn_snapshot(conn, 0, fresh_snapshot=True)
+        # Each statement may see its own snapshot, as in Hive (READ COMMITTED): a txn that
+        # opens or commits between the list and the write ids is above the list's hwm or
+        # stays open in it, so its write ids count as invalid either way. No BEGIN / COMMIT.
+        if given is not None:
+            snapshot = given
+        else:
+            with self.db.single_statement() as conn:
+                if write_id is not None and names:
+                    db, table = split_table_name(names[0])
+                    txn = self._txn_of_write_id(conn, db, table, write_id)
+                    if txn is None:
+                        raise hms.MetaException(
+                            message=f"invalid write id {write_id} for table {names[0]}"
+                        )
+                    snapshot = self.txn_snapshot(conn, txn)
+                else:  # a statement of its own: its snapshot is taken after the settled floor
+                    snapshot = self.txn_snapshot(conn, 0, fresh_snapshot=True)
+        with self.db.single_statement() as conn:
             return [self.table_write_ids(conn, name, snapshot) for name in names]
 
     def txn_snapshot(
