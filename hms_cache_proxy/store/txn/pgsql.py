@@ -237,17 +237,28 @@ class Compiled:
     makes the statement; its bind parameters named in ``execute``'s values vary per call, the
     others are the statement's constants."""
 
-    def __init__(self, build: Callable[[], Any]) -> None:
+    def __init__(
+        self, build: Callable[[], Any], prepare_as: str = "", types: dict[str, str] | None = None
+    ) -> None:
         self._build = build
+        self._prepare_as = prepare_as
+        self._types = types or {}
         self._sql: str | None = None
+        self._prepared: Prepared | None = None
         self._constants: dict[str, Any] = {}
 
     def execute(self, conn: Connection, **values: Any) -> Any:
+        """``prepare_as`` (with the PostgreSQL ``types`` of the per-call values) also prepares
+        it per connection (``Prepared``; the constants' types are left to PostgreSQL)."""
         if self._sql is None:
             compiled = self._build().compile(dialect=conn.dialect)
             self._constants = dict(compiled.construct_params(values))
             self._sql = str(compiled)
-        return conn.exec_driver_sql(self._sql, {**self._constants, **values})
+            if self._prepare_as:
+                types = {key: self._types.get(key, "unknown") for key in self._constants}
+                self._prepared = Prepared(self._prepare_as, self._sql, {**types, **self._types})
+        sql = self._sql if self._prepared is None else self._prepared.text(conn)
+        return conn.exec_driver_sql(sql, {**self._constants, **values})
 
 
 _ENQUEUE_SQL = (
@@ -348,3 +359,24 @@ def open_txn_rows(
     statement = _OPEN_TXN_LIST_INFO if info else _OPEN_TXN_LIST
     values = {"window": window_ms, "floor": floor, "unsettled": unsettled}
     return conn.exec_driver_sql(statement.text(conn), values).all()
+
+
+HEARTBEAT_TXN_SQL = (
+    f'UPDATE "TXNS" SET "TXN_LAST_HEARTBEAT" = {_NOW_MS} '
+    'WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\''
+)
+"""heartbeatTxn: an open txn's heartbeat; no row means it is not open."""
+HEARTBEAT_LOCK_SQL = (
+    f'UPDATE "HIVE_LOCKS" SET "HL_LAST_HEARTBEAT" = {_NOW_MS} WHERE "HL_LOCK_EXT_ID" = %(ext)s'
+)
+"""heartbeatLock: every row of the lock; no row means there is no such lock."""
+
+
+def heartbeat_txn(conn: Connection, txn_id: int) -> int:
+    """Refresh ``txn_id``'s heartbeat if it is open; the rows updated (0 or 1)."""
+    return int(conn.exec_driver_sql(HEARTBEAT_TXN_SQL, {"txn": txn_id}).rowcount)
+
+
+def heartbeat_lock(conn: Connection, ext_id: int) -> int:
+    """Refresh the heartbeat of lock ``ext_id``'s rows; how many there were."""
+    return int(conn.exec_driver_sql(HEARTBEAT_LOCK_SQL, {"ext": ext_id}).rowcount)

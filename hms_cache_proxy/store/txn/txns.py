@@ -805,11 +805,14 @@ class TxnsMixin(TxnServiceBase):
         """Hive's heartbeatTxn: refresh an open txn, else raise naming its state."""
         if txn_id == 0:
             return
-        rc = conn.execute(
-            update(_T)
-            .where(_T.c.TXN_ID == txn_id, _T.c.TXN_STATE == OPEN)
-            .values(TXN_LAST_HEARTBEAT=self.now_ms(conn))
-        ).rowcount
+        if one_statement(conn):
+            rc = pgsql.heartbeat_txn(conn, txn_id)
+        else:
+            rc = conn.execute(
+                update(_T)
+                .where(_T.c.TXN_ID == txn_id, _T.c.TXN_STATE == OPEN)
+                .values(TXN_LAST_HEARTBEAT=self.now_ms(conn))
+            ).rowcount
         if rc < 1:
             raise_unexpected_state(self.find_txn_state(conn, txn_id), txn_id)
 
