@@ -324,7 +324,7 @@ def commit_after(conn: Connection) -> str:
     on psycopg2) to end with, when nothing may follow it; else ``""`` (other drivers and
     databases, or an armed failpoint: ``write.before_commit`` must run before the commit)."""
     info = conn.info
-    if failpoints.ACTIVE or info.get(_BEGIN) is not False:
+    if failpoints.ACTIVE or _BEGIN not in info:
         return ""
     info[_COMMITTED] = _COMMIT_ARMED
     return "; COMMIT"
