@@ -380,3 +380,49 @@ def heartbeat_txn(conn: Connection, txn_id: int) -> int:
 def heartbeat_lock(conn: Connection, ext_id: int) -> int:
     """Refresh the heartbeat of lock ``ext_id``'s rows; how many there were."""
     return int(conn.exec_driver_sql(HEARTBEAT_LOCK_SQL, {"ext": ext_id}).rowcount)
+
+
+_ALLOCATE_READ = Prepared(
+    "hms_allocate_read",
+    'SELECT \'txn\', "TXN_ID", "TXN_STATE", "TXN_TYPE", NULL::bigint FROM "TXNS" '
+    'WHERE "TXN_ID" = ANY(%(txns)s) UNION ALL '
+    'SELECT \'wid\', "T2W_TXNID", NULL, NULL, "T2W_WRITEID" FROM "TXN_TO_WRITE_ID" '
+    'WHERE "T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s AND "T2W_TXNID" = ANY(%(txns)s)',
+    {"txns": "bigint[]", "db": "text", "tbl": "text"},
+)
+_LOCK_TXN_ROWS = (
+    'SELECT 1 FROM "TXNS" WHERE "TXN_ID" = ANY(%(txns)s) ORDER BY "TXN_ID" FOR UPDATE; '
+)
+
+ALLOCATE_WRITE_IDS_SQL = (
+    'WITH n AS (INSERT INTO "NEXT_WRITE_ID" AS w ("NWI_DATABASE", "NWI_TABLE", "NWI_NEXT") '
+    'VALUES (%(db)s, %(tbl)s, 1 + %(k)s) ON CONFLICT ("NWI_DATABASE", "NWI_TABLE") '
+    'DO UPDATE SET "NWI_NEXT" = w."NWI_NEXT" + %(k)s RETURNING "NWI_NEXT" - %(k)s AS first), '
+    'ins AS (INSERT INTO "TXN_TO_WRITE_ID" ("T2W_TXNID", "T2W_DATABASE", "T2W_TABLE", '
+    '"T2W_WRITEID") SELECT m.txn, %(db)s, %(tbl)s, n.first + m.ord - 1 '
+    "FROM n, unnest(%(missing)s::bigint[]) WITH ORDINALITY AS m (txn, ord)) "
+    "SELECT set_config('hms.first_write_id', (SELECT first FROM n)::text, true); "
+)
+"""allocateTableWriteIds' writes for a message that goes on (the event's sequence lock): the
+next write ids under NEXT_WRITE_ID's row lock (the row made for the table's first ids: an
+upsert, so the sequence lock is never held while that row is waited for) and their
+TXN_TO_WRITE_ID rows; the first id is kept in a transaction-local setting, read back by
+ALLOCATED."""
+ALLOCATED = ", current_setting('hms.first_write_id')"
+
+
+def lock_and_read_allocation(
+    conn: Connection, txns: list[int], db: str, table: str
+) -> tuple[dict[int, tuple[str, int | None]], dict[int, int]]:
+    """Lock the txns' rows (in id order), then read their (state, type) and the write ids the
+    table already has for them. Call it first in the transaction (it may prepare)."""
+    values = {"txns": txns, "db": db, "tbl": table}
+    sql = _LOCK_TXN_ROWS + _ALLOCATE_READ.text(conn)
+    found: dict[int, tuple[str, int | None]] = {}
+    have: dict[int, int] = {}
+    for kind, txn, state, txn_type, write_id in conn.exec_driver_sql(sql, values):
+        if kind == "txn":
+            found[int(txn)] = (state, None if txn_type is None else int(txn_type))
+        else:
+            have[int(txn)] = int(write_id)
+    return found, have
