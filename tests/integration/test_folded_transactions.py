@@ -31,9 +31,9 @@ def _rows(db: Database) -> list[tuple[int, str]]:
 
 
 def _in_transaction(db: Database) -> list[bool]:
-    """For each pooled connection: is its session inside a transaction block?"""
+    """For a pooled connection of the write transactions: is it inside a transaction block?"""
     seen = []
-    with db.autocommit_engine.connect() as conn:
+    with db.folded_engine.connect() as conn:
         raw = conn.connection.dbapi_connection
         seen.append(raw.info.transaction_status != 0)  # 0: TRANSACTION_STATUS_IDLE
     return seen

@@ -62,9 +62,10 @@ class Database:
             self.autocommit_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
             self.folds_round_trips = self.url.get_driver_name() == "psycopg2"
             if self.folds_round_trips:
-                event.listen(
-                    self.autocommit_engine, "before_cursor_execute", _send_begin, retval=True
-                )
+                # Write transactions keep a pool of their own, as before: a call inside one
+                # that also takes a single-statement connection cannot starve the pool.
+                self.folded_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
+                event.listen(self.folded_engine, "before_cursor_execute", _send_begin, retval=True)
 
     # -- engines ---------------------------------------------------------------------------------
 
@@ -187,7 +188,7 @@ class Database:
         statement (``_send_begin``) and COMMIT after the last one (``commit_after``) or, when
         the call did not fold it, as one message at the end. The server's transaction is the
         same; only the messages are fewer."""
-        with self.autocommit_engine.connect() as conn:
+        with self.folded_engine.connect() as conn:
             info = conn.info
             info[_BEGIN] = True
             try:
@@ -237,7 +238,12 @@ class Database:
 
     def engines(self) -> list[Engine]:
         """Every distinct engine (for listeners that must see all the driver's work)."""
-        found = [self.read_engine, self.write_engine, getattr(self, "autocommit_engine", None)]
+        found = [
+            self.read_engine,
+            self.write_engine,
+            getattr(self, "autocommit_engine", None),
+            getattr(self, "folded_engine", None),
+        ]
         return list({id(e): e for e in found if e is not None}.values())
 
     def dispose(self) -> None:
@@ -245,11 +251,14 @@ class Database:
         if self.write_engine is not self.read_engine:
             self.write_engine.dispose()
             self.autocommit_engine.dispose()
+            if self.folds_round_trips:
+                self.folded_engine.dispose()
 
     def pool_usage(self) -> dict[str, tuple[int, int]]:
-        """Connections checked out now and the most the pool opens, per engine: read and write
-        on PostgreSQL, one shared engine on SQLite (none for in-memory SQLite, which pools
-        nothing). Past the limit a call waits up to ``timeout_seconds`` for a connection."""
+        """Connections checked out now and the most the pool opens, per engine: read, write (on
+        psycopg2 only side transactions; the calls' own are "folded"), autocommit (single
+        statements) on PostgreSQL, one shared engine on SQLite (none for in-memory SQLite,
+        which pools nothing). Past the limit a call waits up to ``timeout_seconds`` for one."""
         engines = (
             {"shared": self.read_engine}
             if self.write_engine is self.read_engine
@@ -257,6 +266,7 @@ class Database:
                 "read": self.read_engine,
                 "write": self.write_engine,
                 "autocommit": self.autocommit_engine,
+                **({"folded": self.folded_engine} if self.folds_round_trips else {}),
             }
         )
         return {
