@@ -262,7 +262,8 @@ class Compiled:
 
 
 _ENQUEUE_SQL = (
-    'WITH nli AS (UPDATE "NEXT_LOCK_ID" SET "NL_NEXT" = "NL_NEXT" + 1 '
+    "WITH {txn}"
+    'nli AS (UPDATE "NEXT_LOCK_ID" SET "NL_NEXT" = "NL_NEXT" + 1 {open} '
     'RETURNING "NL_NEXT" - 1 AS ext), '
     'ins AS (INSERT INTO "HIVE_LOCKS" ("HL_LOCK_EXT_ID", "HL_LOCK_INT_ID", "HL_TXNID", "HL_DB", '
     '"HL_TABLE", "HL_PARTITION", "HL_LOCK_STATE", "HL_LOCK_TYPE", "HL_LAST_HEARTBEAT", '
@@ -270,6 +271,16 @@ _ENQUEUE_SQL = (
     "SELECT nli.ext, v.int_id, %s, v.db, v.tbl, v.part, 'w', v.kind, {heartbeat}, %s, %s, %s "
     "FROM nli, (VALUES {values}) AS v (int_id, db, tbl, part, kind)) "
     "SELECT ext FROM nli"
+)
+_TXN_OPEN_CTE = (
+    'open_txn AS (SELECT 1 FROM "TXNS" WHERE "TXN_ID" = %s AND "TXN_STATE" = \'o\' FOR UPDATE), '
+)
+_COMPONENTS_CTE = (
+    'tc AS (INSERT INTO "TXN_COMPONENTS" ("TC_TXNID", "TC_DATABASE", "TC_TABLE", "TC_PARTITION", '
+    '"TC_OPERATION_TYPE", "TC_WRITEID") SELECT %s, c.db, c.tbl, c.part, c.op, '
+    '(SELECT w."T2W_WRITEID" FROM "TXN_TO_WRITE_ID" w WHERE w."T2W_DATABASE" = c.db '
+    'AND w."T2W_TABLE" = c.tbl AND w."T2W_TXNID" = %s) '
+    "FROM (VALUES {values}) AS c (db, tbl, part, op) WHERE EXISTS (SELECT 1 FROM open_txn)), "
 )
 
 
@@ -280,17 +291,39 @@ def enqueue_locks(
     user: str,
     host: str,
     agent_info: str | None,
+    components: list[tuple[str, str | None, str | None, str]] | None = None,
 ) -> int | None:
     """Take the next lock id under NEXT_LOCK_ID's row lock and insert the waiting rows
     ((int id, db, table, partition, type) each) in one statement; the lock id, or None when
-    NEXT_LOCK_ID has no row (nothing was written)."""
+    nothing was written (NEXT_LOCK_ID has no row, or txn ``txn_id`` is not open).
+
+    With a txn (``txn_id`` > 0) the same statement first locks the txn's row if it is open
+    (its FOR UPDATE waits for a commit or abort under way, and then sees its outcome) and
+    inserts its TXN_COMPONENTS ((db, table, partition, operation) each; the write id is the
+    table's for the txn, NULL without one), as Hive's enqueueLock does in its transaction."""
+    params: list[Any] = []
+    txn_part = ""
+    open_only = ""
+    if txn_id > 0:
+        txn_part = _TXN_OPEN_CTE
+        params.append(txn_id)
+        open_only = "WHERE EXISTS (SELECT 1 FROM open_txn)"
+        if components:
+            txn_part += _COMPONENTS_CTE.format(
+                values=", ".join(["(%s, %s, %s, %s)"] * len(components))
+            )
+            params += [txn_id, txn_id]
+            params += [value for part in components for value in part]
     sql = _ENQUEUE_SQL.format(
+        txn=txn_part,
+        open=open_only,
         heartbeat="0" if txn_id != 0 else _NOW_MS,
         values=", ".join(["(%s, %s, %s, %s, %s)"] * len(rows)),
     )
     # In the text the SELECT's values come first, then the VALUES list.
-    flat = [value for row in rows for value in row]
-    found = conn.exec_driver_sql(sql, (txn_id, user, host, agent_info, *flat)).first()
+    params += [txn_id, user, host, agent_info]
+    params += [value for row in rows for value in row]
+    found = conn.exec_driver_sql(sql, tuple(params)).first()
     return None if found is None else int(found[0])
 
 
