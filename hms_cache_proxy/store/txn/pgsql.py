@@ -107,11 +107,6 @@ COMMIT_WITH_COMPONENTS_SQL = _MOVE_COMPONENTS + _DELETE_COMPONENTS + _FINISH
 COMMIT_SQL = _FINISH
 """commitTxn of a txn without components (or a read-only one, whose components stay)."""
 
-LOCK_OPEN_TXN_SQL = (
-    'SELECT "TXN_TYPE" FROM "TXNS" WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\' FOR UPDATE'
-)
-"""txns' lock_open_txn: the open txn's row, locked."""
-
 
 def open_params(
     n: int,
@@ -123,7 +118,7 @@ def open_params(
     floor: int = 0,
     unsettled: list[int] | None = None,
 ) -> dict[str, Any]:
-    """The values of OPEN_SQL's and OPEN_KEEPING_SQL's placeholders."""
+    """The values of OPEN_SQL's and open_keeping_sql's placeholders."""
     return {
         "floor": floor,
         "unsettled": unsettled or [],
@@ -142,37 +137,10 @@ def opened(kept: tuple[Any, ...]) -> tuple[list[int], float]:
     return [int(i) for i in ids.split(",")], float(wait)
 
 
-def open_txns(
-    conn: Connection,
-    n: int,
-    user: str,
-    host: str,
-    agent_info: str | None,
-    txn_type: int,
-    window_ms: int,
-    floor: int = 0,
-    unsettled: list[int] | None = None,
-) -> tuple[list[int], float]:
-    """The new txn ids (ascending) and the seconds spent waiting for TXN_LOCK_TBL. ``floor``
-    and ``unsettled``: the settled floor of TXNS (``common.SettledTxns``), if any."""
-    return open_txns_with(
-        conn, open_params(n, user, host, agent_info, txn_type, window_ms, floor, unsettled)
-    )
-
-
 def open_txns_with(conn: Connection, params: dict[str, Any]) -> tuple[list[int], float]:
     """open_txns with its values from ``open_params``."""
     rows = conn.exec_driver_sql(OPEN_SQL, params).all()
     return [int(r[0]) for r in rows], float(rows[0][1]) if rows else 0.0
-
-
-def lock_open_txn(conn: Connection, txn_id: int) -> int | None:
-    """The TXN_TYPE column of ``txn_id`` if it is open (its row now locked), else None; a row
-    with NULL there comes back as -1 (the caller maps it)."""
-    row = conn.exec_driver_sql(LOCK_OPEN_TXN_SQL, {"txn": txn_id}).first()
-    if row is None:
-        return None
-    return -1 if row[0] is None else int(row[0])
 
 
 _LOCK_OPEN_TXN_ROW = (
@@ -223,12 +191,6 @@ def commit_facts(conn: Connection, txn_id: int) -> tuple[set[str], list[tuple[in
         else:
             writes.append((int(write_id), db, table))
     return ops, writes
-
-
-def finish_commit(conn: Connection, txn_id: int, move_components: bool) -> None:
-    """Move the components (when asked), drop locks and history rows, mark the txn committed."""
-    sql: Any = COMMIT_WITH_COMPONENTS_SQL if move_components else COMMIT_SQL
-    conn.exec_driver_sql(sql, {"txn": txn_id})
 
 
 class Compiled:
