@@ -94,11 +94,15 @@ WRITE_METHODS = frozenset(
 )
 """SqlStore calls that write metadata events the cache must see before the call returns."""
 
-TXN_WRITES = frozenset({"commit_txn", "abort_txn", "abort_txns"})
-TXN_EVENTS = frozenset({"open_txns", "allocate_table_write_ids"})
-"""Calls whose events (OPEN_TXN, ALLOC_WRITE_ID) the cache need not see before they return:
-applied from memory when they come next (saving the poller a read of the log), else left to
-the poller."""
+TXN_WRITES = frozenset({"commit_txn"})
+"""A commit that alters tables (``key_value``): the cache catches up before it returns, so
+the writer reads the altered table from it."""
+TXN_EVENTS = frozenset({"open_txns", "allocate_table_write_ids", "abort_txn", "abort_txns"})
+"""Calls whose events (OPEN_TXN, ALLOC_WRITE_ID, ABORT_TXN, and COMMIT_TXN of a commit without
+``key_value``) the cache need not see before they return: they change only which write ids
+are valid, and the rules compare every transactional read's snapshot with the entry's, so an
+entry that has not seen them yet is not used for a snapshot that has. Applied from memory when
+they come next (saving the poller a read of the log), else left to the poller."""
 LOCKS = frozenset({"lock", "check_lock"})
 """A lock granted on this instance first brings the cache up to date: a reader holding a lock
 sees every write committed before the lock was granted (Iceberg's commit protocol: lock,
@@ -783,6 +787,7 @@ class _TxnWrites:
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self._txn, name)
+        absorbing = self._absorbing(name, target)
         if name in LOCKS:
 
             def lock(*args: Any, **kwargs: Any) -> Any:
@@ -795,6 +800,8 @@ class _TxnWrites:
         if name in TXN_WRITES:
 
             def call(*args: Any, **kwargs: Any) -> Any:
+                if len(args) < 2 and kwargs.get("key_value") is None:
+                    return absorbing(*args, **kwargs)
                 try:
                     return target(*args, **kwargs)
                 finally:
@@ -802,17 +809,19 @@ class _TxnWrites:
 
             return call
         if name in TXN_EVENTS:
-
-            def absorbing(*args: Any, **kwargs: Any) -> Any:
-                result = target(*args, **kwargs)
-                try:
-                    self._absorb()
-                except Exception:  # noqa: BLE001 - the poller reads the events instead
-                    log.debug("could not apply %s's own events", name, exc_info=True)
-                return result
-
             return absorbing
         return target
+
+    def _absorbing(self, name: str, target: Callable[..., Any]) -> Callable[..., Any]:
+        def absorbing(*args: Any, **kwargs: Any) -> Any:
+            result = target(*args, **kwargs)
+            try:
+                self._absorb()
+            except Exception:  # noqa: BLE001 - the poller reads the events instead
+                log.debug("could not apply %s's own events", name, exc_info=True)
+            return result
+
+        return absorbing
 
 
 __all__ = ["CachedStore", "Miss", "TType"]

@@ -29,6 +29,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.events import messages
 from hms_cache_proxy.store.sql import ids as ids_module
 from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.sql.engine import commit_after
 from hms_cache_proxy.store.sql.ids import IdAllocator
 
 DEFAULT_CATALOG = "hive"
@@ -39,17 +40,34 @@ CURRENT_EVENT_ID_SQL = 'SELECT "NEXT_EVENT_ID" FROM "NOTIFICATION_SEQUENCE"'
 """NEXT_EVENT_ID as plain SQL, for a DB-API cursor (PostgreSQL and SQLite alike)."""
 _PREPARED = "hms_current_event_id"
 
-_INSERT_SQL = (
-    'WITH prev AS (SELECT COALESCE(max("EVENT_TIME"), 0) AS t FROM "NOTIFICATION_LOG" '
-    'WHERE "EVENT_ID" = %s), '
-    'ins AS (INSERT INTO "NOTIFICATION_LOG" ("NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", '
-    '"CAT_NAME", "DB_NAME", "TBL_NAME", "MESSAGE", "MESSAGE_FORMAT") '
-    "SELECT v.nl_id, v.event_id, GREATEST(%s, prev.t), v.kind, v.cat, v.db, v.tbl, v.body, %s "
-    "FROM prev, (VALUES {values}) AS v (nl_id, event_id, kind, cat, db, tbl, body)) "
-    "SELECT GREATEST(%s, t){notify} FROM prev"
+_RESERVE_SQL = (
+    'UPDATE "NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = "NEXT_EVENT_ID" + %(hms_events)s; '
+    'SELECT q.n, (SELECT "EVENT_TIME" FROM "NOTIFICATION_LOG" '
+    'WHERE "EVENT_ID" = q.n - %(hms_events)s - 1){also} '
+    'FROM (SELECT (SELECT max("NEXT_EVENT_ID") FROM "NOTIFICATION_SEQUENCE") AS n) AS q'
 )
-"""The PostgreSQL append's rows after the sequence is taken, as one statement (psycopg2
-placeholders; see one_statement). A new statement, so it sees the previous writer's rows."""
+"""PostgreSQL (psycopg2 placeholders, see one_statement): take the sequence row's lock and
+move it on, then, in a new statement and so a snapshot taken after the lock was granted, read
+the new NEXT_EVENT_ID and the previous event's time. One round trip; always one row (NULLs
+when the sequence has no row yet)."""
+
+_INSERT_SQL = (
+    'INSERT INTO "NOTIFICATION_LOG" ("NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", '
+    '"CAT_NAME", "DB_NAME", "TBL_NAME", "MESSAGE", "MESSAGE_FORMAT") VALUES {values}'
+)
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Event ids taken under the sequence row's lock (``EventLog.reserve``)."""
+
+    first: int
+    """The first of the ids."""
+    previous_time: int
+    """EVENT_TIME of the event before ``first`` (0 when purged or none)."""
+    extra: tuple[Any, ...]
+    """The caller's extra columns, read in the same statement."""
+
 
 _KEEP_COMMITTED = 256
 """Most committed events ``take_committed`` keeps per thread (a thread whose writes no cache
@@ -165,67 +183,119 @@ class EventLog:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def append(self, conn: Connection, events: Sequence[NewEvent]) -> list[int]:
+    def append(
+        self,
+        conn: Connection,
+        events: Sequence[NewEvent],
+        *,
+        before: str = "",
+        params: dict[str, Any] | None = None,
+        last: bool = False,
+    ) -> list[int]:
         """Append ``events`` in the caller's write transaction; returns their EVENT_IDs.
 
         Call it as the last step before the commit: from here on the sequence row is locked.
+        On PostgreSQL through psycopg2 (``one_statement``), ``before`` is the caller's own
+        statement text (ending in ``"; "``, named placeholders filled from ``params``) sent in
+        the same round trip as the sequence lock, and ``last`` folds the COMMIT into the
+        insert (``engine.commit_after``): nothing may run on ``conn`` after it. Elsewhere
+        ``before`` must be empty.
         """
         if not events:
+            if before:
+                sql = before.rstrip("; ") + (commit_after(conn) if last else "")
+                conn.exec_driver_sql(sql, params)
             return []
-        n = len(events)
-        fmt = self.message_format
-        bodies = [messages.encode(e.message, fmt) for e in events]
-        nl_ids = self.ids.allocate(conn, ids_module.NOTIFICATION_LOG, n)
-        first = self._take_event_ids(conn, n)
-        event_ids = list(range(first, first + n))
-        # The time is taken under the sequence lock and never goes below the previous event's
-        # (clocks of several hosts differ): a purge by age then always cuts a prefix of the
-        # log, never a hole in the middle of it.
+        bodies = [messages.encode(e.message, self.message_format) for e in events]
+        nl_ids = self.ids.allocate(conn, ids_module.NOTIFICATION_LOG, len(events))
         if one_statement(conn):
-            event_time = self._insert_in_one_statement(conn, events, bodies, nl_ids, event_ids)
-        else:
-            event_time = max(int(self._clock()), self._previous_time(conn, first))
-            rows = [
-                {
-                    "NL_ID": nl_id,
-                    "EVENT_ID": event_id,
-                    "EVENT_TIME": event_time,
-                    "EVENT_TYPE": e.event_type,
-                    "CAT_NAME": e.cat_name,
-                    "DB_NAME": e.db_name,
-                    "TBL_NAME": e.table_name,
-                    "MESSAGE": body,
-                    "MESSAGE_FORMAT": fmt,
-                }
-                for nl_id, event_id, e, body in zip(nl_ids, event_ids, events, bodies, strict=True)
-            ]
-            conn.execute(insert(s.NOTIFICATION_LOG), rows)
-            if self.notify_channel and conn.dialect.name == "postgresql":
-                conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
+            reservation = self.reserve(conn, len(events), before=before, params=params)
+            return self.write(conn, reservation, events, bodies, nl_ids, last=last)
+        if before:
+            raise ValueError("append(before=...) needs PostgreSQL through psycopg2")
+        first = self._take_event_ids(conn, len(events))
+        event_time = max(int(self._clock()), self._previous_time(conn, first))
+        event_ids = list(range(first, first + len(events)))
+        fmt = self.message_format
+        rows = [
+            {
+                "NL_ID": nl_id,
+                "EVENT_ID": event_id,
+                "EVENT_TIME": event_time,
+                "EVENT_TYPE": e.event_type,
+                "CAT_NAME": e.cat_name,
+                "DB_NAME": e.db_name,
+                "TBL_NAME": e.table_name,
+                "MESSAGE": body,
+                "MESSAGE_FORMAT": fmt,
+            }
+            for nl_id, event_id, e, body in zip(nl_ids, event_ids, events, bodies, strict=True)
+        ]
+        conn.execute(insert(s.NOTIFICATION_LOG), rows)
+        if self.notify_channel and conn.dialect.name == "postgresql":
+            conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
         if self._recording:
             self._remember(conn, events, bodies, event_ids, event_time)
         return event_ids
 
-    def _insert_in_one_statement(
+    def reserve(
         self,
         conn: Connection,
+        n: int,
+        *,
+        before: str = "",
+        params: dict[str, Any] | None = None,
+        also: str = "",
+    ) -> Reservation:
+        """PostgreSQL through psycopg2: take ``n`` event ids under the sequence row's lock in
+        one round trip, after the caller's statement ``before`` (see ``append``); ``also``:
+        extra SQL expressions (each after a comma) read with them, into ``extra``."""
+        values = {**(params or {}), "hms_events": n}
+        row = conn.exec_driver_sql(before + _RESERVE_SQL.format(also=also), values).one()
+        if row[0] is None:  # no sequence row yet: create it as the general path does
+            first = self._take_event_ids(conn, n)
+            return Reservation(first, self._previous_time(conn, first), tuple(row[2:]))
+        previous = 0 if row[1] is None else int(row[1])
+        return Reservation(int(row[0]) - n, previous, tuple(row[2:]))
+
+    def write(
+        self,
+        conn: Connection,
+        reservation: Reservation,
         events: Sequence[NewEvent],
-        bodies: list[str],
-        nl_ids: list[int],
-        event_ids: list[int],
-    ) -> int:
-        """PostgreSQL, once the sequence row is locked: the previous event's time, the rows and
-        the notification in one round trip (a data-modifying CTE); returns the EVENT_TIME."""
-        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * len(events))
+        bodies: list[str] | None = None,
+        nl_ids: list[int] | None = None,
+        *,
+        last: bool = False,
+    ) -> list[int]:
+        """Insert ``events`` under ids ``reserve`` took (and notify), in one round trip; with
+        ``last`` the COMMIT travels with them. The time is taken under the sequence lock and
+        never goes below the previous event's (clocks of several hosts differ): a purge by
+        age then always cuts a prefix of the log, never a hole in the middle of it."""
+        fmt = self.message_format
+        if bodies is None:
+            bodies = [messages.encode(e.message, fmt) for e in events]
+        if nl_ids is None:
+            nl_ids = self.ids.allocate(conn, ids_module.NOTIFICATION_LOG, len(events))
+        first = reservation.first
+        event_ids = list(range(first, first + len(events)))
+        event_time = max(int(self._clock()), reservation.previous_time)
         rows: list[Any] = []
         for e, nl_id, event_id, body in zip(events, nl_ids, event_ids, bodies, strict=True):
-            rows += [nl_id, event_id, e.event_type, e.cat_name, e.db_name, e.table_name, body]
-        notify = self.notify_channel
-        sql = _INSERT_SQL.format(values=values, notify=", pg_notify(%s, %s)" if notify else "")
-        clock = int(self._clock())
-        params = [event_ids[0] - 1, clock, self.message_format, *rows, clock]
-        params += [notify, str(event_ids[-1])] if notify else []
-        return int(conn.exec_driver_sql(sql, tuple(params)).scalar_one())
+            rows += [nl_id, event_id, event_time, e.event_type, e.cat_name, e.db_name]
+            rows += [e.table_name, body, fmt]
+        sql = _INSERT_SQL.format(
+            values=", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(events))
+        )
+        if self.notify_channel:
+            sql += "; SELECT pg_notify(%s, %s)"
+            rows += [self.notify_channel, str(event_ids[-1])]
+        if last:
+            sql += commit_after(conn)
+        conn.exec_driver_sql(sql, tuple(rows))
+        if self._recording:
+            self._remember(conn, events, bodies, event_ids, event_time)
+        return event_ids
 
     @staticmethod
     def _previous_time(conn: Connection, first: int) -> int:

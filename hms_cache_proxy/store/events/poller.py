@@ -139,9 +139,12 @@ class Poller:
         """After a write on this instance: apply its committed ``events`` (NotificationEvents,
         in id order) from memory when they follow the position without a gap, which saves
         reading them back; else (other writers' events in between, or none of ours) catch up
-        from the log, or with ``read`` False leave them to the poller. Returns the position
-        reached."""
-        with self._poll_lock:
+        from the log, or with ``read`` False leave them to the poller. With ``read`` False a
+        poll under way is not waited for either: it or the next one (our commit's NOTIFY
+        wakes it) applies them from the log. Returns the position reached."""
+        if not self._poll_lock.acquire(blocking=read):
+            return self._position
+        try:
             fresh = [e for e in events if e.eventId > self._position]
             if events and not fresh:
                 return self._position  # the poller has applied them already
@@ -153,6 +156,8 @@ class Poller:
                 self.last_current = max(self.last_current, ids[-1])
                 return self._position
             return self._catch_up_locked() if read else self._position
+        finally:
+            self._poll_lock.release()
 
     def catch_up(self) -> int:
         """Apply every event the log holds now; returns the position reached."""

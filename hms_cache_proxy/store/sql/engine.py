@@ -51,6 +51,7 @@ class Database:
         )
         self.write_retries = write_retries
         self._end_listeners: list[Callable[[Connection, bool], None]] = []
+        self.folds_round_trips = False
         self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
         if self.dialect == "sqlite":
             self.read_engine = self._sqlite_engine(pool_size)
@@ -59,6 +60,12 @@ class Database:
             self.read_engine = self._pg_engine(pool_size, "REPEATABLE READ")
             self.write_engine = self._pg_engine(pool_size, "READ COMMITTED")
             self.autocommit_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
+            self.folds_round_trips = self.url.get_driver_name() == "psycopg2"
+            if self.folds_round_trips:
+                # Write transactions keep a pool of their own, as before: a call inside one
+                # that also takes a single-statement connection cannot starve the pool.
+                self.folded_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
+                event.listen(self.folded_engine, "before_cursor_execute", _send_begin, retval=True)
 
     # -- engines ---------------------------------------------------------------------------------
 
@@ -155,6 +162,8 @@ class Database:
         while True:
             attempt += 1
             try:
+                if self.folds_round_trips:
+                    return self._folded_transaction(fn)
                 with self.write_engine.connect() as conn:
                     conn = conn.execution_options(hms_write=True)
                     try:
@@ -172,6 +181,32 @@ class Database:
                 delay = min(0.5, 0.01 * (2**attempt))
                 log.info("retrying write after %s (attempt %d)", _sqlstate(exc), attempt)
                 time.sleep(delay)
+
+    def _folded_transaction(self, fn: Callable[[Connection], T]) -> T:
+        """``transaction`` on PostgreSQL through psycopg2 without the BEGIN and COMMIT round
+        trips of its own: on an autocommit connection, BEGIN travels in front of the first
+        statement (``_send_begin``) and COMMIT after the last one (``commit_after``) or, when
+        the call did not fold it, as one message at the end. The server's transaction is the
+        same; only the messages are fewer."""
+        with self.folded_engine.connect() as conn:
+            info = conn.info
+            info[_BEGIN] = True
+            try:
+                result = fn(conn)
+                failpoints.hit("write.before_commit")
+                if info[_BEGIN] is False and not info.get(_COMMITTED):
+                    conn.exec_driver_sql("COMMIT")
+            except BaseException:
+                # A failed message skips its COMMIT; after a COMMIT, ROLLBACK only warns.
+                if info.get(_BEGIN) is False:
+                    _roll_back(conn)
+                self._ended(conn, committed=False)
+                raise
+            finally:
+                info.pop(_BEGIN, None)
+                info.pop(_COMMITTED, None)
+            self._ended(conn, committed=True)
+            return result
 
     def on_transaction_end(self, listener: Callable[[Connection, bool], None]) -> None:
         """Call ``listener(conn, committed)`` after every ``transaction`` attempt, once its
@@ -203,7 +238,12 @@ class Database:
 
     def engines(self) -> list[Engine]:
         """Every distinct engine (for listeners that must see all the driver's work)."""
-        found = [self.read_engine, self.write_engine, getattr(self, "autocommit_engine", None)]
+        found = [
+            self.read_engine,
+            self.write_engine,
+            getattr(self, "autocommit_engine", None),
+            getattr(self, "folded_engine", None),
+        ]
         return list({id(e): e for e in found if e is not None}.values())
 
     def dispose(self) -> None:
@@ -211,11 +251,14 @@ class Database:
         if self.write_engine is not self.read_engine:
             self.write_engine.dispose()
             self.autocommit_engine.dispose()
+            if self.folds_round_trips:
+                self.folded_engine.dispose()
 
     def pool_usage(self) -> dict[str, tuple[int, int]]:
-        """Connections checked out now and the most the pool opens, per engine: read and write
-        on PostgreSQL, one shared engine on SQLite (none for in-memory SQLite, which pools
-        nothing). Past the limit a call waits up to ``timeout_seconds`` for a connection."""
+        """Connections checked out now and the most the pool opens, per engine: read, write (on
+        psycopg2 only side transactions; the calls' own are "folded"), autocommit (single
+        statements) on PostgreSQL, one shared engine on SQLite (none for in-memory SQLite,
+        which pools nothing). Past the limit a call waits up to ``timeout_seconds`` for one."""
         engines = (
             {"shared": self.read_engine}
             if self.write_engine is self.read_engine
@@ -223,6 +266,7 @@ class Database:
                 "read": self.read_engine,
                 "write": self.write_engine,
                 "autocommit": self.autocommit_engine,
+                **({"folded": self.folded_engine} if self.folds_round_trips else {}),
             }
         )
         return {
@@ -271,3 +315,53 @@ def client_message(exc: BaseException) -> str | None:
         return "the metastore database is unreachable; retry the call later"
     detail = f"SQLSTATE {code}" if code else type(exc.orig).__name__
     return f"metastore database error ({detail}); the service log has the details"
+
+
+_BEGIN = "hms_begin_pending"
+"""conn.info key: a folded transaction whose BEGIN is not sent yet (False once it is)."""
+_COMMITTED = "hms_commit_folded"
+"""conn.info key: the next statement carries the COMMIT (armed), or carried it (sent)."""
+_COMMIT_ARMED, _COMMIT_SENT = 1, 2
+
+
+def begin_sent(conn: Connection) -> bool:
+    """Whether ``conn`` is inside a folded transaction whose BEGIN has gone out."""
+    return conn.info.get(_BEGIN) is False
+
+
+def commit_after(conn: Connection) -> str:
+    """``"; COMMIT"`` for the last statement of a folded transaction (``Database.transaction``
+    on psycopg2) to end with, when nothing may follow it; else ``""`` (other drivers and
+    databases, or an armed failpoint: ``write.before_commit`` must run before the commit)."""
+    info = conn.info
+    if failpoints.ACTIVE or _BEGIN not in info:
+        return ""
+    info[_COMMITTED] = _COMMIT_ARMED
+    return "; COMMIT"
+
+
+def _send_begin(
+    conn: Connection, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool
+) -> tuple[str, Any]:
+    """Put the pending BEGIN of a folded transaction in front of its first statement."""
+    info = conn.info
+    if info.get(_BEGIN):
+        info[_BEGIN] = False
+        if executemany:
+            cursor.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        else:
+            statement = "BEGIN ISOLATION LEVEL READ COMMITTED; " + statement
+    committed = info.get(_COMMITTED)
+    if committed == _COMMIT_ARMED:
+        info[_COMMITTED] = _COMMIT_SENT  # this statement carries it
+    elif committed == _COMMIT_SENT and statement != "ROLLBACK":
+        raise RuntimeError("a statement after the COMMIT of a folded transaction")
+    return statement, parameters
+
+
+def _roll_back(conn: Connection) -> None:
+    """End a folded transaction that failed; a connection that cannot is not reused."""
+    try:
+        conn.exec_driver_sql("ROLLBACK")
+    except Exception:  # noqa: BLE001 - the original error is what the caller reports
+        conn.invalidate()

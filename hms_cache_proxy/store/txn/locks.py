@@ -240,7 +240,7 @@ def _grant_unless_blocked() -> Any:
     return select(select(func.count()).select_from(granted).scalar_subquery())
 
 
-_GRANT_UNLESS_BLOCKED = pgsql.Compiled(_grant_unless_blocked)
+_GRANT_UNLESS_BLOCKED = pgsql.Compiled(_grant_unless_blocked, "hms_grant_locks", {"ext": "bigint"})
 
 
 class LocksMixin(TxnsMixin):
@@ -252,10 +252,27 @@ class LocksMixin(TxnsMixin):
         if not components:
             raise hms.MetaException(message="LockRequest has no components")
         txn_id = int(rqst.txnid or 0)
-        ext_id, rows = self.db.transaction(
-            lambda conn: self._enqueue(conn, rqst, components, txn_id)
-        )
+        fast = self.db.folds_round_trips  # PostgreSQL through psycopg2
+        enqueued = None
+        if fast and txn_id >= 0:  # one statement: no transaction around it
+            with self.db.single_statement(write=True) as conn:
+                enqueued = self._enqueue_at_once(conn, rqst, components, txn_id)
+        if enqueued is None:  # SQLite, other drivers, or an error to name
+            enqueued = self.db.transaction(
+                lambda conn: self._enqueue(conn, rqst, components, txn_id)
+            )
+        ext_id, rows = enqueued
         try:
+            if fast:
+                # The usual case, nothing in the way: the grant is one statement by itself
+                # (a lock waits only for lower lock ids, which were committed before this one
+                # was numbered). Blocked, nothing changed: the full check records the blocker.
+                with self.db.single_statement(write=True) as conn:
+                    granted = int(_GRANT_UNLESS_BLOCKED.execute(conn, ext=ext_id).scalar_one())
+                if granted == len(rows):
+                    return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
+                if granted:
+                    raise _no_such_locks(ext_id, rows)
             return self.db.transaction(
                 lambda conn: self._check(
                     conn,
@@ -271,14 +288,32 @@ class LocksMixin(TxnsMixin):
                 message=f"Couldn't find a lock we just created! {exc.message}"
             ) from exc
 
-    def _enqueue(
+    def _enqueue_at_once(
         self, conn: Connection, rqst: Any, components: list[Any], txn_id: int
-    ) -> tuple[int, list[LockRow]]:
-        if txn_id != 0:
-            self.require_open_txn(conn, txn_id)
-        if txn_id > 0:
-            self._insert_txn_components(conn, rqst, components, txn_id)
-        rows = [
+    ) -> tuple[int, list[LockRow]] | None:
+        """PostgreSQL through psycopg2: the whole enqueue (the txn's row locked if it is open,
+        its components, the lock id and the waiting rows) as one statement; None when it wrote
+        nothing (the txn is not open, or NEXT_LOCK_ID has no row): the general path says why."""
+        parts = self._component_rows(rqst, components, txn_id) if txn_id > 0 else []
+        rows = self._waiting_rows(components, txn_id)
+        found = pgsql.enqueue_locks(
+            conn,
+            txn_id,
+            [(r.int_id, r.db, r.table, r.partition, r.type) for r in rows],
+            rqst.user or "",
+            rqst.hostname or "",
+            rqst.agentInfo,
+            [
+                (p["TC_DATABASE"], p["TC_TABLE"], p["TC_PARTITION"], p["TC_OPERATION_TYPE"])
+                for p in parts
+            ],
+        )
+        if found is None:
+            return None
+        return found, [replace(r, ext_id=found) for r in rows]
+
+    def _waiting_rows(self, components: list[Any], txn_id: int) -> list[LockRow]:
+        return [
             LockRow(
                 0,
                 i,
@@ -291,6 +326,15 @@ class LocksMixin(TxnsMixin):
             )
             for i, lc in enumerate(components, start=1)
         ]
+
+    def _enqueue(
+        self, conn: Connection, rqst: Any, components: list[Any], txn_id: int
+    ) -> tuple[int, list[LockRow]]:
+        if txn_id != 0:
+            self.require_open_txn(conn, txn_id)
+        if txn_id > 0:
+            self._insert_txn_components(conn, rqst, components, txn_id)
+        rows = self._waiting_rows(components, txn_id)
         if one_statement(conn):
             found = pgsql.enqueue_locks(
                 conn,
@@ -346,6 +390,22 @@ class LocksMixin(TxnsMixin):
         self, conn: Connection, rqst: Any, components: list[Any], txn_id: int
     ) -> None:
         """Hive's insertTxnComponents: what a txn will write, for commit and the compactor."""
+        rows = self._component_rows(rqst, components, txn_id)
+        write_ids: dict[tuple[str, str | None], int | None] = {}
+        for row in rows:
+            key = (row["TC_DATABASE"], row["TC_TABLE"])
+            if key not in write_ids:
+                write_ids[key] = (
+                    self.table_write_id_of(conn, key[0], key[1], txn_id) if key[1] else None
+                )
+            row["TC_WRITEID"] = write_ids[key]
+        if rows:
+            conn.execute(insert(s.TXN_COMPONENTS), rows)
+
+    @staticmethod
+    def _component_rows(rqst: Any, components: list[Any], txn_id: int) -> list[dict[str, Any]]:
+        """The TXN_COMPONENTS rows of a lock request, but for their write ids (the table's
+        write id of the txn, looked up by the caller)."""
         dp_update = {
             (_lower(lc.dbname), _lower(lc.tablename))
             for lc in components
@@ -374,10 +434,7 @@ class LocksMixin(TxnsMixin):
                     continue
                 part = None
                 code = OP_UPDATE if key in dp_update else OP_INSERT
-            if key not in write_ids:
-                write_ids[key] = (
-                    self.table_write_id_of(conn, key[0], key[1], txn_id) if key[1] else None
-                )
+            write_ids[key] = None
             rows.append(
                 {
                     "TC_TXNID": txn_id,
@@ -385,11 +442,9 @@ class LocksMixin(TxnsMixin):
                     "TC_TABLE": key[1],
                     "TC_PARTITION": part,
                     "TC_OPERATION_TYPE": code,
-                    "TC_WRITEID": write_ids[key],
                 }
             )
-        if rows:
-            conn.execute(insert(s.TXN_COMPONENTS), rows)
+        return rows
 
     @staticmethod
     def table_write_id_of(conn: Connection, db: str | None, table: str, txn_id: int) -> int | None:
@@ -519,6 +574,7 @@ class LocksMixin(TxnsMixin):
             ).rowcount
             if rc >= 1:
                 return
+            # Nothing deleted, nothing changed: the rest only says why.
             rows = self._lock_rows(conn, ext_id)
             if not rows:
                 return
@@ -528,7 +584,11 @@ class LocksMixin(TxnsMixin):
                 )
             raise hms.MetaException(message=f"Found lock in unexpected state {rows[0]}")
 
-        self.db.transaction(run)
+        if self.db.folds_round_trips:  # the DELETE is the only change: no transaction needed
+            with self.db.single_statement(write=True) as conn:
+                run(conn)
+        else:
+            self.db.transaction(run)
 
     # -- heartbeats and listing ---------------------------------------------------------------
 
@@ -536,11 +596,14 @@ class LocksMixin(TxnsMixin):
         """Hive's heartbeatLock (lock id 0 means none)."""
         if ext_id == 0:
             return
-        rc = conn.execute(
-            update(_HL)
-            .where(_HL.c.HL_LOCK_EXT_ID == ext_id)
-            .values(HL_LAST_HEARTBEAT=self.now_ms(conn))
-        ).rowcount
+        if one_statement(conn):
+            rc = pgsql.heartbeat_lock(conn, ext_id)
+        else:
+            rc = conn.execute(
+                update(_HL)
+                .where(_HL.c.HL_LOCK_EXT_ID == ext_id)
+                .values(HL_LAST_HEARTBEAT=self.now_ms(conn))
+            ).rowcount
         if rc < 1:
             raise hms.NoSuchLockException(message=f"No such lock: {lock_id_str(ext_id)}")
 

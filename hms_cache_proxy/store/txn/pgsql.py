@@ -15,11 +15,13 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from hms_cache_proxy.store.sql.prepared import Prepared
+
 _NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
 """TxnUtils.getEpochFn on PostgreSQL: the transaction's start, in epoch milliseconds."""
 
-OPEN_SQL = (
-    'LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE; '
+_LOCK_TXNS_SHARED = 'LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE; '
+_OPEN_STEPS = (
     f"WITH now AS (SELECT {_NOW_MS} AS ms), "
     'new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER", '
     '"TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE") '
@@ -39,11 +41,41 @@ OPEN_SQL = (
     'WHERE "TXN_STARTED" < (SELECT ms FROM now) - %(window)s), first.id)) AS m FROM first), '
     'mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID") '
     'SELECT new."TXN_ID", mark.m FROM new, mark) '
-    'SELECT "TXN_ID", extract(epoch FROM clock_timestamp() - statement_timestamp()) '
-    'FROM new ORDER BY "TXN_ID"'
+)
+_LOCK_WAIT = "extract(epoch FROM clock_timestamp() - statement_timestamp())"
+OPEN_SQL = (
+    _LOCK_TXNS_SHARED + _OPEN_STEPS + f'SELECT "TXN_ID", {_LOCK_WAIT} FROM new ORDER BY "TXN_ID"'
 )
 """openTxns after its TXN_LOCK_TBL share lock: the TXNS rows and their MIN_HISTORY_LEVEL rows.
 The second column is how long the lock took (the opener's clock starts after it, as Hive's)."""
+
+_OPEN_KEEPING = Prepared(
+    "hms_open_txns",
+    _OPEN_STEPS
+    + "SELECT set_config('hms.open_txn_ids', "
+    + 'string_agg("TXN_ID"::text, \',\' ORDER BY "TXN_ID"), true), '
+    + f"set_config('hms.open_lock_wait', max({_LOCK_WAIT})::text, true) FROM new",
+    {
+        "user": "text",
+        "host": "text",
+        "agent": "text",
+        "type": "integer",
+        "n": "integer",
+        "floor": "bigint",
+        "unsettled": "bigint[]",
+        "window": "bigint",
+    },
+)
+
+
+def open_keeping_sql(conn: Connection) -> str:
+    """OPEN_SQL for a message that goes on (the OPEN_TXN event's sequence lock): the new ids
+    and the lock's wait kept in transaction-local settings, read back by OPEN_KEPT. Call it
+    before the transaction's first statement (it may prepare the statement)."""
+    return _LOCK_TXNS_SHARED + _OPEN_KEEPING.text(conn) + "; "
+
+
+OPEN_KEPT = ", current_setting('hms.open_txn_ids'), current_setting('hms.open_lock_wait')"
 
 COMMIT_READ_SQL = (
     'SELECT DISTINCT \'op\', "TC_OPERATION_TYPE", NULL::bigint, NULL, NULL FROM "TXN_COMPONENTS" '
@@ -75,14 +107,8 @@ COMMIT_WITH_COMPONENTS_SQL = _MOVE_COMPONENTS + _DELETE_COMPONENTS + _FINISH
 COMMIT_SQL = _FINISH
 """commitTxn of a txn without components (or a read-only one, whose components stay)."""
 
-LOCK_OPEN_TXN_SQL = (
-    'SELECT "TXN_TYPE" FROM "TXNS" WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\' FOR UPDATE'
-)
-"""txns' lock_open_txn: the open txn's row, locked."""
 
-
-def open_txns(
-    conn: Connection,
+def open_params(
     n: int,
     user: str,
     host: str,
@@ -91,10 +117,9 @@ def open_txns(
     window_ms: int,
     floor: int = 0,
     unsettled: list[int] | None = None,
-) -> tuple[list[int], float]:
-    """The new txn ids (ascending) and the seconds spent waiting for TXN_LOCK_TBL. ``floor``
-    and ``unsettled``: the settled floor of TXNS (``common.SettledTxns``), if any."""
-    params = {
+) -> dict[str, Any]:
+    """The values of OPEN_SQL's and open_keeping_sql's placeholders."""
+    return {
         "floor": floor,
         "unsettled": unsettled or [],
         "user": user,
@@ -104,17 +129,56 @@ def open_txns(
         "n": n,
         "window": window_ms,
     }
+
+
+def opened(kept: tuple[Any, ...]) -> tuple[list[int], float]:
+    """The new txn ids and the lock's wait from the OPEN_KEPT columns."""
+    ids, wait = kept
+    return [int(i) for i in ids.split(",")], float(wait)
+
+
+def open_txns_with(conn: Connection, params: dict[str, Any]) -> tuple[list[int], float]:
+    """open_txns with its values from ``open_params``."""
     rows = conn.exec_driver_sql(OPEN_SQL, params).all()
     return [int(r[0]) for r in rows], float(rows[0][1]) if rows else 0.0
 
 
-def lock_open_txn(conn: Connection, txn_id: int) -> int | None:
-    """The TXN_TYPE column of ``txn_id`` if it is open (its row now locked), else None; a row
-    with NULL there comes back as -1 (the caller maps it)."""
-    row = conn.exec_driver_sql(LOCK_OPEN_TXN_SQL, {"txn": txn_id}).first()
-    if row is None:
-        return None
-    return -1 if row[0] is None else int(row[0])
+_LOCK_OPEN_TXN_ROW = (
+    'SELECT 1 FROM "TXNS" WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\' FOR UPDATE; '
+)
+_READ_COMMIT = Prepared(
+    "hms_commit_facts",
+    'SELECT \'txn\', NULL, "TXN_TYPE"::bigint, NULL, NULL FROM "TXNS" '
+    'WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\' UNION ALL ' + COMMIT_READ_SQL,
+    {"txn": "bigint"},
+)
+"""commitTxn's first round trip: the open txn's row locked, then (a new statement, so a snapshot
+taken once the lock is held) its type, operation types and write ids."""
+
+
+def lock_and_read_commit(
+    conn: Connection, txn_id: int
+) -> tuple[int, set[str], list[tuple[int, str, str]]] | None:
+    """Lock ``txn_id``'s row if it is open and read what its commit needs: (TXN_TYPE, -1 for
+    NULL; operation types; (write id, database, table) each), or None when it is not open."""
+    txn_type: int | None = None
+    ops: set[str] = set()
+    writes: list[tuple[int, str, str]] = []
+    sql = _LOCK_OPEN_TXN_ROW + _READ_COMMIT.text(conn)
+    rows = conn.exec_driver_sql(sql, {"txn": txn_id}).all()
+    for kind, op, value, db, table in rows:
+        if kind == "txn":
+            txn_type = -1 if value is None else int(value)
+        elif kind == "op":
+            ops.add(op)
+        else:
+            writes.append((int(value), db, table))
+    return None if txn_type is None else (txn_type, ops, writes)
+
+
+def finish_commit_sql(move_components: bool) -> str:
+    """finish_commit's statements as text for a message that goes on (placeholder ``txn``)."""
+    return (COMMIT_WITH_COMPONENTS_SQL if move_components else COMMIT_SQL) + "; "
 
 
 def commit_facts(conn: Connection, txn_id: int) -> tuple[set[str], list[tuple[int, str, str]]]:
@@ -129,33 +193,39 @@ def commit_facts(conn: Connection, txn_id: int) -> tuple[set[str], list[tuple[in
     return ops, writes
 
 
-def finish_commit(conn: Connection, txn_id: int, move_components: bool) -> None:
-    """Move the components (when asked), drop locks and history rows, mark the txn committed."""
-    sql: Any = COMMIT_WITH_COMPONENTS_SQL if move_components else COMMIT_SQL
-    conn.exec_driver_sql(sql, {"txn": txn_id})
-
-
 class Compiled:
     """A SQLAlchemy statement compiled once (for psycopg2) and then executed as its text with
     the call's values: no per-call construction, compilation or cache-key work. ``build``
     makes the statement; its bind parameters named in ``execute``'s values vary per call, the
     others are the statement's constants."""
 
-    def __init__(self, build: Callable[[], Any]) -> None:
+    def __init__(
+        self, build: Callable[[], Any], prepare_as: str = "", types: dict[str, str] | None = None
+    ) -> None:
         self._build = build
+        self._prepare_as = prepare_as
+        self._types = types or {}
         self._sql: str | None = None
+        self._prepared: Prepared | None = None
         self._constants: dict[str, Any] = {}
 
     def execute(self, conn: Connection, **values: Any) -> Any:
+        """``prepare_as`` (with the PostgreSQL ``types`` of the per-call values) also prepares
+        it per connection (``Prepared``; the constants' types are left to PostgreSQL)."""
         if self._sql is None:
             compiled = self._build().compile(dialect=conn.dialect)
             self._constants = dict(compiled.construct_params(values))
             self._sql = str(compiled)
-        return conn.exec_driver_sql(self._sql, {**self._constants, **values})
+            if self._prepare_as:
+                types = {key: self._types.get(key, "unknown") for key in self._constants}
+                self._prepared = Prepared(self._prepare_as, self._sql, {**types, **self._types})
+        sql = self._sql if self._prepared is None else self._prepared.text(conn)
+        return conn.exec_driver_sql(sql, {**self._constants, **values})
 
 
 _ENQUEUE_SQL = (
-    'WITH nli AS (UPDATE "NEXT_LOCK_ID" SET "NL_NEXT" = "NL_NEXT" + 1 '
+    "WITH {txn}"
+    'nli AS (UPDATE "NEXT_LOCK_ID" SET "NL_NEXT" = "NL_NEXT" + 1 {open} '
     'RETURNING "NL_NEXT" - 1 AS ext), '
     'ins AS (INSERT INTO "HIVE_LOCKS" ("HL_LOCK_EXT_ID", "HL_LOCK_INT_ID", "HL_TXNID", "HL_DB", '
     '"HL_TABLE", "HL_PARTITION", "HL_LOCK_STATE", "HL_LOCK_TYPE", "HL_LAST_HEARTBEAT", '
@@ -163,6 +233,16 @@ _ENQUEUE_SQL = (
     "SELECT nli.ext, v.int_id, %s, v.db, v.tbl, v.part, 'w', v.kind, {heartbeat}, %s, %s, %s "
     "FROM nli, (VALUES {values}) AS v (int_id, db, tbl, part, kind)) "
     "SELECT ext FROM nli"
+)
+_TXN_OPEN_CTE = (
+    'open_txn AS (SELECT 1 FROM "TXNS" WHERE "TXN_ID" = %s AND "TXN_STATE" = \'o\' FOR UPDATE), '
+)
+_COMPONENTS_CTE = (
+    'tc AS (INSERT INTO "TXN_COMPONENTS" ("TC_TXNID", "TC_DATABASE", "TC_TABLE", "TC_PARTITION", '
+    '"TC_OPERATION_TYPE", "TC_WRITEID") SELECT %s, c.db, c.tbl, c.part, c.op, '
+    '(SELECT w."T2W_WRITEID" FROM "TXN_TO_WRITE_ID" w WHERE w."T2W_DATABASE" = c.db '
+    'AND w."T2W_TABLE" = c.tbl AND w."T2W_TXNID" = %s) '
+    "FROM (VALUES {values}) AS c (db, tbl, part, op) WHERE EXISTS (SELECT 1 FROM open_txn)), "
 )
 
 
@@ -173,21 +253,43 @@ def enqueue_locks(
     user: str,
     host: str,
     agent_info: str | None,
+    components: list[tuple[str, str | None, str | None, str]] | None = None,
 ) -> int | None:
     """Take the next lock id under NEXT_LOCK_ID's row lock and insert the waiting rows
     ((int id, db, table, partition, type) each) in one statement; the lock id, or None when
-    NEXT_LOCK_ID has no row (nothing was written)."""
+    nothing was written (NEXT_LOCK_ID has no row, or txn ``txn_id`` is not open).
+
+    With a txn (``txn_id`` > 0) the same statement first locks the txn's row if it is open
+    (its FOR UPDATE waits for a commit or abort under way, and then sees its outcome) and
+    inserts its TXN_COMPONENTS ((db, table, partition, operation) each; the write id is the
+    table's for the txn, NULL without one), as Hive's enqueueLock does in its transaction."""
+    params: list[Any] = []
+    txn_part = ""
+    open_only = ""
+    if txn_id > 0:
+        txn_part = _TXN_OPEN_CTE
+        params.append(txn_id)
+        open_only = "WHERE EXISTS (SELECT 1 FROM open_txn)"
+        if components:
+            txn_part += _COMPONENTS_CTE.format(
+                values=", ".join(["(%s, %s, %s, %s)"] * len(components))
+            )
+            params += [txn_id, txn_id]
+            params += [value for part in components for value in part]
     sql = _ENQUEUE_SQL.format(
+        txn=txn_part,
+        open=open_only,
         heartbeat="0" if txn_id != 0 else _NOW_MS,
         values=", ".join(["(%s, %s, %s, %s, %s)"] * len(rows)),
     )
     # In the text the SELECT's values come first, then the VALUES list.
-    flat = [value for row in rows for value in row]
-    found = conn.exec_driver_sql(sql, (txn_id, user, host, agent_info, *flat)).first()
+    params += [txn_id, user, host, agent_info]
+    params += [value for row in rows for value in row]
+    found = conn.exec_driver_sql(sql, tuple(params)).first()
     return None if found is None else int(found[0])
 
 
-TABLE_WRITE_IDS_SQL = (
+_TABLE_WRITE_IDS_SQL = (
     'WITH below AS (SELECT max("T2W_WRITEID") AS w FROM "TXN_TO_WRITE_ID" '
     'WHERE "T2W_TXNID" <= %(txn_hwm)s AND "T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s), '
     "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM below), 0) > 0 THEN (SELECT w FROM below) "
@@ -199,14 +301,123 @@ TABLE_WRITE_IDS_SQL = (
 )
 """getValidWriteIdsForTable's two reads in one: the write-id hwm under the snapshot's txn hwm
 (else the last allocated id), and every (txn, write id) at or below it."""
+_TABLE_WRITE_IDS = Prepared(
+    "hms_table_write_ids", _TABLE_WRITE_IDS_SQL, {"txn_hwm": "bigint", "db": "text", "tbl": "text"}
+)
 
 
 def table_write_ids(
     conn: Connection, db: str, table: str, txn_hwm: int
 ) -> tuple[int, list[tuple[int, int]]]:
     """The table's write-id hwm and the (txn, write id) rows at or below it, in one query."""
-    rows = conn.exec_driver_sql(
-        TABLE_WRITE_IDS_SQL, {"txn_hwm": txn_hwm, "db": db, "tbl": table}
-    ).all()
+    values = {"txn_hwm": txn_hwm, "db": db, "tbl": table}
+    rows = conn.exec_driver_sql(_TABLE_WRITE_IDS.text(conn), values).all()
     hwm = int(rows[0][0]) if rows else 0
     return hwm, [(int(r[1]), int(r[2])) for r in rows if r[1] is not None]
+
+
+def _open_txn_list_sql(info: bool) -> str:
+    extra = ', t."TXN_USER", t."TXN_HOST", t."TXN_STARTED", t."TXN_LAST_HEARTBEAT"' if info else ""
+    cols = (
+        't."TXN_ID", t."TXN_STATE", t."TXN_TYPE", now.ms - t."TXN_STARTED" AS age, '
+        f"fy.id AS first_young{extra}"
+    )
+    return (
+        f"WITH now AS (SELECT {_NOW_MS} AS ms), "
+        'fy AS (SELECT min("TXN_ID") AS id FROM "TXNS" '
+        'WHERE "TXN_STARTED" > (SELECT ms FROM now) - %(window)s AND "TXN_ID" >= %(floor)s), '
+        'st AS (SELECT COALESCE((SELECT max("TXN_ID") FROM "TXNS" '
+        'WHERE "TXN_ID" < (SELECT id FROM fy)), (SELECT id FROM fy), '
+        '(SELECT max("TXN_ID") FROM "TXNS")) AS id) '
+        f'SELECT {cols} FROM "TXNS" t, now, fy WHERE t."TXN_ID" >= %(floor)s '
+        'AND (t."TXN_STATE" <> \'c\' OR t."TXN_ID" >= (SELECT id FROM st)) '
+        "UNION ALL "
+        f'SELECT {cols} FROM "TXNS" t, now, fy WHERE t."TXN_ID" < %(floor)s '
+        'AND (t."TXN_ID" = (SELECT id FROM st) OR t."TXN_ID" = ANY(%(unsettled)s)) '
+        "ORDER BY 1"
+    )
+
+
+_LIST_TYPES = {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]"}
+_OPEN_TXN_LIST = Prepared("hms_open_txn_list", _open_txn_list_sql(False), _LIST_TYPES)
+_OPEN_TXN_LIST_INFO = Prepared("hms_open_txn_list_info", _open_txn_list_sql(True), _LIST_TYPES)
+"""txns.open_txn_list's query: from the settled floor up every row not committed and every row
+from the predecessor of the oldest young one; below the floor that predecessor and the unsettled
+rows. Columns TXN_ID, TXN_STATE, TXN_TYPE, age, first_young (and with info the user, host,
+start and heartbeat)."""
+
+
+def open_txn_rows(
+    conn: Connection, window_ms: int, floor: int, unsettled: list[int], info: bool
+) -> list[Any]:
+    """The rows of txns.open_txn_list's query, in TXN_ID order."""
+    statement = _OPEN_TXN_LIST_INFO if info else _OPEN_TXN_LIST
+    values = {"window": window_ms, "floor": floor, "unsettled": unsettled}
+    return conn.exec_driver_sql(statement.text(conn), values).all()
+
+
+HEARTBEAT_TXN_SQL = (
+    f'UPDATE "TXNS" SET "TXN_LAST_HEARTBEAT" = {_NOW_MS} '
+    'WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\''
+)
+"""heartbeatTxn: an open txn's heartbeat; no row means it is not open."""
+HEARTBEAT_LOCK_SQL = (
+    f'UPDATE "HIVE_LOCKS" SET "HL_LAST_HEARTBEAT" = {_NOW_MS} WHERE "HL_LOCK_EXT_ID" = %(ext)s'
+)
+"""heartbeatLock: every row of the lock; no row means there is no such lock."""
+
+
+def heartbeat_txn(conn: Connection, txn_id: int) -> int:
+    """Refresh ``txn_id``'s heartbeat if it is open; the rows updated (0 or 1)."""
+    return int(conn.exec_driver_sql(HEARTBEAT_TXN_SQL, {"txn": txn_id}).rowcount)
+
+
+def heartbeat_lock(conn: Connection, ext_id: int) -> int:
+    """Refresh the heartbeat of lock ``ext_id``'s rows; how many there were."""
+    return int(conn.exec_driver_sql(HEARTBEAT_LOCK_SQL, {"ext": ext_id}).rowcount)
+
+
+_ALLOCATE_READ = Prepared(
+    "hms_allocate_read",
+    'SELECT \'txn\', "TXN_ID", "TXN_STATE", "TXN_TYPE", NULL::bigint FROM "TXNS" '
+    'WHERE "TXN_ID" = ANY(%(txns)s) UNION ALL '
+    'SELECT \'wid\', "T2W_TXNID", NULL, NULL, "T2W_WRITEID" FROM "TXN_TO_WRITE_ID" '
+    'WHERE "T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s AND "T2W_TXNID" = ANY(%(txns)s)',
+    {"txns": "bigint[]", "db": "text", "tbl": "text"},
+)
+_LOCK_TXN_ROWS = (
+    'SELECT 1 FROM "TXNS" WHERE "TXN_ID" = ANY(%(txns)s) ORDER BY "TXN_ID" FOR UPDATE; '
+)
+
+ALLOCATE_WRITE_IDS_SQL = (
+    'WITH n AS (INSERT INTO "NEXT_WRITE_ID" AS w ("NWI_DATABASE", "NWI_TABLE", "NWI_NEXT") '
+    'VALUES (%(db)s, %(tbl)s, 1 + %(k)s) ON CONFLICT ("NWI_DATABASE", "NWI_TABLE") '
+    'DO UPDATE SET "NWI_NEXT" = w."NWI_NEXT" + %(k)s RETURNING "NWI_NEXT" - %(k)s AS first), '
+    'ins AS (INSERT INTO "TXN_TO_WRITE_ID" ("T2W_TXNID", "T2W_DATABASE", "T2W_TABLE", '
+    '"T2W_WRITEID") SELECT m.txn, %(db)s, %(tbl)s, n.first + m.ord - 1 '
+    "FROM n, unnest(%(missing)s::bigint[]) WITH ORDINALITY AS m (txn, ord)) "
+    "SELECT set_config('hms.first_write_id', (SELECT first FROM n)::text, true); "
+)
+"""allocateTableWriteIds' writes for a message that goes on (the event's sequence lock): the
+next write ids under NEXT_WRITE_ID's row lock (the row made for the table's first ids: an
+upsert, so the sequence lock is never held while that row is waited for) and their
+TXN_TO_WRITE_ID rows; the first id is kept in a transaction-local setting, read back by
+ALLOCATED."""
+ALLOCATED = ", current_setting('hms.first_write_id')"
+
+
+def lock_and_read_allocation(
+    conn: Connection, txns: list[int], db: str, table: str
+) -> tuple[dict[int, tuple[str, int | None]], dict[int, int]]:
+    """Lock the txns' rows (in id order), then read their (state, type) and the write ids the
+    table already has for them. Call it first in the transaction (it may prepare)."""
+    values = {"txns": txns, "db": db, "tbl": table}
+    sql = _LOCK_TXN_ROWS + _ALLOCATE_READ.text(conn)
+    found: dict[int, tuple[str, int | None]] = {}
+    have: dict[int, int] = {}
+    for kind, txn, state, txn_type, write_id in conn.exec_driver_sql(sql, values):
+        if kind == "txn":
+            found[int(txn)] = (state, None if txn_type is None else int(txn_type))
+        else:
+            have[int(txn)] = int(write_id)
+    return found, have

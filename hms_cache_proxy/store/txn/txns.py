@@ -151,6 +151,63 @@ class TxnsMixin(TxnServiceBase):
         """
         settled = self._settled_txns if fresh_snapshot else None
         floor = settled.floor if settled else 0
+        began = time.monotonic()  # before the query takes its snapshot
+        if one_statement(conn):
+            rows: Any = pgsql.open_txn_rows(
+                conn,
+                self.config.open_txn_timeout_ms,
+                floor,
+                sorted(settled.unsettled) if settled else [],
+                info,
+            )
+        else:
+            rows = conn.execute(self._open_txn_list_query(conn, info, floor, settled))
+        timeout = self.config.open_txn_timeout_ms
+        txns: list[TxnRow] = []
+        not_committed: list[int] = []
+        hwm = 0
+        previous = 0
+        young: int | None = None
+        for r in rows:
+            txn_id = int(r.TXN_ID)
+            hwm = txn_id
+            young = r.first_young
+            if r.age is not None and r.age < timeout:
+                if txn_id - previous - 1 > self.config.max_gap_fill:
+                    raise hms.MetaException(
+                        message=f"{txn_id - previous - 1} txn ids missing from TXNS below "
+                        f"{txn_id_str(txn_id)} inside the open-txn window: refusing to list them "
+                        "all as open (is TXNS missing its older rows?)"
+                    )
+                txns.extend(
+                    TxnRow(gap, OPEN, hms.TxnType.DEFAULT) for gap in range(previous + 1, txn_id)
+                )
+            previous = txn_id
+            if r.TXN_STATE == COMMITTED:
+                continue
+            not_committed.append(txn_id)
+            if info:
+                txns.append(
+                    TxnRow(
+                        txn_id,
+                        r.TXN_STATE,
+                        txn_type_of(r.TXN_TYPE),
+                        r.TXN_USER or "",
+                        r.TXN_HOST or "",
+                        int(r.TXN_STARTED or 0),
+                        int(r.TXN_LAST_HEARTBEAT or 0),
+                    )
+                )
+            else:
+                txns.append(TxnRow(txn_id, r.TXN_STATE, txn_type_of(r.TXN_TYPE)))
+        if fresh_snapshot and hwm:
+            self._settle(began, hwm, None if young is None else int(young), not_committed)
+        return OpenTxnList(hwm, tuple(txns))
+
+    def _open_txn_list_query(
+        self, conn: Connection, info: bool, floor: int, settled: SettledTxns | None
+    ) -> Any:
+        """open_txn_list's query through SQLAlchemy (SQLite, other drivers)."""
         now = self.now_ms(conn)
         cut = now - self.config.open_txn_timeout_ms
         first_young = select(func.min(_T.c.TXN_ID)).where(
@@ -186,48 +243,7 @@ class TxnsMixin(TxnServiceBase):
                 select(*cols).where(_T.c.TXN_ID < floor, below),
             ).subquery()
             query = select(both).order_by(both.c.TXN_ID)
-        timeout = self.config.open_txn_timeout_ms
-        txns: list[TxnRow] = []
-        not_committed: list[int] = []
-        hwm = 0
-        previous = 0
-        young: int | None = None
-        began = time.monotonic()
-        for r in conn.execute(query):
-            txn_id = int(r.TXN_ID)
-            hwm = txn_id
-            young = r.first_young
-            if r.age is not None and r.age < timeout:
-                if txn_id - previous - 1 > self.config.max_gap_fill:
-                    raise hms.MetaException(
-                        message=f"{txn_id - previous - 1} txn ids missing from TXNS below "
-                        f"{txn_id_str(txn_id)} inside the open-txn window: refusing to list them "
-                        "all as open (is TXNS missing its older rows?)"
-                    )
-                txns.extend(
-                    TxnRow(gap, OPEN, hms.TxnType.DEFAULT) for gap in range(previous + 1, txn_id)
-                )
-            previous = txn_id
-            if r.TXN_STATE == COMMITTED:
-                continue
-            not_committed.append(txn_id)
-            if info:
-                txns.append(
-                    TxnRow(
-                        txn_id,
-                        r.TXN_STATE,
-                        txn_type_of(r.TXN_TYPE),
-                        r.TXN_USER or "",
-                        r.TXN_HOST or "",
-                        int(r.TXN_STARTED or 0),
-                        int(r.TXN_LAST_HEARTBEAT or 0),
-                    )
-                )
-            else:
-                txns.append(TxnRow(txn_id, r.TXN_STATE, txn_type_of(r.TXN_TYPE)))
-        if fresh_snapshot and hwm:
-            self._settle(began, hwm, None if young is None else int(young), not_committed)
-        return OpenTxnList(hwm, tuple(txns))
+        return query
 
     def _settle_due(self) -> bool:
         """True when the next open-txn read would set or move the settled floor (without
@@ -326,8 +342,7 @@ class TxnsMixin(TxnServiceBase):
     ) -> list[int]:
         if one_statement(conn):
             sent = time.monotonic()
-            ids, lock_wait = pgsql.open_txns(
-                conn,
+            params = pgsql.open_params(
                 n,
                 user or "",
                 host or "",
@@ -337,8 +352,20 @@ class TxnsMixin(TxnServiceBase):
                 settled.floor if settled else 0,
                 sorted(settled.unsettled) if settled else [],
             )
+            if txn_type == hms.TxnType.READ_ONLY:  # no event
+                ids, lock_wait = pgsql.open_txns_with(conn, params)
+                started.append(sent + lock_wait)
+                return ids
+            # Two round trips: the txns and the event's sequence lock, then the event + COMMIT.
+            reservation = self.events.reserve(
+                conn, 1, before=pgsql.open_keeping_sql(conn), params=params, also=pgsql.OPEN_KEPT
+            )
+            ids, lock_wait = pgsql.opened(reservation.extra)
             started.append(sent + lock_wait)
-            self._emit_open(conn, ids, txn_type)
+            body = self.messages.open_txn(ids[0], ids[-1])
+            self.events.write(
+                conn, reservation, [NewEvent(msg.OPEN_TXN, body, cat_name=None)], last=True
+            )
             return ids
         if conn.dialect.name == "postgresql":
             conn.execute(text('LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE'))
@@ -478,28 +505,32 @@ class TxnsMixin(TxnServiceBase):
         return None
 
     def _commit_plain(self, conn: Connection, txn_id: int) -> bool:
-        """PostgreSQL: commit a txn that updated or deleted nothing in four round trips (lock,
-        read, finish, events), the same steps as below. False when the txn needs the general
-        path (not open, write set, compaction and other special types); the row lock it took
+        """PostgreSQL: commit a txn that updated or deleted nothing in three round trips (lock
+        and read; finish and the event sequence; the event and COMMIT), the same steps as
+        below. False when the txn needs the general path (not open, write set, compaction and
+        other special types); the row lock it took
         is the one that path takes first, so nothing differs."""
-        raw_type = pgsql.lock_open_txn(conn, txn_id)
-        if raw_type is None:
+        facts = pgsql.lock_and_read_commit(conn, txn_id)
+        if facts is None:
             return False
+        raw_type, ops, writes = facts
         txn_type = txn_type_of(None if raw_type == -1 else raw_type)
         if txn_type not in (hms.TxnType.DEFAULT, hms.TxnType.READ_ONLY):
             return False
-        ops, writes = pgsql.commit_facts(conn, txn_id)
         if ops & {OP_UPDATE, OP_DELETE} and txn_type != hms.TxnType.READ_ONLY:
             return False
         read_only = txn_type == hms.TxnType.READ_ONLY
-        pgsql.finish_commit(conn, txn_id, move_components=bool(ops) and not read_only)
+        events = []
         if not read_only:
             infos = [
                 hms.WriteEventInfo(writeId=w, database=db, table=tbl, files=None)
                 for w, db, tbl in writes
             ]
             body = self.messages.commit_txn(txn_id, infos or None)
-            self.emit(conn, [NewEvent(msg.COMMIT_TXN, body, cat_name=None)])
+            events.append(NewEvent(msg.COMMIT_TXN, body, cat_name=None))
+        # The finish travels with the event's sequence lock; the COMMIT with the event.
+        finish = pgsql.finish_commit_sql(move_components=bool(ops) and not read_only)
+        self.events.append(conn, events, before=finish, params={"txn": txn_id}, last=True)
         return True
 
     @staticmethod
@@ -774,11 +805,14 @@ class TxnsMixin(TxnServiceBase):
         """Hive's heartbeatTxn: refresh an open txn, else raise naming its state."""
         if txn_id == 0:
             return
-        rc = conn.execute(
-            update(_T)
-            .where(_T.c.TXN_ID == txn_id, _T.c.TXN_STATE == OPEN)
-            .values(TXN_LAST_HEARTBEAT=self.now_ms(conn))
-        ).rowcount
+        if one_statement(conn):
+            rc = pgsql.heartbeat_txn(conn, txn_id)
+        else:
+            rc = conn.execute(
+                update(_T)
+                .where(_T.c.TXN_ID == txn_id, _T.c.TXN_STATE == OPEN)
+                .values(TXN_LAST_HEARTBEAT=self.now_ms(conn))
+            ).rowcount
         if rc < 1:
             raise_unexpected_state(self.find_txn_state(conn, txn_id), txn_id)
 

@@ -69,14 +69,19 @@ class WriteIdsMixin(TxnsMixin):
     def _allocate(
         self, conn: Connection, db: str, table: str, ids: list[int]
     ) -> list[tuple[int, int]]:
-        t = s.TXNS
-        rows = conn.execute(
-            select(t.c.TXN_ID, t.c.TXN_STATE, t.c.TXN_TYPE)
-            .where(t.c.TXN_ID.in_(ids))
-            .order_by(t.c.TXN_ID)
-            .with_for_update()
-        ).all()
-        found = {int(r[0]): (r[1], txn_type_of(r[2])) for r in rows}
+        fast = one_statement(conn)
+        if fast:
+            raw, have = pgsql.lock_and_read_allocation(conn, ids, db, table)
+            found = {txn: (state, txn_type_of(kind)) for txn, (state, kind) in raw.items()}
+        else:
+            t = s.TXNS
+            rows = conn.execute(
+                select(t.c.TXN_ID, t.c.TXN_STATE, t.c.TXN_TYPE)
+                .where(t.c.TXN_ID.in_(ids))
+                .order_by(t.c.TXN_ID)
+                .with_for_update()
+            ).all()
+            found = {int(r[0]): (r[1], txn_type_of(r[2])) for r in rows}
         for txn in ids:
             state, txn_type = found.get(txn, (None, None))
             if state is None:
@@ -88,6 +93,8 @@ class WriteIdsMixin(TxnsMixin):
                     message=f"Write ID allocation failed on {db}.{table} as not all input txns "
                     "in open state or read-only"
                 )
+        if fast:
+            return self._allocate_fast(conn, db, table, ids, have)
         have = dict(
             conn.execute(
                 select(_T2W.c.T2W_TXNID, _T2W.c.T2W_WRITEID).where(
@@ -114,6 +121,27 @@ class WriteIdsMixin(TxnsMixin):
             body = self.messages.alloc_write_id(pairs, db, table)
             event = NewEvent(msg.ALLOC_WRITE_ID_EVENT, body, None, db, table)
             self.emit(conn, [event])
+        return pairs
+
+    def _allocate_fast(
+        self, conn: Connection, db: str, table: str, ids: list[int], have: dict[int, int]
+    ) -> list[tuple[int, int]]:
+        """PostgreSQL through psycopg2, after lock_and_read_allocation: the new write ids and
+        the event's sequence lock in one round trip, the event and COMMIT in the next."""
+        missing = [txn for txn in ids if txn not in have]
+        if not missing:
+            return sorted(have.items())
+        params = {"k": len(missing), "db": db, "tbl": table, "missing": missing}
+        reservation = self.events.reserve(
+            conn, 1, before=pgsql.ALLOCATE_WRITE_IDS_SQL, params=params, also=pgsql.ALLOCATED
+        )
+        (first_text,) = reservation.extra
+        first = int(first_text)
+        have.update({txn: first + i for i, txn in enumerate(missing)})
+        pairs = sorted((int(txn), int(w)) for txn, w in have.items())
+        body = self.messages.alloc_write_id(pairs, db, table)
+        event = NewEvent(msg.ALLOC_WRITE_ID_EVENT, body, None, db, table)
+        self.events.write(conn, reservation, [event], last=True)
         return pairs
 
     @staticmethod
@@ -182,19 +210,24 @@ class WriteIdsMixin(TxnsMixin):
             if len(names) == 1:  # what Hive sends per query: one statement, its own snapshot
                 with self.db.single_statement() as conn:
                     return [self.table_write_ids(conn, names[0], given)]
-        with self.db.read() as conn:
-            if given is not None:
-                snapshot = given
-            elif write_id is not None and names:
-                db, table = split_table_name(names[0])
-                txn = self._txn_of_write_id(conn, db, table, write_id)
-                if txn is None:
-                    raise hms.MetaException(
-                        message=f"invalid write id {write_id} for table {names[0]}"
-                    )
-                snapshot = self.txn_snapshot(conn, txn)
-            else:  # the first statement: the read's snapshot is taken after the settled floor
-                snapshot = self.txn_snapshot(conn, 0, fresh_snapshot=True)
+        # Each statement may see its own snapshot, as in Hive (READ COMMITTED): a txn that
+        # opens or commits between the list and the write ids is above the list's hwm or
+        # stays open in it, so its write ids count as invalid either way. No BEGIN / COMMIT.
+        if given is not None:
+            snapshot = given
+        else:
+            with self.db.single_statement() as conn:
+                if write_id is not None and names:
+                    db, table = split_table_name(names[0])
+                    txn = self._txn_of_write_id(conn, db, table, write_id)
+                    if txn is None:
+                        raise hms.MetaException(
+                            message=f"invalid write id {write_id} for table {names[0]}"
+                        )
+                    snapshot = self.txn_snapshot(conn, txn)
+                else:  # a statement of its own: its snapshot is taken after the settled floor
+                    snapshot = self.txn_snapshot(conn, 0, fresh_snapshot=True)
+        with self.db.single_statement() as conn:
             return [self.table_write_ids(conn, name, snapshot) for name in names]
 
     def txn_snapshot(

@@ -1,0 +1,71 @@
+"""Statements PostgreSQL plans once per session (PREPARE / EXECUTE) for the hot calls.
+
+A transaction call's statements are small and their planning costs as much as running them
+(the open_txns statement: about 0.3 ms to plan, 0.2 ms to run). psycopg2 sends every statement
+as text to be planned anew, so the hot ones are prepared on each pooled connection the first
+time it needs them, by their own round trip outside any transaction, and from then on sent as
+``EXECUTE name(...)``. A connection that cannot prepare (another driver, a database without the
+tables yet) gets the statement's text, as before: the answer is the same either way.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import Connection
+
+from hms_cache_proxy.store.sql.engine import begin_sent
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+_KEY = "hms_prepared"
+"""conn.info key: the names this DB-API connection has prepared."""
+
+
+class Prepared:
+    """One statement with named psycopg2 placeholders (``%(name)s``), given the PostgreSQL
+    type of each (``types``), prepared under ``name`` on first use per connection."""
+
+    def __init__(self, name: str, sql: str, types: dict[str, str]) -> None:
+        self.name = name
+        self.sql = sql
+        order: list[str] = []
+        for found in _PLACEHOLDER.findall(sql):
+            if found not in order:
+                order.append(found)
+        if set(order) != set(types):
+            raise ValueError(f"{name}: types for {sorted(types)}, placeholders {sorted(order)}")
+        number = {key: i + 1 for i, key in enumerate(order)}
+        body = _PLACEHOLDER.sub(lambda m: f"${number[m.group(1)]}", sql)
+        signature = ", ".join(types[key] for key in order)
+        self._prepare = f"PREPARE {name} ({signature}) AS {body}"
+        self._execute = f"EXECUTE {name} (" + ", ".join(f"%({k})s" for k in order) + ")"
+
+    def text(self, conn: Connection) -> str:
+        """The text to send on ``conn`` for this statement: EXECUTE when the connection has it
+        prepared (preparing it now if it can: call this before the transaction's first
+        statement), else the statement itself."""
+        if conn.dialect.driver != "psycopg2":
+            return self.sql
+        prepared: set[str] | None = conn.info.get(_KEY)
+        if prepared is None:
+            prepared = conn.info[_KEY] = set()
+        if self.name not in prepared:
+            if not _prepare(conn, self._prepare):
+                return self.sql
+            prepared.add(self.name)
+        return self._execute
+
+
+def _prepare(conn: Connection, statement: str) -> bool:
+    """Run PREPARE on the raw autocommit session (no transaction: a failure leaves nothing
+    behind); False when the database refuses it or the session is inside a transaction."""
+    raw: Any = conn.connection.dbapi_connection
+    if raw is None or not raw.autocommit or begin_sent(conn):
+        return False
+    try:
+        with raw.cursor() as cursor:
+            cursor.execute(statement)
+    except raw.Error:  # e.g. the schema is not there yet: the text works the same
+        return False
+    return True
