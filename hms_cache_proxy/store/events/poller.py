@@ -225,7 +225,7 @@ class Poller:
             listener = self._ensure_listener()
             fds = [self._wake_r] + ([listener] if listener is not None else [])
             try:
-                ready, _, _ = select.select(fds, [], [], self.interval)
+                ready = _readable(fds, self.interval)
             except (OSError, ValueError):
                 ready = []
                 self._close_listener()
@@ -367,3 +367,15 @@ class SequenceReader:
     def close(self) -> None:
         with self._lock:
             self.close_locked()
+
+
+def _readable(sources: list[Any], timeout: float) -> list[Any]:
+    """Which of ``sources`` (descriptors, or objects with fileno()) can be read within
+    ``timeout`` seconds. poll(2), not select(2): a busy server's descriptors pass 1023."""
+    waiter = select.poll()
+    by_fd: dict[int, Any] = {}
+    for source in sources:
+        fd = source if isinstance(source, int) else source.fileno()
+        by_fd[fd] = source
+        waiter.register(fd, select.POLLIN)
+    return [by_fd[fd] for fd, _ in waiter.poll(timeout * 1000)]
