@@ -126,6 +126,8 @@ class EventLog:
         self._clock = clock
         self._recording = False
         self._local = threading.local()
+        self._recent: dict[int, Any] = {}  # event id -> NotificationEvent, committed here
+        self._recent_lock = threading.Lock()
 
     # -- this instance's own committed events ----------------------------------------------------
 
@@ -158,6 +160,22 @@ class EventLog:
             done = getattr(self._local, "committed", [])
             done.extend(events)
             self._local.committed = done[-_KEEP_COMMITTED:]
+            with self._recent_lock:
+                recent = self._recent
+                for e in events:
+                    recent[e.eventId] = e
+                while len(recent) > _KEEP_COMMITTED:
+                    del recent[next(iter(recent))]
+
+    def committed_here(self, first: int, last: int) -> list[Any] | None:
+        """Events ``first``..``last`` if this process appended and committed every one of
+        them (recently), in id order; else None. The poller, woken by a NOTIFY for them,
+        applies them from memory instead of reading them back."""
+        if last < first or last - first >= _KEEP_COMMITTED:
+            return None
+        with self._recent_lock:
+            found = [self._recent.get(i) for i in range(first, last + 1)]
+        return None if None in found else found
 
     def _remember(
         self,

@@ -245,10 +245,14 @@ class Poller:
                     listener.notifies.clear()
                 except Exception:  # noqa: BLE001 - the connection broke: poll meanwhile
                     self._close_listener()
-            if announced is not None and announced <= self._position and self._wake_r not in ready:
-                # Only events already applied were announced (this instance's own writes,
-                # applied from memory): nothing to read.
-                continue
+            if announced is not None and self._wake_r not in ready:
+                if announced <= self._position:
+                    # Only events already applied were announced (this instance's own writes,
+                    # applied from memory): nothing to read.
+                    continue
+                own = self.events.committed_here(self._position + 1, announced)
+                if own is not None and self.apply_own(own, read=False) >= announced:
+                    continue  # all of them this instance's own: applied from memory
             try:
                 self.catch_up()
             except Exception:  # noqa: BLE001 - the database may be down; retry next round
