@@ -386,8 +386,8 @@ def test_committed_events_are_recorded_and_rolled_back_ones_forgotten(db: Databa
         (e.eventId, e.eventType, e.message, e.messageFormat) for e in stored
     ]
     assert log.take_committed() == []
-    # Every thread's committed events, by id, for the poller: a range with a hole (the rolled
-    # back event took no id, but one of another process would) or unknown ids gives None.
+    # Every thread's committed events, by id, for the poller; a range reaching an id this
+    # process did not commit (or an empty range) gives None.
     here = log.committed_here(first[0], second[-1])
     assert [e.eventId for e in here] == first + second
     assert log.committed_here(first[0], second[-1] + 1) is None
