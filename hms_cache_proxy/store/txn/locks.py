@@ -335,18 +335,7 @@ class LocksMixin(TxnsMixin):
         if txn_id > 0:
             self._insert_txn_components(conn, rqst, components, txn_id)
         rows = self._waiting_rows(components, txn_id)
-        if one_statement(conn):
-            found = pgsql.enqueue_locks(
-                conn,
-                txn_id,
-                [(r.int_id, r.db, r.table, r.partition, r.type) for r in rows],
-                rqst.user or "",
-                rqst.hostname or "",
-                rqst.agentInfo,
-            )
-            if found is None:
-                raise hms.MetaException(message=_NO_NEXT_LOCK_ID)
-            return found, [replace(r, ext_id=found) for r in rows]
+        # (On psycopg2 lock() tried _enqueue_at_once first: this path then names the error.)
         # The next id, taken under NEXT_LOCK_ID's row lock (held until this commits).
         nli = s.NEXT_LOCK_ID
         taken = conn.execute(
