@@ -787,7 +787,6 @@ class _TxnWrites:
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self._txn, name)
-        absorbing = self._absorbing(name, target)
         if name in LOCKS:
 
             def lock(*args: Any, **kwargs: Any) -> Any:
@@ -798,6 +797,7 @@ class _TxnWrites:
 
             return lock
         if name in TXN_WRITES:
+            absorbing = self._absorbing(name, target)
 
             def call(*args: Any, **kwargs: Any) -> Any:
                 if len(args) < 2 and kwargs.get("key_value") is None:
@@ -809,7 +809,7 @@ class _TxnWrites:
 
             return call
         if name in TXN_EVENTS:
-            return absorbing
+            return self._absorbing(name, target)
         return target
 
     def _absorbing(self, name: str, target: Callable[..., Any]) -> Callable[..., Any]:
