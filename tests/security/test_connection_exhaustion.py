@@ -430,8 +430,8 @@ def test_http_answers_during_an_idle_flood(
     sqlite_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """1,000 idle connections to the HTTP port from one address: past its share (16) they
-    are refused at once; /healthz and /metrics answer another client; the 16 admitted are cut
-    by the request deadline."""
+    are refused at once; /healthz and /metrics answer another client; the admitted ones are
+    cut by the request deadline."""
     caplog.set_level(logging.INFO, logger=HTTP_LOG)
     with running_service(sqlite_url, tmp_path / "wh", metrics_port=0) as svc:
         port = svc.metrics_port
@@ -451,7 +451,16 @@ def test_http_answers_during_an_idle_flood(
                 endpoint="http",
                 reason="max_connections_per_client",
             )
-            assert refused >= len(flood) - share
+            cut = metric(
+                port, "hms_connections_timed_out_total", endpoint="http", reason="request_timeout"
+            )
+            # Every flood connection was either refused at once or admitted within the share and
+            # cut by the deadline. On a loaded host the accept loop may still be draining the
+            # backlog when the first admitted ones are cut, so their places are taken again:
+            # the cuts come in whole shares, and most of the flood is refused.
+            assert refused + cut >= len(flood)
+            assert share <= cut <= 4 * share
+            assert refused >= len(flood) - 4 * share
             assert http_get(port, "/healthz", source=ATTACKER)[0] == 200  # its share is back
     refusals = log_lines(caplog, HTTP_LOG, "refusing an HTTP connection from 127.0.0.1")
     assert 1 <= len(refusals) <= 3
