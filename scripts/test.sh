@@ -7,7 +7,7 @@
 #   - a virtualenv in .venv with the package, its test tools, PySpark, matplotlib (the
 #     benchmark command's chart) and podman-compose.
 # tests/container runs scripts/container-test.sh, which installs podman and builds the
-# container images (2-6 minutes); `-m "not container"` leaves it out.
+# container images (1-3 minutes cached, about 8 from nothing); `-m "not container"` leaves it out.
 # Arguments are passed to pytest, e.g. `bash scripts/test.sh -k partitions -x`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
