@@ -42,6 +42,13 @@ def _add_database(p: argparse.ArgumentParser) -> None:
         "databases (default: ./warehouse)",
     )
     p.add_argument(
+        "--external-warehouse-dir",
+        metavar="PATH_OR_URI",
+        help="root of the external warehouse: where an external table created without a "
+        "location goes, as in Hive 4; a directory this service may change files in "
+        "(default: none)",
+    )
+    p.add_argument(
         "--hive-site",
         metavar="FILE",
         help="a stock metastore's hive-site.xml or metastore-site.xml to start from (also "
@@ -206,6 +213,7 @@ _FLAGS = {
     "port": "--port",
     "database_url": "--database-url",
     "warehouse_dir": "--warehouse-dir",
+    "external_warehouse_dir": "--external-warehouse-dir",
     "hive_site": "--hive-site",
     "log_level": "--log-level",
     "log_format": "--log-format",
@@ -222,6 +230,7 @@ def _settings(args: argparse.Namespace, notes: list[str], **extra: Any) -> Any:
     given = dict(
         database_url=args.database_url,
         warehouse_dir=args.warehouse_dir,
+        external_warehouse_dir=args.external_warehouse_dir,
         hive_site=args.hive_site,
         **extra,
     )
