@@ -42,21 +42,15 @@ def _add_database(p: argparse.ArgumentParser) -> None:
         "databases (default: ./warehouse)",
     )
     p.add_argument(
-        "--external-warehouse-dir",
-        metavar="PATH_OR_URI",
-        help="root of the external warehouse: where an external table created without a "
-        "location goes, as in Hive 4; a directory this service may change files in "
-        "(default: none)",
-    )
-    p.add_argument(
         "--hive-site",
         metavar="FILE",
         help="a stock metastore's hive-site.xml or metastore-site.xml to start from (also "
         "$HMS_CACHE_PROXY_HIVE_SITE or hive_site in the YAML file; default: none). Read from "
         "it: the database (javax.jdo.option.ConnectionURL, a jdbc:postgresql:// URL, with "
         "javax.jdo.option.ConnectionUserName and javax.jdo.option.ConnectionPassword), the "
-        "warehouse (metastore.warehouse.dir or hive.metastore.warehouse.dir) and the Thrift "
-        "port (metastore.thrift.port or hive.metastore.port, else the port of "
+        "warehouse (metastore.warehouse.dir or hive.metastore.warehouse.dir), the external "
+        "warehouse (metastore.warehouse.external.dir or hive.metastore.warehouse.external.dir) "
+        "and the Thrift port (metastore.thrift.port or hive.metastore.port, else the port of "
         "metastore.thrift.uris or hive.metastore.uris). The YAML file, HMS_CACHE_PROXY_* "
         "variables and flags override it. Refused at start: Derby, MySQL/MariaDB, Oracle or "
         "SQL Server databases, a password kept only in a Hadoop credential provider, "
@@ -83,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default 0.0.0.0: every interface)")
     serve.add_argument("--port", type=int, help="Thrift port to listen on (default 9083)")
     _add_database(serve)
+    serve.add_argument(
+        "--external-warehouse-dir",
+        metavar="PATH_OR_URI",
+        help="root of the external warehouse: where an external table created without a "
+        "location goes, as in Hive 4; a directory this service may change files in "
+        "(default: none)",
+    )
     serve.add_argument(
         "--log-level",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -230,7 +231,6 @@ def _settings(args: argparse.Namespace, notes: list[str], **extra: Any) -> Any:
     given = dict(
         database_url=args.database_url,
         warehouse_dir=args.warehouse_dir,
-        external_warehouse_dir=args.external_warehouse_dir,
         hive_site=args.hive_site,
         **extra,
     )
@@ -254,6 +254,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         notes,
         host=args.host,
         port=args.port,
+        external_warehouse_dir=args.external_warehouse_dir,
         log_level=args.log_level,
         log_format=args.log_format,
         metrics_host=args.metrics_host,
