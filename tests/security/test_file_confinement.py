@@ -407,6 +407,7 @@ def test_external_tables_go_to_the_external_warehouse_and_a_purge_drop_deletes_t
     serve, T, tmp_path
 ):
     wh, ext, client = _external(serve, tmp_path)
+    assert client.get_config_value("metastore.warehouse.external.dir", "") == uri(ext)
     client.create_database(T.Database(name="sales"))
     assert client.get_database("sales").locationUri == uri(wh / "sales.db")
     client.create_table(table(T, "sales", "events", params=PURGE, table_type=None))
