@@ -48,8 +48,9 @@ def _add_database(p: argparse.ArgumentParser) -> None:
         "$HMS_CACHE_PROXY_HIVE_SITE or hive_site in the YAML file; default: none). Read from "
         "it: the database (javax.jdo.option.ConnectionURL, a jdbc:postgresql:// URL, with "
         "javax.jdo.option.ConnectionUserName and javax.jdo.option.ConnectionPassword), the "
-        "warehouse (metastore.warehouse.dir or hive.metastore.warehouse.dir) and the Thrift "
-        "port (metastore.thrift.port or hive.metastore.port, else the port of "
+        "warehouse (metastore.warehouse.dir or hive.metastore.warehouse.dir), the external "
+        "warehouse (metastore.warehouse.external.dir or hive.metastore.warehouse.external.dir) "
+        "and the Thrift port (metastore.thrift.port or hive.metastore.port, else the port of "
         "metastore.thrift.uris or hive.metastore.uris). The YAML file, HMS_CACHE_PROXY_* "
         "variables and flags override it. Refused at start: Derby, MySQL/MariaDB, Oracle or "
         "SQL Server databases, a password kept only in a Hadoop credential provider, "
@@ -76,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default 0.0.0.0: every interface)")
     serve.add_argument("--port", type=int, help="Thrift port to listen on (default 9083)")
     _add_database(serve)
+    serve.add_argument(
+        "--external-warehouse-dir",
+        metavar="PATH_OR_URI",
+        help="root of the external warehouse: where an external table created without a "
+        "location goes, as in Hive 4; a directory this service may change files in "
+        "(default: none)",
+    )
     serve.add_argument(
         "--log-level",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -206,6 +214,7 @@ _FLAGS = {
     "port": "--port",
     "database_url": "--database-url",
     "warehouse_dir": "--warehouse-dir",
+    "external_warehouse_dir": "--external-warehouse-dir",
     "hive_site": "--hive-site",
     "log_level": "--log-level",
     "log_format": "--log-format",
@@ -245,6 +254,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         notes,
         host=args.host,
         port=args.port,
+        external_warehouse_dir=args.external_warehouse_dir,
         log_level=args.log_level,
         log_format=args.log_format,
         metrics_host=args.metrics_host,

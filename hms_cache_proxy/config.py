@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote, urlparse
 
 import yaml
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
@@ -66,6 +67,7 @@ class Settings(BaseSettings):
 
     # -- warehouse and Hive behaviour
     warehouse_dir: str = "warehouse"
+    external_warehouse_dir: str | None = None
     event_message_format: Literal["gzip(json-2.0)", "json-0.2"] = "gzip(json-2.0)"
     notification_max_events: int = Field(10_000, ge=1)
     partition_filter_max_length: int = Field(1_000_000, ge=1)
@@ -172,6 +174,26 @@ class Settings(BaseSettings):
                 )
         return v
 
+    @field_validator("external_warehouse_dir", mode="before")
+    @classmethod
+    def _external_warehouse(cls, v: Any) -> Any:
+        # Blank is unset, as Hive reads metastore.warehouse.external.dir.
+        if v is None or (isinstance(v, str) and not v.strip()):
+            return None
+        if isinstance(v, str):
+            v = v.strip()
+            uri = to_uri(v)
+            if uri.rstrip("/") in ("file:", "file://"):
+                raise ValueError(
+                    "the filesystem root would confine nothing: name the directory external "
+                    "tables go to"
+                )
+            if uri.startswith("file:"):
+                path = Path(unquote(urlparse(uri).path))
+                if path.exists() and not path.is_dir():
+                    raise ValueError("not a directory: name the directory external tables go to")
+        return v
+
     @model_validator(mode="after")
     def _reserves_fit(self) -> Settings:
         if self.reserved_connections >= self.max_connections:
@@ -244,10 +266,20 @@ class Settings(BaseSettings):
         """The warehouse root as a URI (relative paths are taken from the working directory)."""
         return to_uri(self.warehouse_dir)
 
+    def external_warehouse_uri(self) -> str | None:
+        """The external warehouse root as a URI, None when unset."""
+        return to_uri(self.external_warehouse_dir) if self.external_warehouse_dir else None
+
     def filesystem_root_uris(self) -> list[str]:
-        """Where DDL may change files: the warehouse and ``filesystem_roots`` (relative paths
-        taken from the working directory, as for the warehouse)."""
-        return [self.warehouse_uri(), *(to_uri(r.strip()) for r in self.filesystem_roots)]
+        """Where DDL may change files: the warehouse, the external warehouse when set, and
+        ``filesystem_roots`` (relative paths taken from the working directory, as for the
+        warehouse)."""
+        external = self.external_warehouse_uri()
+        return [
+            self.warehouse_uri(),
+            *([external] if external else []),
+            *(to_uri(r.strip()) for r in self.filesystem_roots),
+        ]
 
     def redacted(self) -> dict[str, Any]:
         """The settings as a dict safe to log: secrets and database passwords masked."""

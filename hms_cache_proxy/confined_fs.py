@@ -2,13 +2,14 @@
 
 This service acts on the filesystem as itself, not as the calling user (stock Hive checks the
 parent's permissions and acts as the caller), so it confines itself: it creates, empties,
-renames, deletes and lists only below a root (the warehouse and ``filesystem_roots``). A
-location is normalised lexically first (percent-escapes, ``.``, ``..``, ``//``, the host part of
-a ``file:`` URI), then every operation walks from the root's directory one component at a time
-with ``O_NOFOLLOW`` and acts relative to the parent's file descriptor, so a symlink anywhere on
-the way (also one planted after the object was created) stops the operation instead of leading
-out of the root. Trees are removed through descriptors too: a symlink inside is unlinked, never
-followed. See docs/security.md, "Filesystem confinement".
+renames, deletes and lists only below a root (the warehouse, the external warehouse and
+``filesystem_roots``). A location is normalised lexically first (percent-escapes, ``.``,
+``..``, ``//``, the host part of a ``file:`` URI), then every operation walks from the root's
+directory one component at a time with ``O_NOFOLLOW`` and acts relative to the parent's file
+descriptor, so a symlink anywhere on the way (also one planted after the object was created)
+stops the operation instead of leading out of the root. Trees are removed through descriptors
+too: a symlink inside is unlinked, never followed. See docs/security.md, "Filesystem
+confinement".
 """
 
 from __future__ import annotations

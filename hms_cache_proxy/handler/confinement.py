@@ -2,17 +2,19 @@
 
 The rules (docs/security.md, "Filesystem confinement"):
 
-- Files are only ever touched inside the roots (the warehouse and ``filesystem_roots``), through
-  ``ConfinedFS``; a root itself is never deleted or emptied.
+- Files are only ever touched inside the roots (the warehouse, the external warehouse and
+  ``filesystem_roots``), through ``ConfinedFS``; a root itself is never deleted or emptied.
 - A location whose data this service deletes (a managed table, an external one with
   ``external.table.purge``, their partitions, a database) must lie inside the roots; an
   external table's or partition's location outside them is kept as metadata only (never made,
   listed, emptied or deleted) or refused, as ``external_locations_outside_roots`` says.
 - A table whose data may be deleted lies strictly below its own database's directory, and no
   other database's directory is nearer to it (the default database's directory is the
-  warehouse root, so every database's directory is below it). Any table or partition lying in
-  another database's directory (other than a root) is refused. So deleting one database's data
-  never reaches into another's, which is what the per-database allow-lists separate.
+  warehouse root, so every database's directory is below it; in the external warehouse a
+  database's directory is ``<db>.db``, the default database's is the root). Any table or
+  partition lying in another database's directory (other than a root) is refused. So deleting
+  one database's data never reaches into another's, which is what the per-database
+  allow-lists separate.
 - Deletion re-checks the rules against the current metadata, so rows written before these
   rules (or by a stock metastore) are dropped as metadata but their data is kept and logged.
 """
@@ -21,8 +23,9 @@ from __future__ import annotations
 
 import logging
 
+from hms_cache_proxy import warehouse
 from hms_cache_proxy.confined_fs import is_below, is_within, local_path
-from hms_cache_proxy.handler.base import HandlerBase
+from hms_cache_proxy.handler.base import DEFAULT_CATALOG, HandlerBase
 from hms_cache_proxy.idl import hms
 
 log = logging.getLogger(__name__)
@@ -30,6 +33,7 @@ log = logging.getLogger(__name__)
 DatabaseKey = tuple[str, str]
 
 ROOTS_HINT = "or have the operator add its directory to filesystem_roots"
+DEFAULT_DATABASE = "default"
 
 
 class FileRules(HandlerBase):
@@ -38,15 +42,28 @@ class FileRules(HandlerBase):
     # -- what exists -----------------------------------------------------------------------------
 
     def database_dirs(self) -> list[tuple[DatabaseKey, str]]:
-        """Every database's local directories (location and managed location), read from the
-        metastore database (one query; a cache could miss another instance's new database)."""
+        """Every database's local directories (location, managed location and its directory in
+        the external warehouse), read from the metastore database (one query; a cache could
+        miss another instance's new database)."""
         out: list[tuple[DatabaseKey, str]] = []
         for cat, name, location, managed in self.store.database_locations():
-            for uri in (location, managed):
+            for uri in (location, managed, self.external_database_dir(cat, name)):
                 path = local_path(uri)
                 if path is not None:
                     out.append(((cat, name), path))
         return out
+
+    def external_database_dir(self, cat: str, db: str) -> str | None:
+        """Warehouse.getDefaultExternalDatabasePath: where Hive 4 puts a database's external
+        tables, ``<external warehouse>/<db>.db`` (the external warehouse itself for
+        ``default``). Counted as the database's directory, so no other database's data may be
+        placed there. None without an external warehouse, and outside the default catalog
+        (the path carries no catalog, so two catalogs' databases would share it)."""
+        root = self.settings.external_warehouse_uri()
+        if root is None or cat != DEFAULT_CATALOG:
+            return None
+        root = self.location(root) or root
+        return root if db == DEFAULT_DATABASE else warehouse.join(root, f"{db}.db")
 
     @staticmethod
     def _nearest_databases(

@@ -279,3 +279,11 @@ class DatabaseHandlers(FileRules):
         if delete_data:
             for uri in (dropped.locationUri or database.locationUri, dropped.managedLocationUri):
                 self.delete_quietly(self.database_dir_to_delete(cat, db, uri))
+            self._remove_external_dir(cat, db)
+
+    def _remove_external_dir(self, cat: str, db: str) -> None:
+        """The database's directory in the external warehouse goes only when it holds nothing
+        at all: what is left there is external tables' data this service must keep."""
+        uri = self.database_dir_to_delete(cat, db, self.external_database_dir(cat, db))
+        if uri is not None and self.files.inside(uri):
+            self.files.remove_empty_dir(uri)

@@ -70,9 +70,18 @@ class SessionHandlers(HandlerBase):
 
     def _config_values(self) -> dict[str, str]:
         warehouse = self.settings.warehouse_uri()
+        external = self.settings.external_warehouse_uri()
         return {
             "hive.metastore.warehouse.dir": warehouse,
             "metastore.warehouse.dir": warehouse,
+            **(
+                {
+                    "hive.metastore.warehouse.external.dir": external,
+                    "metastore.warehouse.external.dir": external,
+                }
+                if external
+                else {}
+            ),
             "hive.metastore.uris": self.settings.server_uri,
             "hive.metastore.event.message.factory": _encoder_class(self.settings),
             "metastore.event.message.factory": _encoder_class(self.settings),

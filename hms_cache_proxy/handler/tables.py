@@ -389,7 +389,7 @@ class TableHandlers(FileRules):
         made_dir = False
         if not is_view(table):
             if not table.sd.location:
-                table.sd.location = self._default_table_location(database, name, table)
+                table.sd.location = self._default_table_location(cat, database, name, table)
             else:
                 table.sd.location = self.location(table.sd.location)
                 if warehouse.is_root(table.sd.location):
@@ -443,13 +443,25 @@ class TableHandlers(FileRules):
                 raise hms.InvalidObjectException(message=f"database {cat}.{db}") from None
             raise
 
-    def _default_table_location(self, database: hms.Database, name: str, table: hms.Table) -> str:
+    def _default_table_location(
+        self, cat: str, database: hms.Database, name: str, table: hms.Table
+    ) -> str:
         """``<database location>/<encodeTableName(name)>`` (a managed table of a database with a
-        managed location goes below that one)."""
+        managed location goes below that one). With an external warehouse, an external table
+        of a database located in the warehouse goes below the database's directory there, as
+        Hive 4's Warehouse.getDefaultTablePath places it."""
         root = database.locationUri or ""
         if database.managedLocationUri and not is_external(table):
             root = database.managedLocationUri
+        elif is_external(table) and self._in_warehouse(root):
+            root = self.external_database_dir(cat, database.name or "") or root
         return self.location(warehouse.join(root, warehouse.encode_table_name(name))) or ""
+
+    def _in_warehouse(self, uri: str) -> bool:
+        """Whether a database location is the warehouse root or lies below it."""
+        base = self.location(self.settings.warehouse_uri()) or ""
+        here = self.location(uri) or ""
+        return bool(here) and (here == base or here.startswith(base.rstrip("/") + "/"))
 
     # -- drop ------------------------------------------------------------------------------------
 

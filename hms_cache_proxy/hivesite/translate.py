@@ -2,7 +2,8 @@
 
 Read: the database (``javax.jdo.option.ConnectionURL``, ``...ConnectionUserName``,
 ``...ConnectionPassword``), the warehouse (``metastore.warehouse.dir`` /
-``hive.metastore.warehouse.dir``) and the Thrift port (``metastore.thrift.port`` /
+``hive.metastore.warehouse.dir``), the external warehouse (``metastore.warehouse.external.dir``
+/ ``hive.metastore.warehouse.external.dir``) and the Thrift port (``metastore.thrift.port`` /
 ``hive.metastore.port``, else the port of ``metastore.thrift.uris`` / ``hive.metastore.uris``).
 As in Hive's MetastoreConf, the ``metastore.`` name is looked up before the ``hive.`` one.
 
@@ -141,27 +142,27 @@ class _Reader:
         self.site.notes.extend(f"{prop}: {note}" for note in translated.notes)
 
     def _warehouse(self) -> None:
-        setting = "warehouse_dir"
-        found = self._get(WAREHOUSE, setting)
-        if found is not None:
-            prop, location = found
-            self.site.properties[setting] = prop
-            scheme = urlparse(location).scheme
-            default_fs = self._get(DEFAULT_FS, setting)
-            if not scheme and location.startswith("/") and default_fs is not None:
-                fs = default_fs[1].rstrip("/")
-                if not fs.startswith("file:"):
-                    location = fs + location  # Hadoop qualifies bare paths with fs.defaultFS
-            self.site.values[setting] = location
-            if urlparse(location).scheme not in ("", "file"):
-                self.site.notes.append(
-                    f"{prop}={location}: locations on this filesystem are recorded but their "
-                    "directories are neither made nor deleted by hms-cache-proxy"
-                )
-        external = self._flag(EXTERNAL_WAREHOUSE)
-        if external is not None:
+        self._directory(WAREHOUSE, "warehouse_dir")
+        self._directory(EXTERNAL_WAREHOUSE, "external_warehouse_dir")
+
+    def _directory(self, names: tuple[str, ...], setting: str) -> None:
+        """A warehouse root, as the managed and the external warehouse are read alike."""
+        found = self._get(names, setting)
+        if found is None:
+            return
+        prop, location = found
+        self.site.properties[setting] = prop
+        scheme = urlparse(location).scheme
+        default_fs = self._get(DEFAULT_FS, setting)
+        if not scheme and location.startswith("/") and default_fs is not None:
+            fs = default_fs[1].rstrip("/")
+            if not fs.startswith("file:"):
+                location = fs + location  # Hadoop qualifies bare paths with fs.defaultFS
+        self.site.values[setting] = location
+        if urlparse(location).scheme not in ("", "file"):
             self.site.notes.append(
-                f"{external[0]} is not used: hms-cache-proxy has one warehouse root"
+                f"{prop}={location}: locations on this filesystem are recorded but their "
+                "directories are neither made nor deleted by hms-cache-proxy"
             )
 
     def _port(self) -> None:

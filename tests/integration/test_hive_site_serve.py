@@ -1,6 +1,7 @@
 """`serve --hive-site` from the hive-site.xml of a PostgreSQL-backed stock metastore, and
-nothing else: the database (with a password full of URL characters), warehouse and port all
-come from the file. A file that cannot be served stops the start, never falls back to SQLite.
+nothing else: the database (with a password full of URL characters), warehouse, external
+warehouse and port all come from the file. A file that cannot be served stops the start,
+never falls back to SQLite.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hms_cache_proxy.bench.postgres import PostgresServer
 from tests.support.apache_thrift import apache_client
+from tests.support.metastore import table
 from tests.support.password_postgres import database_owned_by, password_server
 from tests.support.server import ROOT, free_port
 
@@ -79,6 +82,11 @@ def _write_hive_site(path: Path, pg: PostgresServer, db: str, port: int) -> None
     <description>location of default database for the warehouse</description>
   </property>
   <property>
+    <name>metastore.warehouse.external.dir</name>
+    <value>{path.parent}/${{system:user.name}}/external</value>
+    <description>location of external tables</description>
+  </property>
+  <property>
     <name>hive.exec.scratchdir</name>
     <value>${{system:java.io.tmpdir}}/${{system:user.name}}</value>
   </property>
@@ -97,7 +105,9 @@ def _write_hive_site(path: Path, pg: PostgresServer, db: str, port: int) -> None
     )
 
 
-def test_serve_from_a_stock_postgres_hive_site_alone(pg: PostgresServer, tmp_path: Path) -> None:
+def test_serve_from_a_stock_postgres_hive_site_alone(
+    pg: PostgresServer, tmp_path: Path, T: Any
+) -> None:
     db = database_owned_by(pg, "hms")
     port = free_port()
     site = tmp_path / "hive-site.xml"
@@ -137,9 +147,15 @@ def test_serve_from_a_stock_postgres_hive_site_alone(pg: PostgresServer, tmp_pat
         client, transport = apache_client("127.0.0.1", port)
         try:
             default = client.get_database("default")
+            client.create_table(
+                table(T, "default", "raw", params={"EXTERNAL": "TRUE"}, table_type=None)
+            )
+            raw = client.get_table("default", "raw")
         finally:
             transport.close()
         assert default.locationUri == f"file:{tmp_path / getpass.getuser() / 'warehouse'}"
+        external = tmp_path / getpass.getuser() / "external"
+        assert raw.sd.location == f"file:{external / 'raw'}" and (external / "raw").is_dir()
     finally:
         proc.terminate()
         proc.wait(30)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from hms_cache_proxy.confined_fs import local_path
 from hms_cache_proxy.idl import hms
 from tests.support.apache_thrift import apache_client
 from tests.support.metastore import partition, raises, table, uri, warehouse_dir, write_files
@@ -391,3 +392,122 @@ def test_filesystem_roots_extend_where_data_may_live(serve, T, tmp_path):
         client.create_table(table(T, "d", "stray", location=str(lake / "stray")))
     client.drop_database("d", True, True)
     assert not (lake / "dbs" / "d").exists() and (lake / "fresh").is_dir()
+
+
+# -- the external warehouse ------------------------------------------------------------------------
+
+
+def _external(serve: Callable[..., tuple[Any, Any]], tmp_path: Path) -> tuple[Path, Path, Any]:
+    """A service with an external warehouse: (warehouse, external warehouse, client)."""
+    svc, client = serve(external_warehouse_dir=str(tmp_path / "external"))
+    return warehouse_dir(svc), tmp_path / "external", client
+
+
+def test_external_tables_go_to_the_external_warehouse_and_a_purge_drop_deletes_them(
+    serve, T, tmp_path
+):
+    wh, ext, client = _external(serve, tmp_path)
+    assert client.get_config_value("metastore.warehouse.external.dir", "") == uri(ext)
+    client.create_database(T.Database(name="sales"))
+    assert client.get_database("sales").locationUri == uri(wh / "sales.db")
+    client.create_table(table(T, "sales", "events", params=PURGE, table_type=None))
+    assert client.get_table("sales", "events").sd.location == uri(ext / "sales.db" / "events")
+    client.create_table(table(T, "sales", "orders"))  # managed: in the warehouse as before
+    assert client.get_table("sales", "orders").sd.location == uri(wh / "sales.db" / "orders")
+    client.create_table(table(T, "default", "raw", params=EXTERNAL, table_type=None))
+    assert client.get_table("default", "raw").sd.location == uri(ext / "raw")
+    write_files(ext / "sales.db" / "events", {"part-0": b"rows", "ds=a/part-0": b"rows"})
+    client.drop_table("sales", "events", True)  # external.table.purge: the data goes
+    assert not (ext / "sales.db" / "events").exists() and (ext / "sales.db").is_dir()
+    write_files(ext / "raw", {"part-0": b"rows"})
+    client.drop_table("default", "raw", True)  # external without purge: kept
+    assert (ext / "raw" / "part-0").read_bytes() == b"rows"
+    # dropping the database takes its external directory only when nothing is left in it
+    client.create_table(table(T, "sales", "kept", params=EXTERNAL, table_type=None))
+    client.create_table(table(T, "sales", "purged", params=PURGE, table_type=None))
+    write_files(ext / "sales.db" / "kept", {"part-0": b"rows"})
+    client.drop_database("sales", True, True)
+    assert (ext / "sales.db" / "kept" / "part-0").read_bytes() == b"rows"
+    assert not (ext / "sales.db" / "purged").exists() and not (wh / "sales.db").exists()
+    client.create_database(T.Database(name="tmp"))
+    client.create_table(table(T, "tmp", "t", params=PURGE, table_type=None))
+    write_files(ext / "tmp.db" / "t", {"part-0": b"rows"})
+    client.drop_database("tmp", True, True)
+    assert not (ext / "tmp.db").exists() and ext.is_dir()
+
+
+def test_the_external_warehouse_itself_is_never_a_location(serve, T, tmp_path):
+    _, ext, client = _external(serve, tmp_path)
+    write_files(ext, {"lake/part-0": b"rows"})
+    for params in (PURGE, EXTERNAL):
+        with raises(T.InvalidObjectException, contains="is a filesystem root of this metastore"):
+            client.create_table(
+                table(T, "default", "t", location=str(ext), params=params, table_type=None)
+            )
+    with raises(T.MetaException, contains="is a filesystem root of this metastore"):
+        client.create_database(T.Database(name="d", locationUri=f"file://{ext}/"))
+    assert (ext / "lake" / "part-0").read_bytes() == b"rows"
+
+
+def test_escapes_from_the_external_warehouse_are_refused_or_metadata_only(
+    serve, T, tmp_path, victim
+):
+    _, ext, client = _external(serve, tmp_path)
+    client.create_database(T.Database(name="d1"))
+    for i, location in enumerate(
+        (f"{ext}/d1.db/../../victim", f"{ext}/%2e%2e/victim", f"file://h{ext}/d1.db/../../victim")
+    ):
+        with raises(T.InvalidObjectException, contains="is outside the directories"):
+            client.create_table(
+                table(T, "d1", f"p{i}", location=location, params=PURGE, table_type=None)
+            )
+        client.create_table(
+            table(T, "d1", f"e{i}", location=location, params=EXTERNAL, table_type=None)
+        )
+        stored = client.get_table("d1", f"e{i}").sd.location
+        assert local_path(stored) == str(victim)  # kept as metadata only
+        client.drop_table("d1", f"e{i}", True)
+    _intact(victim)
+    # a symlink in the external warehouse is not followed to make a directory ...
+    ext.mkdir()
+    os.symlink(victim, ext / "link")
+    with raises(T.MetaException, contains="is not a directory or unable to create one"):
+        client.create_table(
+            table(T, "default", "t", location=f"{ext}/link/t", params=PURGE, table_type=None)
+        )
+    assert not (victim / "t").exists()
+    # ... nor to delete one: the database's external directory swapped for a link after the
+    # table was made
+    client.create_table(table(T, "d1", "t", params=PURGE, table_type=None))
+    assert (ext / "d1.db" / "t").is_dir()
+    write_files(victim, {"t/keep.txt": b"keep"})
+    os.rename(ext / "d1.db", tmp_path / "d1.db.old")
+    os.symlink(victim, ext / "d1.db")
+    client.drop_table("d1", "t", True)
+    assert (victim / "t" / "keep.txt").read_bytes() == b"keep"
+    client.drop_database("d1", True, True)
+    assert os.path.islink(ext / "d1.db")  # a link, not a directory: never removed
+    _intact(victim)
+
+
+def test_another_databases_external_directory_is_off_limits(serve, T, tmp_path):
+    _, ext, client = _external(serve, tmp_path)
+    client.create_database(T.Database(name="secret"))
+    client.create_table(table(T, "secret", "t1", params=PURGE, table_type=None))
+    write_files(ext / "secret.db" / "t1", {"part-0": b"secret rows"})
+    client.create_database(T.Database(name="pub"))
+    for location in (f"{ext}/secret.db/evil", f"{ext}/secret.db/t1", f"{ext}/pub.db/../secret.db"):
+        for params in (PURGE, EXTERNAL):
+            with raises(T.InvalidObjectException, contains="database hive.secret's directory"):
+                client.create_table(
+                    table(T, "pub", "evil", location=location, params=params, table_type=None)
+                )
+    with raises(T.MetaException, contains="database hive.secret's directory"):
+        client.create_database(T.Database(name="pub2", locationUri=f"{ext}/secret.db"))
+    # the default database owns the external warehouse's root, not the other databases' dirs
+    with raises(T.InvalidObjectException, contains="below its own database's directory"):
+        client.create_table(
+            table(T, "pub", "stray", location=f"{ext}/stray", params=PURGE, table_type=None)
+        )
+    client.drop_database("pub", True, True)
+    assert (ext / "secret.db" / "t1" / "part-0").read_bytes() == b"secret rows"

@@ -60,3 +60,31 @@ def test_secrets_are_redacted() -> None:
     shown = repr(s.redacted())
     assert "s3cret" not in shown and "tok-123" not in shown
     assert "postgresql://hive:***@db/metastore" in shown
+
+
+def test_the_external_warehouse_is_a_root_when_set_and_refused_when_it_confines_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("HMS_CACHE_PROXY_EXTERNAL_WAREHOUSE_DIR", "HMS_CACHE_PROXY_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    assert Settings(warehouse_dir="wh").filesystem_root_uris() == [f"file:{tmp_path}/wh"]
+    s = Settings(warehouse_dir="wh", external_warehouse_dir="ext", filesystem_roots=["/lake"])
+    assert s.external_warehouse_uri() == f"file:{tmp_path}/ext"
+    assert s.filesystem_root_uris() == [f"file:{tmp_path}/wh", f"file:{tmp_path}/ext", "file:/lake"]
+    monkeypatch.setenv("HMS_CACHE_PROXY_EXTERNAL_WAREHOUSE_DIR", "  ")  # blank is unset, as Hive
+    assert load_settings().external_warehouse_dir is None
+    monkeypatch.setenv("HMS_CACHE_PROXY_EXTERNAL_WAREHOUSE_DIR", "/data/external")
+    assert load_settings().external_warehouse_uri() == "file:/data/external"
+    flags = {"external_warehouse_dir": "--external-warehouse-dir"}
+    plain = tmp_path / "plain"
+    plain.write_text("not a directory")
+    for bad, says in (("/", "would confine nothing"), (str(plain), "not a directory")):
+        with pytest.raises(SettingsError) as info:
+            load_settings(flag_names=flags, external_warehouse_dir=bad)
+        message = str(info.value)
+        assert message.startswith("--external-warehouse-dir: ") and says in message, message
+        assert "\n" not in message
+    monkeypatch.setenv("HMS_CACHE_PROXY_EXTERNAL_WAREHOUSE_DIR", "file:///")
+    with pytest.raises(SettingsError, match="^HMS_CACHE_PROXY_EXTERNAL_WAREHOUSE_DIR: .*confine"):
+        load_settings()

@@ -276,3 +276,57 @@ def test_a_bare_warehouse_path_is_qualified_with_the_files_default_filesystem(
     assert (
         load_settings(hive_site=str(hive_site(tmp_path, local))).warehouse_dir == "/data/warehouse"
     )
+
+
+def test_the_external_warehouse_is_read_like_the_warehouse(tmp_path: Path) -> None:
+    # not set: no external warehouse (and nothing noted about it)
+    notes: list[str] = []
+    s = load_settings(hive_site=str(hive_site(tmp_path, POSTGRES)), notes=notes)
+    assert s.external_warehouse_dir is None and not any("external" in n for n in notes)
+    # the metastore. name before the hive. one, variables resolved
+    props = dict(
+        POSTGRES,
+        **{
+            "hive.metastore.warehouse.external.dir": "/data/hive-external",
+            "metastore.warehouse.external.dir": "${system:java.io.tmpdir}/external",
+        },
+    )
+    path = str(hive_site(tmp_path, props))
+    assert load_settings(hive_site=path).external_warehouse_dir == (
+        f"{tempfile.gettempdir()}/external"
+    )
+    only_hive = dict(POSTGRES, **{"hive.metastore.warehouse.external.dir": "/data/external"})
+    s = load_settings(hive_site=str(hive_site(tmp_path, only_hive)))
+    assert s.external_warehouse_uri() == "file:/data/external"
+    assert s.filesystem_root_uris()[:2] == ["file:/data/warehouse", "file:/data/external"]
+    # a bare path is on fs.defaultFS, as for the warehouse
+    on_hdfs = dict(only_hive, **{"fs.defaultFS": "hdfs://namenode:8020"})
+    notes = []
+    s = load_settings(hive_site=str(hive_site(tmp_path, on_hdfs)), notes=notes)
+    assert s.external_warehouse_dir == "hdfs://namenode:8020/data/external"
+    assert any(
+        n.endswith(
+            "hive.metastore.warehouse.external.dir=hdfs://namenode:8020/data/external: "
+            "locations on this filesystem are recorded but their directories are neither "
+            "made nor deleted by hms-cache-proxy"
+        )
+        for n in notes
+    ), notes
+    # the user's own setting wins, and the log says which property it overrides
+    notes = []
+    flags = {"external_warehouse_dir": "--external-warehouse-dir"}
+    s = load_settings(
+        hive_site=path, external_warehouse_dir="/srv/ext", flag_names=flags, notes=notes
+    )
+    assert s.external_warehouse_dir == "/srv/ext"
+    assert any(
+        "metastore.warehouse.external.dir is overridden by --external-warehouse-dir" in n
+        for n in notes
+    ), notes
+    # the filesystem root is refused in one line naming the property
+    root = dict(POSTGRES, **{"metastore.warehouse.external.dir": "/"})
+    with pytest.raises(SettingsError) as info:
+        load_settings(hive_site=str(hive_site(tmp_path, root)))
+    message = str(info.value)
+    assert message.startswith("metastore.warehouse.external.dir in ") and "\n" not in message
+    assert "would confine nothing" in message
