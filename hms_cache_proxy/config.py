@@ -174,6 +174,20 @@ class Settings(BaseSettings):
                 )
         return v
 
+    @field_validator("warehouse_dir", mode="before")
+    @classmethod
+    def _warehouse(cls, v: Any) -> Any:
+        # The warehouse is a filesystem root: "/" would let DDL change any file.
+        if isinstance(v, str):
+            if not v.strip():
+                raise ValueError("empty: name the directory managed tables go to")
+            if to_uri(v.strip()).rstrip("/") in ("file:", "file://"):
+                raise ValueError(
+                    "the filesystem root would confine nothing: name the directory managed "
+                    "tables go to"
+                )
+        return v
+
     @field_validator("external_warehouse_dir", mode="before")
     @classmethod
     def _external_warehouse(cls, v: Any) -> Any:

@@ -88,3 +88,23 @@ def test_the_external_warehouse_is_a_root_when_set_and_refused_when_it_confines_
     monkeypatch.setenv("HMS_CACHE_PROXY_EXTERNAL_WAREHOUSE_DIR", "file:///")
     with pytest.raises(SettingsError, match="^HMS_CACHE_PROXY_EXTERNAL_WAREHOUSE_DIR: .*confine"):
         load_settings()
+
+
+def test_a_warehouse_at_the_filesystem_root_or_blank_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The warehouse is where drops delete data: "/" would put every file in reach of DDL."""
+    for name in ("HMS_CACHE_PROXY_WAREHOUSE_DIR", "HMS_CACHE_PROXY_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    flags = {"warehouse_dir": "--warehouse-dir"}
+    refused = (("/", "would confine nothing"), ("file:///", "would confine"), (" ", "empty"))
+    for bad, says in refused:
+        with pytest.raises(SettingsError) as info:
+            load_settings(flag_names=flags, warehouse_dir=bad)
+        message = str(info.value)
+        assert message.startswith("--warehouse-dir: ") and says in message, message
+        assert "\n" not in message
+    monkeypatch.setenv("HMS_CACHE_PROXY_WAREHOUSE_DIR", "/")
+    with pytest.raises(SettingsError, match="^HMS_CACHE_PROXY_WAREHOUSE_DIR: .*confine"):
+        load_settings()
+    assert load_settings(warehouse_dir="/srv/warehouse").warehouse_uri() == "file:/srv/warehouse"
