@@ -24,7 +24,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.server.encoded_reply import decoded_result, write_encoded
 from hms_cache_proxy.server.wire import Message
 from hms_cache_proxy.store.cache.wire import Encoded
-from hms_cache_proxy.store.sql.engine import client_message
+from hms_cache_proxy.store.db.engine import client_message
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, func, select
 
 from hms_cache_proxy.bench.txn_cases import HELD_HOST
 from hms_cache_proxy.bench.txn_history import HISTORY_USER
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ["acid_read_query", "acid_insert", "heartbeat", "check_lock", "get_open_txns_history"]

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, create_engine, select
 
-from hms_cache_proxy.store.sql import ids
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import ids
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import SchemaError, ensure_ready, init_db
-from hms_cache_proxy.store.sql.engine import Database
 
 WAREHOUSE = "file:/tmp/hms-warehouse"
 

@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import delete
 
 from hms_cache_proxy import failpoints
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.sql import schema as s
 from tests.support.cache import (
     TXN,
     allocate,

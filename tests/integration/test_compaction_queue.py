@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 from thrift.Thrift import TApplicationException
 
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
 from tests.integration.test_txn_calls import (
     allocate,
     commit,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
 from tests.support.cache import wait_until
 from tests.support.metastore import event_body, events_since, last_event_id, raises, table
 from tests.support.server import running_service

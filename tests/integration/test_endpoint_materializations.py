@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import insert, select
 from thrift.Thrift import TApplicationException
 
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
 from tests.integration.test_txn_calls import transactional_table
 
 NOTHING_OPEN = 9223372036854775807  # Long.MAX_VALUE: no open write id

@@ -7,8 +7,8 @@ import time
 
 from sqlalchemy import select, update
 
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
 from tests.support.metastore import raises
 
 EVERY_MINUTE = "0 * * * * ? *"

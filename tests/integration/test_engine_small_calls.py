@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import select
 from thrift.Thrift import TApplicationException
 
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema as s
 from tests.support.cache import clients, instances, settle
 from tests.support.metastore import raises, table
 

@@ -14,12 +14,12 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.engine import make_url
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events import messages as m
 from hms_cache_proxy.store.events.log import NOTIFY_CHANNEL, EventLog, NewEvent
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
-from hms_cache_proxy.store.sql.ids import IdAllocator
 
 WAREHOUSE = "file:/tmp/hms-warehouse"
 

@@ -11,10 +11,10 @@ from sqlalchemy import select
 from hms_cache_proxy.config import Settings
 from hms_cache_proxy.handler.functions import FunctionHandlers
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.store import SqlStore
 
 WAREHOUSE = "file:/tmp/hms-warehouse"

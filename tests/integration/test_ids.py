@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, func, insert, select
 
-from hms_cache_proxy.store.sql import ids
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import ids
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.ids import IdAllocator, IdSequence
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
-from hms_cache_proxy.store.sql.ids import IdAllocator, IdSequence
 
 WAREHOUSE = "file:/tmp/hms-warehouse"
 

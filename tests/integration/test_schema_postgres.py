@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, select, text
 
-from hms_cache_proxy.store.sql import bootstrap, ids
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import ids
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.sql import bootstrap
 from hms_cache_proxy.store.sql.bootstrap import SchemaError, ensure_ready, init_db
-from hms_cache_proxy.store.sql.engine import Database
 from tests.support.postgres import PostgresServer
 from tests.support.schematool import build_schematool_database, load_schema_facts
 

@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import event, func, select
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql import stats as st
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.store import SqlStore
 
 WAREHOUSE = "file:/tmp/hms-warehouse"

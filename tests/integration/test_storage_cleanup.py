@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
 from tests.support.cache import instances
 
 DB = "tidy"

@@ -14,8 +14,8 @@ import struct
 import pytest
 from sqlalchemy import func, select
 
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.txn.snapshots import (
     ValidReaderWriteIdList,
     ValidReadTxnList,

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import select
 from thrift.Thrift import TApplicationException
 
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.txn.housekeeping import run_once
 from tests.support.apache_thrift import apache_client
 from tests.support.server import running_service

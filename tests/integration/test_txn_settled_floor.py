@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select
 
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.store import SqlStore
 from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.service import TxnService

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, update
 
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import UNSET_LOCATION, init_db
-from hms_cache_proxy.store.sql.engine import Database
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import TextClause
 
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
 from tests.support.schematool import load_schema_facts
 
 FACTS = load_schema_facts()

@@ -19,12 +19,12 @@ import pytest
 from sqlalchemy import insert, select
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog
 from hms_cache_proxy.store.events.messages import MessageBuilder
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
-from hms_cache_proxy.store.sql.ids import IdAllocator
 from hms_cache_proxy.store.txn.common import TxnConfig, raise_unexpected_state
 from hms_cache_proxy.store.txn.locks import LockRow, conflict_condition, conflicts
 from hms_cache_proxy.store.txn.locks import normalize_partition_name as norm

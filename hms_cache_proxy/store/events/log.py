@@ -26,11 +26,11 @@ from sqlalchemy import Connection, and_, delete, func, insert, or_, select, upda
 from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import ids as ids_module
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import commit_after
+from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events import messages
-from hms_cache_proxy.store.sql import ids as ids_module
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import commit_after
-from hms_cache_proxy.store.sql.ids import IdAllocator
 
 DEFAULT_CATALOG = "hive"
 DEFAULT_MAX_EVENT_RESPONSE = 1_000_000

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, insert, inspect, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from hms_cache_proxy.store.sql import ids
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
-from hms_cache_proxy.store.sql.ids import IdAllocator
+from hms_cache_proxy.store.db import ids
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.sql.roles import ADMIN_ROLE, PUBLIC_ROLE
 
 SCHEMA_VERSION = "4.0.0"

@@ -24,7 +24,7 @@ from sqlalchemy import func, select, tuple_
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.cache import wire
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.sql.databases import _database, _db_params
 from hms_cache_proxy.store.sql.details import Details, load_details
 from hms_cache_proxy.store.sql.partitions import _partitions_of_table

@@ -10,11 +10,11 @@ from typing import Any
 from sqlalchemy import Connection, and_, select
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog, NewEvent
 from hms_cache_proxy.store.events.messages import WRITER_NAME, MessageBuilder
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
-from hms_cache_proxy.store.sql.ids import IdAllocator
 from hms_cache_proxy.store.txn.common import OPEN as TXN_OPEN
 
 DEFAULT_CATALOG = "hive"

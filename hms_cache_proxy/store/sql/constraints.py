@@ -19,9 +19,9 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, insert, or_, select
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.common import SqlStoreBase, table_ref
 
 PRIMARY_KEY, FOREIGN_KEY, UNIQUE, NOT_NULL, DEFAULT, CHECK = range(6)

@@ -7,12 +7,12 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.batch import group
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import filter_names
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.batch import group
 from hms_cache_proxy.store.sql.common import (
     DEFAULT_CATALOG,
     SqlStoreBase,

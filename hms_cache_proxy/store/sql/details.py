@@ -30,7 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
 
 # kind -> (table, owner column, a, b, c, idx, which id list selects it)
 _PARTS: dict[str, tuple[Any, str, str | None, str | None, str | None, str | None, str]] = {

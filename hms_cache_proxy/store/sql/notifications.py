@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, insert, select
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
 
 UUID_KEY = "guid"

@@ -17,9 +17,9 @@ from typing import Any
 from sqlalchemy import Connection, Table, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.partnames import PartitionNameError, make_part_name, parse_part_name
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.common import (
     DEFAULT_CATALOG,
     SqlStoreBase,

@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.sql.common import SqlStoreBase, now, principal_name, principal_type
 
 ADMIN_ROLE = "admin"

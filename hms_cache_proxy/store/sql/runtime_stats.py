@@ -6,8 +6,8 @@ from __future__ import annotations
 from sqlalchemy import Connection, insert, select
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.sql.common import SqlStoreBase, now
 
 _RS = s.RUNTIME_STATS

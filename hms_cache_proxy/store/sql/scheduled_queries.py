@@ -18,8 +18,8 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import cron
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.sql.common import SqlStoreBase, now
 
 _Q = s.SCHEDULED_QUERIES

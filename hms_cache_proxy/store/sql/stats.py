@@ -102,11 +102,11 @@ from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import partnames
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.batch import chunks, fetch_in, group
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.batch import chunks, fetch_in, group
 from hms_cache_proxy.store.sql.common import TxnWrite, is_transactional, now, table_ref
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin, TableKeys
 from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList

@@ -22,11 +22,11 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.batch import IdSource, chunks, fetch_in
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.batch import IdSource, chunks, fetch_in
+from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.sql.details import Details
-from hms_cache_proxy.store.sql.ids import IdAllocator
 
 SD_COLUMNS = (
     s.SDS.c.SD_ID,

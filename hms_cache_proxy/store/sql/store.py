@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.databases import DatabasesMixin
-from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.functions import FunctionsMixin
 from hms_cache_proxy.store.sql.notifications import NotificationsMixin
 from hms_cache_proxy.store.sql.partition_events import PartitionEventsMixin

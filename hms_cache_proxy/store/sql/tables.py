@@ -21,13 +21,13 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.batch import chunks, fetch_in
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import compile_pattern, filter_names
-from hms_cache_proxy.store.sql import ids as idseq
 from hms_cache_proxy.store.sql import privileges
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.batch import chunks, fetch_in
 from hms_cache_proxy.store.sql.common import (
     SqlStoreBase,
     TxnWrite,

@@ -16,11 +16,11 @@ from typing import Any
 from sqlalchemy import Connection, insert, select, update
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events import tjson
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.common import java_list, now, table_ref
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
 

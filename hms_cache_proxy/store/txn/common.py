@@ -28,10 +28,10 @@ from sqlalchemy import BigInteger, Connection, cast, extract, func, literal, sel
 from sqlalchemy.sql.elements import ColumnElement
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events.log import EventLog, NewEvent
 from hms_cache_proxy.store.events.messages import MessageBuilder
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
 
 # -- TXNS.TXN_STATE (TxnStatus); "u" is never stored: Hive's UNKNOWN (no such row) -------------
 OPEN, ABORTED, COMMITTED, UNKNOWN = "o", "a", "c", "u"

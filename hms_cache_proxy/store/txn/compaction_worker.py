@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.txn.common import ABORTED, OP_COMPACT
 from hms_cache_proxy.store.txn.compaction import (
     DID_NOT_INITIATE,

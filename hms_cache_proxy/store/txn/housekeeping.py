@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, delete, func, or_, select, text, union_all
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.txn.common import (
     ABORT_TIMEOUT,
     ABORTED,

@@ -53,9 +53,9 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events.log import one_statement
 from hms_cache_proxy.store.partnames import PartitionNameError, make_part_name
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.common import (
     EXCL_WRITE,

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import and_, false, or_, select, update
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidTxnWriteIdList
 from hms_cache_proxy.store.txn.writeids import WriteIdsMixin, split_table_name
 

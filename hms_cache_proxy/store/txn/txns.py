@@ -40,9 +40,9 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent, one_statement
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.common import (
     ABORTED,

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
+from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db.engine import Database
 
 _MODEL = "org.apache.hadoop.hive.metastore.model."
 
