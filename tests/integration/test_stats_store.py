@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy import event, func, select
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.colstats import accuracy, aggregation, stats_rows
 from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.sql import stats as st
 from hms_cache_proxy.store.sql.bootstrap import init_db
 from hms_cache_proxy.store.sql.store import SqlStore
 
@@ -158,7 +158,7 @@ def bool_obj(col: str, t: int, f: int, nulls: int) -> hms.ColumnStatisticsObj:
 
 
 def dec(text: str) -> hms.Decimal:
-    return st.decimal_from_text(text)
+    return stats_rows.decimal_from_text(text)
 
 
 def table_stats(
@@ -329,7 +329,7 @@ def test_reads_leave_sketches_out_by_default_as_hive_does(store: SqlStore) -> No
     got = store.get_table_column_statistics(CAT, DB, "t", ["l", "d", "s"])
     assert got is not None
     for o in got.statsObj:
-        member = getattr(o.statsData, st.data_member(o.statsData))
+        member = getattr(o.statsData, stats_rows.data_member(o.statsData))
         assert member.bitVectors is None
         assert getattr(member, "histogram", None) is None
 
@@ -848,18 +848,18 @@ def test_partition_names_get_lower_case_keys_only() -> None:
     ],
 )
 def test_parse_stats_accurate(text: str | None, expected: tuple[bool, dict[str, bool]]) -> None:
-    assert st.parse_stats_accurate(text) == expected
+    assert accuracy.parse_stats_accurate(text) == expected
 
 
 def test_format_and_set_column_stats_state() -> None:
-    assert st.format_stats_accurate(False, {}) == "{}"
+    assert accuracy.format_stats_accurate(False, {}) == "{}"
     params = {"COLUMN_STATS_ACCURATE": "true"}
-    st.set_column_stats_state(params, ["z", "a", "é"])
+    accuracy.set_column_stats_state(params, ["z", "a", "é"])
     assert params["COLUMN_STATS_ACCURATE"] == (
         '{"BASIC_STATS":"true","COLUMN_STATS":{"a":"true","z":"true","é":"true"}}'
     )
     params = {"COLUMN_STATS_ACCURATE": '{"COLUMN_STATS":{"a":"false"}}'}
-    st.set_column_stats_state(params, ["a", "b"])  # an existing flag is kept as it is
+    accuracy.set_column_stats_state(params, ["a", "b"])  # an existing flag is kept as it is
     assert json.loads(params["COLUMN_STATS_ACCURATE"]) == {
         "COLUMN_STATS": {"a": "false", "b": "true"}
     }
@@ -885,10 +885,10 @@ def test_decimal_text_is_javas_bigdecimal(unscaled: int, scale: int, text: str) 
         signed=True,
     )
     d = hms.Decimal(scale=scale, unscaled=java_bytes)
-    assert st.decimal_to_text(d) == text
-    assert st.decimal_from_text(text) == d
-    assert st.decimal_from_text("-128").unscaled == b"\x80"
-    assert st.decimal_from_text("255").unscaled == b"\x00\xff"
+    assert stats_rows.decimal_to_text(d) == text
+    assert stats_rows.decimal_from_text(text) == d
+    assert stats_rows.decimal_from_text("-128").unscaled == b"\x80"
+    assert stats_rows.decimal_from_text("255").unscaled == b"\x00\xff"
 
 
 @pytest.mark.parametrize(
@@ -906,12 +906,12 @@ def test_decimal_text_is_javas_bigdecimal(unscaled: int, scale: int, text: str) 
     ],
 )
 def test_java_double_string(x: float, text: str) -> None:
-    assert st.java_double_string(x) == text
+    assert stats_rows.java_double_string(x) == text
 
 
 def test_member_follows_the_column_type() -> None:
     assert [
-        st.member_for_type(t)
+        stats_rows.member_for_type(t)
         for t in (
             "BOOLEAN",
             "varchar(3)",
@@ -941,8 +941,10 @@ def test_member_follows_the_column_type() -> None:
 def _aggr(
     stats: dict[str, list[hms.ColumnStatisticsObj]], parts: list[str], cols: list[str], **kw: Any
 ) -> dict[str, Any]:
-    out = st.aggregate_partition_stats(parts, cols, stats, **kw)
-    return {o.colName: getattr(o.statsData, st.data_member(o.statsData)) for o in out.colStats}
+    out = aggregation.aggregate_partition_stats(parts, cols, stats, **kw)
+    return {
+        o.colName: getattr(o.statsData, stats_rows.data_member(o.statsData)) for o in out.colStats
+    }
 
 
 def test_aggregate_all_found() -> None:
@@ -1062,7 +1064,7 @@ def test_aggregate_extrapolates_like_hives_sql_path() -> None:
 
 def test_aggregate_groups_by_column_and_type() -> None:
     stats = {"a": [long_obj("c", 1, 2, 0, 1)], "b": [string_obj("c", 3, 1.0, 0, 2)]}
-    out = st.aggregate_partition_stats(["a", "b"], ["c"], stats)
+    out = aggregation.aggregate_partition_stats(["a", "b"], ["c"], stats)
     assert [(o.colName, o.colType) for o in out.colStats] == [("c", "bigint"), ("c", "string")]
     assert out.partsFound == 2
 
@@ -1070,13 +1072,15 @@ def test_aggregate_groups_by_column_and_type() -> None:
 def test_merge_follows_hives_mergers() -> None:
     new = long_obj("l", None, 9, 1, 3, bitVectors=b"x", histogram=b"y")
     old = long_obj("l", 2, 5, 4, 7)
-    merged = st.merge_stats_obj(new, old)
+    merged = aggregation.merge_stats_obj(new, old)
     assert merged.statsData.longStats == hms.LongColumnStatsData(
         lowValue=2, highValue=9, numNulls=5, numDVs=7
     )
     assert new.statsData.longStats.bitVectors == b"x"  # the input is not changed
     s_new, s_old = string_obj("s", 3, 1.5, 1, 2), string_obj("s", 9, 1.0, 2, 5)
-    assert st.merge_stats_obj(s_new, s_old).statsData.stringStats == hms.StringColumnStatsData(
+    assert aggregation.merge_stats_obj(
+        s_new, s_old
+    ).statsData.stringStats == hms.StringColumnStatsData(
         maxColLen=9, avgColLen=1.5, numNulls=3, numDVs=5
     )
     d_new = obj(
@@ -1097,21 +1101,21 @@ def test_merge_follows_hives_mergers() -> None:
             )
         ),
     )
-    got = st.merge_stats_obj(d_new, d_old).statsData.decimalStats
+    got = aggregation.merge_stats_obj(d_new, d_old).statsData.decimalStats
     assert (got.lowValue, got.highValue) == (dec("9.25"), dec("100"))
     with pytest.raises(ValueError):
-        st.merge_stats_obj(s_new, old)
+        aggregation.merge_stats_obj(s_new, old)
 
 
 def test_stats_validity_for_a_snapshot() -> None:
     accurate = {"COLUMN_STATS_ACCURATE": '{"BASIC_STATS":"true"}'}
-    assert st.stats_valid_for_query({}, 0, "t:1:9223372036854775807::", False)
-    assert st.stats_valid_for_query(accurate, 3, "t:5:9223372036854775807::", False)
-    assert not st.stats_valid_for_query({}, 3, "t:5:9223372036854775807::", False)
-    assert not st.stats_valid_for_query(accurate, 6, "t:5:9223372036854775807::", False)
-    assert st.stats_valid_for_query({}, 3, "t:5:3:3:", False) is False
+    assert accuracy.stats_valid_for_query({}, 0, "t:1:9223372036854775807::", False)
+    assert accuracy.stats_valid_for_query(accurate, 3, "t:5:9223372036854775807::", False)
+    assert not accuracy.stats_valid_for_query({}, 3, "t:5:9223372036854775807::", False)
+    assert not accuracy.stats_valid_for_query(accurate, 6, "t:5:9223372036854775807::", False)
+    assert accuracy.stats_valid_for_query({}, 3, "t:5:3:3:", False) is False
     # An aborted writer's statistics may be replaced by a complete writer.
-    assert st.stats_valid_for_query({}, 3, "t:5:9223372036854775807::3", True)
+    assert accuracy.stats_valid_for_query({}, 3, "t:5:9223372036854775807::3", True)
 
 
 # -- over the wire (Apache Thrift's client against the running service) ----------------------------

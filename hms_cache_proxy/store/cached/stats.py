@@ -1,9 +1,10 @@
 """Column-statistics reads answered from the statistics rows a table's entry holds.
 
-The same functions as the database path turn rows into Thrift objects and aggregate them
-(store/sql/stats.py), so a cached answer equals the database's. Rows are loaded per table on
-the first statistics read (not with the table: most tables are read far more often than their
-statistics); a statistics event drops them until the next read loads them again.
+The same functions as the database path (store/sql/stats_reads.py) turn rows into Thrift
+objects and aggregate them (store/colstats/), so a cached answer equals the database's. Rows are
+loaded per table on the first statistics read (not with the table: most tables are read far
+more often than their statistics); a statistics event drops them until the next read loads
+them again.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
-from hms_cache_proxy.store.sql.stats import (
+from hms_cache_proxy.store.colstats.accuracy import stats_valid_for_query
+from hms_cache_proxy.store.colstats.aggregation import aggregate_partition_stats
+from hms_cache_proxy.store.colstats.stats_rows import (
     DEFAULT_ENGINE,
-    aggregate_partition_stats,
     column_statistics,
     compliant_by_partition,
     stats_obj_from_row,
-    stats_valid_for_query,
 )
 
 

@@ -31,6 +31,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import filter as pfilter
 from hms_cache_proxy.store import partnames
+from hms_cache_proxy.store.colstats.accuracy import COLUMN_STATS_ACCURATE, stats_valid_for_query
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
@@ -839,11 +840,6 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         if tw.write_id is None:
             new.writeId = old.writeId
             return
-        from hms_cache_proxy.store.sql.stats import (  # stats builds on this module
-            COLUMN_STATS_ACCURATE,
-            stats_valid_for_query,
-        )
-
         new.writeId = tw.write_id
         if COLUMN_STATS_ACCURATE in (new.parameters or {}) and not stats_valid_for_query(
             old.parameters, old.writeId, tw.valid_write_ids, True

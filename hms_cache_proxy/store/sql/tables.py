@@ -21,6 +21,7 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.colstats.accuracy import COLUMN_STATS_ACCURATE, stats_valid_for_query
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
@@ -433,11 +434,6 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
     ) -> tuple[hms.Table, TxnWrite]:
         """ObjectStore.alterTable's write-id and stats-state rules; returns the table to store
         (a copy, with writeId and parameters decided) and the write's TxnWrite."""
-        from hms_cache_proxy.store.sql.stats import (  # stats builds on this module
-            COLUMN_STATS_ACCURATE,
-            stats_valid_for_query,
-        )
-
         params = dict(after.parameters or {})
         txn = is_transactional(params)
         tw = TxnWrite(valid_write_ids=valid_write_id_list)
