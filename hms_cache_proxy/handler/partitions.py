@@ -29,8 +29,9 @@ from hms_cache_proxy.handler.partition_add import (
 from hms_cache_proxy.handler.privileges import partition_level, with_partition_privileges
 from hms_cache_proxy.handler.tables import DDL_TIME, data_deletable, is_view
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store import filter as pfilter
-from hms_cache_proxy.store.filter import FilterError
+from hms_cache_proxy.store.partition_filter.binder import compile_filter
+from hms_cache_proxy.store.partition_filter.parser import parse
+from hms_cache_proxy.store.partition_filter.syntax_tree import FilterError, Node
 
 log = logging.getLogger(__name__)
 
@@ -263,9 +264,9 @@ class PartitionHandlers(PartitionAddHandlers):
         except FilterError as exc:
             raise hms.MetaException(message=str(exc)) from None
 
-    def _check_filter(self, text: str | None) -> pfilter.Node:
+    def _check_filter(self, text: str | None) -> Node:
         """Parses the filter within the size limits before the store sees it (FilterError)."""
-        return pfilter.parse(
+        return parse(
             text,
             max_length=self.settings.partition_filter_max_length,
             max_terms=self.settings.partition_filter_max_terms,
@@ -311,7 +312,7 @@ class PartitionHandlers(PartitionAddHandlers):
             )
         if r.filter:
             try:
-                accept = pfilter.compile_filter(
+                accept = compile_filter(
                     self._check_filter(r.filter), [k.name for k in keys], [k.type for k in keys]
                 )
             except FilterError as exc:

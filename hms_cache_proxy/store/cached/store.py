@@ -51,7 +51,6 @@ from thriftpy2.thrift import TType
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
-from hms_cache_proxy.store import filter as pfilter
 from hms_cache_proxy.store import partnames
 from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
@@ -60,6 +59,9 @@ from hms_cache_proxy.store.cache.wire import Encoded
 from hms_cache_proxy.store.cached.direct import partitions_from_database
 from hms_cache_proxy.store.cached.patterns import TablePatterns
 from hms_cache_proxy.store.cached.stats import StatsReads
+from hms_cache_proxy.store.partition_filter.binder import compile_filter
+from hms_cache_proxy.store.partition_filter.parser import parse
+from hms_cache_proxy.store.partition_filter.pushdown import pushdown
 from hms_cache_proxy.store.patterns import filter_names
 from hms_cache_proxy.store.sql.common import java_list, table_ref
 from hms_cache_proxy.store.txn.equivalence import check_equivalent_write_ids
@@ -541,9 +543,9 @@ class CachedStore(StatsReads):
     def _filtered(self, entry: TableEntry, filter_text: str, max_parts: int | None) -> list[str]:
         """Names of the partitions the filter accepts, in order (the database path's rules:
         the same evaluator, narrowed first by the exact values the filter pins)."""
-        node = pfilter.parse(filter_text or "")
-        accept = pfilter.compile_filter(node, entry.key_names, entry.key_types)
-        conditions = pfilter.pushdown(node, entry.key_names, entry.key_types)
+        node = parse(filter_text or "")
+        accept = compile_filter(node, entry.key_names, entry.key_types)
+        conditions = pushdown(node, entry.key_names, entry.key_types)
         parts = entry.parts
         assert parts is not None
         candidates = parts.candidates(

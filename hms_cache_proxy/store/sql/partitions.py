@@ -3,8 +3,9 @@
 Reading N partitions takes five queries whatever N is: the partitions joined to their
 descriptors and serdes, their key values, all their parameters (partition, descriptor, serde)
 in one UNION ALL, the distinct column lists, and the bucket/sort/skew lists. Filters are
-decided by the one Python evaluator in store/filter.py (the cache uses the same one), after the
-database has narrowed the candidates with whatever the filter pins to exact string values.
+decided by the one Python evaluator in store/partition_filter/ (the cache uses the same one),
+after the database has narrowed the candidates with whatever the filter pins to exact string
+values.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store import filter as pfilter
 from hms_cache_proxy.store import partnames
 from hms_cache_proxy.store.colstats.accuracy import COLUMN_STATS_ACCURATE, stats_valid_for_query
 from hms_cache_proxy.store.db import ids as idseq
@@ -37,6 +37,9 @@ from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.partition_filter.binder import compile_filter
+from hms_cache_proxy.store.partition_filter.parser import parse
+from hms_cache_proxy.store.partition_filter.pushdown import KeyCondition, pushdown
 from hms_cache_proxy.store.sql.common import (
     SqlStoreBase,
     TxnWrite,
@@ -227,7 +230,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         return load_details(conn, partitions=part_ids).key_values
 
     def _candidates(
-        self, conn: Connection, tk: TableKeys, conditions: Sequence[pfilter.KeyCondition]
+        self, conn: Connection, tk: TableKeys, conditions: Sequence[KeyCondition]
     ) -> list[tuple[int, str, list[str]]]:
         """(id, name, values) of the partitions satisfying every exact-value condition."""
         stmt = select(_P.c.PART_ID, _P.c.PART_NAME).where(_P.c.TBL_ID == tk.tbl_id)
@@ -257,7 +260,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     @staticmethod
     def _exact_names(
-        tk: TableKeys, conditions: Sequence[pfilter.KeyCondition], most: int = 1000
+        tk: TableKeys, conditions: Sequence[KeyCondition], most: int = 1000
     ) -> list[str] | None:
         """The partition names the conditions allow when they pin every key, else None."""
         allowed: dict[int, set[str]] = {}
@@ -277,7 +280,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self,
         conn: Connection,
         tk: TableKeys,
-        conditions: Sequence[pfilter.KeyCondition],
+        conditions: Sequence[KeyCondition],
         accept: Callable[[Sequence[str]], bool] | None,
         max_parts: int | None,
     ) -> list[tuple[int, str, list[str]]]:
@@ -369,9 +372,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _filtered(
         self, conn: Connection, tk: TableKeys, filter_text: str, max_parts: int | None
     ) -> list[tuple[int, str, list[str]]]:
-        node = pfilter.parse(filter_text or "")
-        accept = pfilter.compile_filter(node, tk.key_names, tk.key_types)
-        conditions = pfilter.pushdown(node, tk.key_names, tk.key_types)
+        node = parse(filter_text or "")
+        accept = compile_filter(node, tk.key_names, tk.key_types)
+        conditions = pushdown(node, tk.key_names, tk.key_types)
         return self._matching(conn, tk, conditions, accept, max_parts)
 
     def get_partitions_ps(
@@ -398,9 +401,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 message=f"Incorrect number of partition values. numPartKeys={len(tk.keys)}, "
                 f"part_val={java_list(partial)}"
             )
-        conditions = [
-            pfilter.KeyCondition(i, (v,)) for i, v in enumerate(partial) if v not in ("", None)
-        ]
+        conditions = [KeyCondition(i, (v,)) for i, v in enumerate(partial) if v not in ("", None)]
         return self._matching(conn, tk, conditions, None, max_parts)
 
     def get_partition_names(self, cat: str, db: str, tbl: str, max_parts: int = -1) -> list[str]:
