@@ -33,7 +33,8 @@ from hms_cache_proxy.argtypes import (
     thrift_uri,
 )
 from hms_cache_proxy.bench import targets as tg
-from hms_cache_proxy.bench.cases import BENCH_DB, GET_TABLE, Case, all_cases
+from hms_cache_proxy.bench.case_catalog import all_cases, case_by_name
+from hms_cache_proxy.bench.cases import BENCH_DB, GET_TABLE, Case
 from hms_cache_proxy.bench.rawclient import walker_kind
 from hms_cache_proxy.bench.report import Report, machine, write_docs, write_outputs
 from hms_cache_proxy.bench.runner import Result, Timing, prepare, run_case, teardown
@@ -620,7 +621,7 @@ def _strong_mode(
 ) -> dict[str, Any]:
     """get_table, 1 client, on a cache server in strong mode and one in eventual mode (the
     same database, one after the other), for docs/design.md's "strong ≤ 1.5× eventual"."""
-    from hms_cache_proxy.bench.cases import FIXTURES, GET_TABLE, case_by_name, connect
+    from hms_cache_proxy.bench.cases import FIXTURES, GET_TABLE, connect
 
     case = case_by_name("get_table")
     out: dict[str, Any] = {}

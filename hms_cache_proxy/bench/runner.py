@@ -17,7 +17,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from hms_cache_proxy.bench.cases import BYTES, Case, Ctx, Timed, case_by_name, connect
+from hms_cache_proxy.bench.case_catalog import case_by_name
+from hms_cache_proxy.bench.cases import BYTES, Case, Ctx, Timed, connect
 
 
 @dataclass(frozen=True)
