@@ -203,7 +203,7 @@ def test_loads_build_the_bytes_the_database_path_objects_encode_to(
     location, descriptor parameters, bucket and sort columns, skew, serde parameters, a null
     parameter value, several keys."""
     from hms_cache_proxy.store.cache import wire
-    from hms_cache_proxy.store.cache.entries import TableKey
+    from hms_cache_proxy.store.cache.entries import TableName
     from hms_cache_proxy.store.cached.prewarm import build_entry
     from hms_cache_proxy.store.sql import cacheload
 
@@ -277,7 +277,7 @@ def test_loads_build_the_bytes_the_database_path_objects_encode_to(
         ]
         store.add_partitions("hive", DB, "odd", parts)
         loaded = cacheload.load_table(store, "hive", DB, "odd")
-        entry = build_entry(TableKey("hive", DB, "odd"), loaded)
+        entry = build_entry(TableName("hive", DB, "odd"), loaded)
         expected = store.get_partitions("hive", DB, "odd")
         assert entry.parts.names() == [f"k1=v{i}/k2={i}" for i in range(len(variants))]
         for name, obj in zip(entry.parts.names(), expected, strict=True):

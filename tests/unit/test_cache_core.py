@@ -13,7 +13,7 @@ from thriftpy2.utils import serialize
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
-from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, TableKey
+from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, TableName
 from hms_cache_proxy.store.cached.apply import advance_write_ids
 from hms_cache_proxy.store.txn.equivalence import check_equivalent_write_ids
 from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
@@ -157,13 +157,13 @@ def _entry(name: str, n: int, as_of: int) -> TableEntry:
     for i in range(n):
         parts.put(f"p={i}", _part((str(i),)))
     return TableEntry(
-        TableKey("hive", "d", name), table, b"x" * 100, as_of=as_of, write_ids=None, parts=parts
+        TableName("hive", "d", name), table, b"x" * 100, as_of=as_of, write_ids=None, parts=parts
     )
 
 
 def test_installs_never_replace_newer_state_or_miss_an_event() -> None:
     cache = Cache(10**9)
-    key = TableKey("hive", "d", "a")
+    key = TableName("hive", "d", "a")
     assert cache.install(_entry("a", 1, 0), 10, cache.begin_load(key))
     newer = _entry("a", 2, 0)
     with cache.lock:
@@ -180,7 +180,7 @@ def test_installs_never_replace_newer_state_or_miss_an_event() -> None:
 def test_two_loads_of_one_table_each_see_the_events_that_touched_it() -> None:
     """Issue 14, finding 1: the first load to end must not take the second's record away."""
     cache = Cache(10**9)
-    key = TableKey("hive", "d", "a")
+    key = TableName("hive", "d", "a")
     slow = cache.begin_load(key)  # reads the table at event 10, then is slow
     quick = cache.begin_load(key)
     with cache.lock:
@@ -194,8 +194,8 @@ def test_two_loads_of_one_table_each_see_the_events_that_touched_it() -> None:
 
 def test_an_event_about_a_database_makes_loads_of_its_tables_stale() -> None:
     cache = Cache(10**9)
-    ticket = cache.begin_load(TableKey("hive", "d", "a"))
-    other = cache.begin_load(TableKey("hive", "e", "a"))
+    ticket = cache.begin_load(TableName("hive", "d", "a"))
+    other = cache.begin_load(TableName("hive", "e", "a"))
     with cache.lock:
         cache.touched_db_locked("hive", "d", 20)
     assert not cache.install(_entry("a", 1, 0), 19, ticket)
@@ -203,25 +203,25 @@ def test_an_event_about_a_database_makes_loads_of_its_tables_stale() -> None:
 
 
 def test_eviction_keeps_the_budget_dropping_least_recently_used_tables() -> None:
-    evicted: list[TableKey] = []
+    evicted: list[TableName] = []
     one = _entry("a", 50, 0).size()
     cache = Cache(int(one * 2.5), on_evict=evicted.append)
     for name in ("a", "b"):
-        assert cache.install(_entry(name, 50, 0), 1, cache.begin_load(TableKey("hive", "d", name)))
+        assert cache.install(_entry(name, 50, 0), 1, cache.begin_load(TableName("hive", "d", name)))
     with cache.lock:
-        cache.get_locked(TableKey("hive", "d", "a"))  # a is now the most recently used
-    assert cache.install(_entry("c", 50, 0), 1, cache.begin_load(TableKey("hive", "d", "c")))
-    assert evicted == [TableKey("hive", "d", "b")]
+        cache.get_locked(TableName("hive", "d", "a"))  # a is now the most recently used
+    assert cache.install(_entry("c", 50, 0), 1, cache.begin_load(TableName("hive", "d", "c")))
+    assert evicted == [TableName("hive", "d", "b")]
     assert cache.nbytes <= cache.max_bytes
     assert cache.partitions == 100
     with cache.lock:
-        assert cache.was_evicted_locked(TableKey("hive", "d", "b"))
+        assert cache.was_evicted_locked(TableName("hive", "d", "b"))
 
 
 class _NoLoads:
     """The applier's loader, for tests that only look at the cache."""
 
-    def request(self, key: TableKey, *, front: bool = False) -> None:
+    def request(self, key: TableName, *, front: bool = False) -> None:
         pass
 
     def request_databases(self) -> None:
@@ -255,7 +255,7 @@ def test_an_event_of_another_writer_about_a_database_makes_a_databases_load_stal
 
 def test_constraints_install_only_when_nothing_since_may_have_changed_them() -> None:
     cache = Cache(10**9)
-    parent, child = TableKey("hive", "d", "p"), TableKey("hive", "d", "c")
+    parent, child = TableName("hive", "d", "p"), TableName("hive", "d", "c")
     with cache.lock:
         for name in ("p", "c"):
             cache.put_locked(_entry(name, 0, 5))

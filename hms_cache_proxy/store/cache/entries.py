@@ -28,7 +28,7 @@ _PER_VALUE = 8 + _STR  # a tuple slot and a string object per partition value
 PART_FIXED = _PART + 2 * _BYTES + _TUPLE + _STR + _DICT_SLOT + 16  # + index/order slots
 
 
-class TableKey(NamedTuple):
+class TableName(NamedTuple):
     """A table's normalised names (lower case), as every cache map keys it (a tuple: hashing
     and comparing it is C code on the read path)."""
 
@@ -224,7 +224,7 @@ class TableEntry:
 
     def __init__(
         self,
-        key: TableKey,
+        key: TableName,
         table: Any,
         table_bytes: bytes,
         *,
@@ -242,7 +242,7 @@ class TableEntry:
         # The table's constraints as encoded SQLAllTableConstraints (None: not loaded), the
         # tables its foreign keys reference, and the last event that changed them or may have.
         self.constraints: bytes | None = None
-        self.constraint_refs: frozenset[TableKey] = frozenset()
+        self.constraint_refs: frozenset[TableName] = frozenset()
         self.constraints_changed = as_of
         self.nbytes = 0
         self.set_table(table, table_bytes)

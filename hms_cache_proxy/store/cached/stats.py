@@ -15,7 +15,7 @@ from typing import Any
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store.cache import wire
-from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
+from hms_cache_proxy.store.cache.entries import TableEntry, TableName
 from hms_cache_proxy.store.colstats.accuracy import stats_valid_for_query
 from hms_cache_proxy.store.colstats.aggregation import aggregate_partition_stats
 from hms_cache_proxy.store.colstats.stats_rows import (
@@ -46,7 +46,7 @@ class StatsReads:
         *,
         partitions: bool = False,
     ) -> Any:
-        key = TableKey(cat, db, tbl)
+        key = TableName(cat, db, tbl)
 
         def cached(entry: TableEntry) -> Any:
             if entry.stats is None:

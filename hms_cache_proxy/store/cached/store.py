@@ -54,7 +54,7 @@ from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store import partnames
 from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
-from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
+from hms_cache_proxy.store.cache.entries import TableEntry, TableName
 from hms_cache_proxy.store.cache.wire import Encoded
 from hms_cache_proxy.store.cached.direct import partitions_from_database
 from hms_cache_proxy.store.cached.patterns import TablePatterns
@@ -166,7 +166,7 @@ class CachedStore(StatsReads):
         self._caught_up = caught_up
         self.counters = _Counters()
         self._snapshots: dict[str, ValidReaderWriteIdList] = {}
-        self._refreshed: dict[TableKey, float] = {}
+        self._refreshed: dict[TableName, float] = {}
         self.txn = _TxnWrites(sql.txn, self._after_write, absorb)
         self._lock = threading.Lock()
 
@@ -210,7 +210,7 @@ class CachedStore(StatsReads):
         return found
 
     def _check_locked(
-        self, key: TableKey, snapshot: str | None, *, partitions: bool = False
+        self, key: TableName, snapshot: str | None, *, partitions: bool = False
     ) -> TableEntry:
         """The entry if the rules let the cache answer this read, else Miss (lock held)."""
         entry = self.cache.get_locked(key)
@@ -239,7 +239,7 @@ class CachedStore(StatsReads):
             raise Miss(metrics.MISS_NOT_CACHED)
         return entry
 
-    def _maybe_refresh(self, key: TableKey) -> None:
+    def _maybe_refresh(self, key: TableName) -> None:
         """A reader newer than the entry's W while the poller is caught up: W no longer
         matches how the database lists write ids (cleaned txn rows); reload, at most 1/s."""
         if not self._caught_up():
@@ -261,7 +261,7 @@ class CachedStore(StatsReads):
     def _read(
         self,
         method: str,
-        key: TableKey,
+        key: TableName,
         snapshot: str | None,
         from_cache: Callable[[TableEntry], Any],
         from_db: Callable[[], Any],
@@ -303,7 +303,7 @@ class CachedStore(StatsReads):
         valid_write_id_list: str | None = None,
         encoded: bool = False,
     ) -> Any:
-        key = TableKey(cat, db, name)
+        key = TableName(cat, db, name)
 
         def cached(entry: TableEntry) -> Any:
             data = entry.table_bytes
@@ -322,7 +322,7 @@ class CachedStore(StatsReads):
     ) -> hms.SQLAllTableConstraints:
         """From the table's entry, under the table's rules; constraints are loaded on the first
         read (not with the table: few tables have any, fewer clients ask)."""
-        key = TableKey(cat, db, name)
+        key = TableName(cat, db, name)
         method = "get_table_constraints"
 
         def cached(entry: TableEntry) -> Any:
@@ -351,7 +351,7 @@ class CachedStore(StatsReads):
         if self._barrier is None or self._strong("get_table_objects_by_name"):
             with self.cache.lock:
                 for n in wanted:
-                    entry = self.cache.get_locked(TableKey(cat, db, n))
+                    entry = self.cache.get_locked(TableName(cat, db, n))
                     if entry is not None and not entry.transactional:
                         found[n] = entry.table_bytes
                 known_db = (cat, db) in self.cache.databases
@@ -408,7 +408,7 @@ class CachedStore(StatsReads):
         pick: Callable[[TableEntry], Any],
         from_db: Callable[[], Any],
     ) -> Any:
-        return self._read(method, TableKey(cat, db, tbl), snapshot, pick, from_db, partitions=True)
+        return self._read(method, TableName(cat, db, tbl), snapshot, pick, from_db, partitions=True)
 
     @staticmethod
     def _parts(entry: TableEntry, names: Sequence[str], encoded: bool) -> Any:

@@ -16,7 +16,7 @@ def all_partitions_encoded(store: Any, cat: str, db: str, tbl: str) -> Encoded:
     """Every partition of the table, in name order, as one encoded LIST of Partition structs
     (NoSuchObjectException when the table does not exist)."""
     with store.db.read() as conn:
-        keys = store._table_keys(conn, cat, db, tbl)
+        keys = store._resolve_table(conn, cat, db, tbl)
         parts = cacheload._partition_bytes(conn, store.db.dialect, keys.tbl_id, cat, db, tbl)
     parts.sort(key=_name)  # code-point order on every database (the cache's order too)
     pieces: list[bytes] = []

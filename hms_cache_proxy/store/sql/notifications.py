@@ -60,7 +60,7 @@ class NotificationsMixin(PartitionsMixin):
         """INSERT events for data a client wrote itself (one per partition or the table)."""
 
         def run(conn: Connection) -> list[int]:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             table = self._load_table_by_id(conn, tk.tbl_id)
             events = []
             for values, data in inserts:

@@ -129,7 +129,7 @@ MISSING_PARTITIONS = "Some partitions to drop are missing"
 """drop_partitions' NoSuchObjectException when a named partition is absent (HMSHandler)."""
 
 
-class TableKeys:
+class ResolvedTable:
     """What partition calls need to know about their table: id, keys and (lazily) itself."""
 
     __slots__ = ("tbl_id", "sd_id", "keys", "cat", "db", "name")
@@ -152,9 +152,9 @@ class TableKeys:
 class PartitionsMixin(TablesMixin, SqlStoreBase):
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _table_keys(
+    def _resolve_table(
         self, conn: Connection, cat: str, db: str, name: str, *, lock: bool = False
-    ) -> TableKeys:
+    ) -> ResolvedTable:
         """The table's row and partition keys in one query (NoSuchObjectException if absent)."""
         t, d, k = s.TBLS, s.DBS, s.PARTITION_KEYS
         stmt = (
@@ -173,7 +173,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             for r in rows
             if r.PKEY_NAME is not None
         ]
-        return TableKeys(rows[0], keys, cat, db, name)
+        return ResolvedTable(rows[0], keys, cat, db, name)
 
     def _name_order(self, col: Any) -> Any:
         return _name_order(self.db.dialect) if col is _P.c.PART_NAME else col
@@ -181,7 +181,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _load_partitions(
         self,
         conn: Connection,
-        tk: TableKeys,
+        tk: ResolvedTable,
         part_ids: Sequence[int] | None,
         *,
         limit: int | None = None,
@@ -230,7 +230,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         return load_details(conn, partitions=part_ids).key_values
 
     def _candidates(
-        self, conn: Connection, tk: TableKeys, conditions: Sequence[KeyCondition]
+        self, conn: Connection, tk: ResolvedTable, conditions: Sequence[KeyCondition]
     ) -> list[tuple[int, str, list[str]]]:
         """(id, name, values) of the partitions satisfying every exact-value condition."""
         stmt = select(_P.c.PART_ID, _P.c.PART_NAME).where(_P.c.TBL_ID == tk.tbl_id)
@@ -260,7 +260,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     @staticmethod
     def _exact_names(
-        tk: TableKeys, conditions: Sequence[KeyCondition], most: int = 1000
+        tk: ResolvedTable, conditions: Sequence[KeyCondition], most: int = 1000
     ) -> list[str] | None:
         """The partition names the conditions allow when they pin every key, else None."""
         allowed: dict[int, set[str]] = {}
@@ -279,7 +279,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _matching(
         self,
         conn: Connection,
-        tk: TableKeys,
+        tk: ResolvedTable,
         conditions: Sequence[KeyCondition],
         accept: Callable[[Sequence[str]], bool] | None,
         max_parts: int | None,
@@ -295,7 +295,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     def get_partition(self, cat: str, db: str, tbl: str, values: Sequence[str]) -> hms.Partition:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             name = self._name_for(tk, values)
             parts = self._by_names(conn, tk, [name])
         if not parts:
@@ -304,7 +304,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     def get_partition_by_name(self, cat: str, db: str, tbl: str, name: str) -> hms.Partition:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             parts = self._by_names(conn, tk, [name])
         if not parts:
             raise hms.NoSuchObjectException(
@@ -316,7 +316,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, cat: str, db: str, tbl: str, max_parts: int = -1
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             if max_parts == 0:
                 return []
             return self._load_partitions(
@@ -327,11 +327,11 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, cat: str, db: str, tbl: str, names: Sequence[str]
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return self._by_names(conn, tk, names)
 
     def _by_names(
-        self, conn: Connection, tk: TableKeys, names: Sequence[str]
+        self, conn: Connection, tk: ResolvedTable, names: Sequence[str]
     ) -> list[hms.Partition]:
         wanted = sorted(set(names))
         ids = (
@@ -353,24 +353,24 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = -1
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             ids = [c[0] for c in self._filtered(conn, tk, filter_text, max_parts)]
             return self._load_partitions(conn, tk, ids) if ids else []
 
     def count_partitions_by_filter(self, cat: str, db: str, tbl: str, filter_text: str) -> int:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return len(self._filtered(conn, tk, filter_text, None))
 
     def get_partition_names_by_filter(
         self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = -1
     ) -> list[str]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return [c[1] for c in self._filtered(conn, tk, filter_text, max_parts)]
 
     def _filtered(
-        self, conn: Connection, tk: TableKeys, filter_text: str, max_parts: int | None
+        self, conn: Connection, tk: ResolvedTable, filter_text: str, max_parts: int | None
     ) -> list[tuple[int, str, list[str]]]:
         node = parse(filter_text or "")
         accept = compile_filter(node, tk.key_names, tk.key_types)
@@ -381,7 +381,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, cat: str, db: str, tbl: str, partial: Sequence[str] | None, max_parts: int = -1
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             ids = [c[0] for c in self._ps(conn, tk, partial, max_parts)]
             return self._load_partitions(conn, tk, ids) if ids else []
 
@@ -389,11 +389,15 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, cat: str, db: str, tbl: str, partial: Sequence[str] | None, max_parts: int = -1
     ) -> list[str]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return [c[1] for c in self._ps(conn, tk, partial, max_parts)]
 
     def _ps(
-        self, conn: Connection, tk: TableKeys, partial: Sequence[str] | None, max_parts: int | None
+        self,
+        conn: Connection,
+        tk: ResolvedTable,
+        partial: Sequence[str] | None,
+        max_parts: int | None,
     ) -> list[tuple[int, str, list[str]]]:
         partial = list(partial or [])
         if len(partial) > len(tk.keys):
@@ -406,7 +410,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     def get_partition_names(self, cat: str, db: str, tbl: str, max_parts: int = -1) -> list[str]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             if max_parts == 0:
                 return []
             stmt = (
@@ -424,10 +428,10 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         """Every partition's (name, values), with the table's keys: the input of
         get_partition_values, which the handler shapes (projection, distinct, order)."""
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return tk.keys, [(c[1], c[2]) for c in self._candidates(conn, tk, [])]
 
-    def _name_for(self, tk: TableKeys, values: Sequence[str]) -> str:
+    def _name_for(self, tk: ResolvedTable, values: Sequence[str]) -> str:
         """The partition name of ``values`` (Warehouse.makePartName: a count mismatch is
         MetaException ``Invalid partition key & values; keys [a, b, ], values [x, ]``)."""
         try:
@@ -469,7 +473,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         the txn must not trust its statistics. Other tables store 0."""
 
         def run(conn: Connection) -> list[hms.Partition]:
-            tk = self._table_keys(conn, cat, db, tbl, lock=True)
+            tk = self._resolve_table(conn, cat, db, tbl, lock=True)
             table = self._load_table_by_id(conn, tk.tbl_id)
             if prepare is not None:
                 todo = prepare(table, lambda names: self._existing_names(conn, tk, names))
@@ -522,7 +526,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
         return self.db.transaction(run)
 
-    def _existing_names(self, conn: Connection, tk: TableKeys, names: Sequence[str]) -> set[str]:
+    def _existing_names(
+        self, conn: Connection, tk: ResolvedTable, names: Sequence[str]
+    ) -> set[str]:
         return {
             r[0]
             for r in fetch_in(
@@ -536,7 +542,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _insert_partitions(
         self,
         conn: Connection,
-        tk: TableKeys,
+        tk: ResolvedTable,
         table: hms.Table,
         todo: Sequence[tuple[str, hms.Partition]],
         write_id: int | None,
@@ -682,7 +688,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         is_truncate: bool = False,
     ) -> list[tuple[hms.Partition, hms.Partition]]:
         """``alter_partitions`` inside the caller's write transaction ``conn``."""
-        tk = self._table_keys(conn, cat, db, tbl, lock=True)
+        tk = self._resolve_table(conn, cat, db, tbl, lock=True)
         table = self._load_table_by_id(conn, tk.tbl_id)
         names = [self._name_for(tk, p.values) for p in new_parts]
         before = {p_name(tk, p): p for p in self._by_names(conn, tk, names)}
@@ -754,7 +760,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         under the lock means no concurrent write, through any instance, is overwritten."""
 
         def run(conn: Connection) -> None:
-            tk = self._table_keys(conn, cat, db, name, lock=True)
+            tk = self._resolve_table(conn, cat, db, name, lock=True)
             table = self._load_table_by_id(conn, tk.tbl_id)
             wid = write_id if write_id is not None and write_id > 0 else None
             if wid is not None and is_transactional(table.parameters):
@@ -803,7 +809,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _partition_txn_write(
         self,
         conn: Connection,
-        tk: TableKeys,
+        tk: ResolvedTable,
         table: hms.Table,
         write_id: int | None,
         changes: Sequence[tuple[hms.Partition, hms.Partition]],
@@ -850,7 +856,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _replace_partitions(
         self,
         conn: Connection,
-        tk: TableKeys,
+        tk: ResolvedTable,
         table: hms.Table,
         pairs: Sequence[tuple[str, hms.Partition, hms.Partition]],
     ) -> dict[str, int]:
@@ -949,7 +955,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         stored. The write id is the new partition's writeId, as in ``alter_partitions``."""
 
         def run(conn: Connection) -> tuple[hms.Partition, hms.Partition]:
-            tk = self._table_keys(conn, cat, db, tbl, lock=True)
+            tk = self._resolve_table(conn, cat, db, tbl, lock=True)
             table = self._load_table_by_id(conn, tk.tbl_id)
             old_name = self._name_for(tk, old_values)
             new_name = self._name_for(tk, new_part.values)
@@ -1025,7 +1031,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         A missing name raises NoSuchObjectException unless ``if_exists``."""
 
         def run(conn: Connection) -> tuple[hms.Table, list[hms.Partition]]:
-            tk = self._table_keys(conn, cat, db, tbl, lock=True)
+            tk = self._resolve_table(conn, cat, db, tbl, lock=True)
             table = self._load_table_by_id(conn, tk.tbl_id)
             found = self._by_names(conn, tk, names)
             if not if_exists and len(found) < len(set(names)):
@@ -1056,7 +1062,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     def partition_count(self, cat: str, db: str, tbl: str) -> int:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return int(
                 conn.execute(
                     select(func.count()).select_from(_P).where(_P.c.TBL_ID == tk.tbl_id)
@@ -1064,7 +1070,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             )
 
 
-def p_name(tk: TableKeys, p: hms.Partition) -> str:
+def p_name(tk: ResolvedTable, p: hms.Partition) -> str:
     return partnames.make_part_name(tk.key_names, p.values)
 
 

@@ -39,7 +39,7 @@ from hms_cache_proxy.store.db.batch import chunks, fetch_in
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql.common import TxnWrite, is_transactional, now, table_ref
-from hms_cache_proxy.store.sql.partitions import TableKeys
+from hms_cache_proxy.store.sql.partitions import ResolvedTable
 from hms_cache_proxy.store.sql.stats_reads import StatsReadsMixin
 
 _TCS, _PCS, _P, _T = s.TAB_COL_STATS, s.PART_COL_STATS, s.PARTITIONS, s.TBLS
@@ -222,7 +222,7 @@ class StatsMixin(StatsReadsMixin):
 
         def run(conn: Connection) -> None:
             try:
-                tk = self._table_keys(conn, cat, db, tbl, lock=True)
+                tk = self._resolve_table(conn, cat, db, tbl, lock=True)
             except hms.NoSuchObjectException:
                 raise hms.InvalidObjectException(
                     message=f"{table_ref(cat, db, tbl)} table not found"
@@ -410,7 +410,7 @@ class StatsMixin(StatsReadsMixin):
     def _invalidate_partitions(
         self,
         conn: Connection,
-        tk: TableKeys,
+        tk: ResolvedTable,
         table: hms.Table,
         targets: Sequence[_Target],
         tw: TxnWrite,
@@ -582,7 +582,7 @@ class StatsMixin(StatsReadsMixin):
 
         def run(conn: Connection) -> None:
             try:
-                tk = self._table_keys(conn, cat, db, tbl, lock=True)
+                tk = self._resolve_table(conn, cat, db, tbl, lock=True)
             except hms.NoSuchObjectException:
                 raise hms.InvalidObjectException(message=f"{db}.{tbl} table not found") from None
             try:

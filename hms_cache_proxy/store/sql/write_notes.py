@@ -69,7 +69,7 @@ class WriteNotesMixin(PartitionsMixin):
             )
         part_name, partition = "", None
         if req.partitionVals:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             part_name = self._name_for(tk, req.partitionVals)
             found = self._by_names(conn, tk, [part_name])
             if not found:
