@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from thriftpy2.protocol.cybin import TCyBinaryProtocolFactory
 from thriftpy2.utils import serialize
 
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, TableName
 from hms_cache_proxy.store.cached.apply import advance_write_ids
@@ -70,11 +70,11 @@ partitions = st.builds(
 @given(partitions)
 def test_encoding_equals_thriftpy2_and_pieces_join_to_it(p: hms.Partition) -> None:
     expected = serialize(p, FACTORY)
-    assert wire.encode(p) == expected
-    head, cols, tail = wire.partition_pieces(p)
+    assert thrift_bytes.encode(p) == expected
+    head, cols, tail = thrift_bytes.partition_pieces(p)
     assert head + cols + tail == expected
     if not p.sd.skewedInfo.skewedColValueLocationMaps:  # thriftpy2 cannot read list keys
-        assert wire.decode(hms.Partition, expected) == p
+        assert thrift_bytes.decode(hms.Partition, expected) == p
 
 
 def test_tables_databases_and_statistics_encode_as_thriftpy2_does() -> None:
@@ -98,11 +98,13 @@ def test_tables_databases_and_statistics_encode_as_thriftpy2_does() -> None:
     )
     database = hms.Database(name="d", parameters={}, ownerType=hms.PrincipalType.ROLE)
     for obj in (table, stats, database):
-        assert wire.encode(obj) == serialize(obj, FACTORY)
+        assert thrift_bytes.encode(obj) == serialize(obj, FACTORY)
     parts = [hms.Partition(values=[str(i)], dbName="d") for i in range(3)]
-    listed = wire.encode_list(parts, hms.Partition)
+    listed = thrift_bytes.encode_list(parts, hms.Partition)
     result = hms.ThriftHiveMetastore.get_partitions_result(success=parts)
-    assert wire.field_header(listed.ttype, 0) + listed + wire.STOP == serialize(result, FACTORY)
+    assert thrift_bytes.field_header(listed.ttype, 0) + listed + thrift_bytes.STOP == serialize(
+        result, FACTORY
+    )
 
 
 def _part(values: tuple[str, ...]) -> Part:

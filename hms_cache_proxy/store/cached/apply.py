@@ -24,10 +24,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store import partnames
-from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, TableName
 from hms_cache_proxy.store.cached.patterns import TablePatterns
@@ -299,7 +299,7 @@ class EventApplier:
 
     def _create_table(self, cat: str, table: Any, write_id: int | None) -> Op:
         key = self._key(cat, table)
-        data = wire.encode(table)
+        data = thrift_bytes.encode(table)
         cached = self.patterns.cached(key)
 
         def op(b: _Batch) -> None:
@@ -321,7 +321,7 @@ class EventApplier:
     def _alter_table(self, cat: str, body: dict[str, Any], write_id: int | None) -> Op:
         before, after = msg.table_before(body), msg.table_after(body)
         old_key, new_key = self._key(cat, before), self._key(cat, after)
-        data = wire.encode(after)
+        data = thrift_bytes.encode(after)
         parts_changed = msg.partitions_changed(body)
         columns_changed = (before.sd.cols if before.sd else None) != (
             after.sd.cols if after.sd else None
@@ -378,7 +378,7 @@ class EventApplier:
 
     @staticmethod
     def _part(keys: list[str], p: Any) -> tuple[str, Part]:
-        head, cols, tail = wire.partition_pieces(p)
+        head, cols, tail = thrift_bytes.partition_pieces(p)
         values = tuple(p.values or ())
         return partnames.make_part_name(keys, list(values)), Part(values, head, cols, tail)
 
@@ -447,7 +447,7 @@ class EventApplier:
     def _stats(self, t: str, cat: str, ev: Any, body: dict[str, Any], write_id: int | None) -> Op:
         key = TableName(cat, _norm(ev.dbName), _norm(ev.tableName))
         table = msg.table(body) if body.get("tableObjJson") else None
-        table_data = wire.encode(table) if table is not None else None
+        table_data = thrift_bytes.encode(table) if table is not None else None
         part = msg.partition_obj(body) if t == msg.UPDATE_PART_COL_STAT_EVENT else None
         if t == msg.UPDATE_PART_COL_STAT_EVENT and part is None:
             return self._invalidate_scope(ev, body)
@@ -475,7 +475,7 @@ class EventApplier:
             obj = msg.database(body)
         elif ours and t == msg.ALTER_DATABASE:
             obj = msg.database_after(body)
-        data = wire.encode(obj) if obj is not None else None
+        data = thrift_bytes.encode(obj) if obj is not None else None
 
         def op(b: _Batch) -> None:
             cache = b.cache

@@ -20,8 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hms_cache_proxy import failpoints
-from hms_cache_proxy.store.cache import wire
+from hms_cache_proxy import failpoints, thrift_bytes
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import (
     Part,
@@ -327,7 +326,9 @@ class Loader:
 
     def load_databases(self) -> bool:
         at, found = cacheload.load_databases(self.sql)
-        return self.cache.install_databases({k: (v, wire.encode(v)) for k, v in found.items()}, at)
+        return self.cache.install_databases(
+            {k: (v, thrift_bytes.encode(v)) for k, v in found.items()}, at
+        )
 
     def load_constraints(self, key: TableName) -> bool:
         """Constraints of a cached table, kept only if nothing may have changed them since
@@ -337,7 +338,7 @@ class Loader:
             TableName(fk.catName or key.cat, fk.pktable_db, fk.pktable_name)
             for fk in loaded.constraints.foreignKeys or ()
         )
-        data = wire.encode(loaded.constraints)
+        data = thrift_bytes.encode(loaded.constraints)
         failpoints.hit("load.constraints_after_snapshot", key.qualified())
         with self.cache.lock:
             return self.cache.install_constraints_locked(key, data, refs, loaded.at)
@@ -434,7 +435,7 @@ def build_entry(key: TableName, loaded: cacheload.LoadedTable) -> TableEntry:
             ordered=True,
         )
     entry = TableEntry(
-        key, table, wire.encode(table), as_of=loaded.at, write_ids=write_ids, parts=parts
+        key, table, thrift_bytes.encode(table), as_of=loaded.at, write_ids=write_ids, parts=parts
     )
     if entry.transactional and write_ids is None:
         entry.write_ids = empty_write_ids(key)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
-from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.entries import TableEntry, TableName
 from hms_cache_proxy.store.colstats.accuracy import stats_valid_for_query
 from hms_cache_proxy.store.colstats.aggregation import aggregate_partition_stats
@@ -153,7 +153,7 @@ class StatsReads:
                     if not self.sql.txn_stats_enabled:
                         compliant = False
                     else:
-                        part = wire.decode(hms.Partition, parts.by_name[name].encoded())  # type: ignore[union-attr]
+                        part = thrift_bytes.decode(hms.Partition, parts.by_name[name].encoded())  # type: ignore[union-attr]
                         compliant = stats_valid_for_query(
                             part.parameters or {}, part.writeId, valid_write_id_list, False
                         )
@@ -225,7 +225,7 @@ class StatsReads:
                     p = by_name.get(n)
                     if p is None:
                         continue
-                    part = wire.decode(hms.Partition, p.encoded())
+                    part = thrift_bytes.decode(hms.Partition, p.encoded())
                     if not stats_valid_for_query(
                         part.parameters or {}, part.writeId, valid_write_id_list, False
                     ):

@@ -49,13 +49,12 @@ from typing import Any
 
 from thriftpy2.thrift import TType
 
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store import partnames
-from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import TableEntry, TableName
-from hms_cache_proxy.store.cache.wire import Encoded
 from hms_cache_proxy.store.cached.direct import partitions_from_database
 from hms_cache_proxy.store.cached.patterns import TablePatterns
 from hms_cache_proxy.store.cached.stats import StatsReads
@@ -66,6 +65,7 @@ from hms_cache_proxy.store.patterns import filter_names
 from hms_cache_proxy.store.sql.common import java_list, table_ref
 from hms_cache_proxy.store.txn.equivalence import check_equivalent_write_ids
 from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.thrift_bytes import Encoded
 
 log = logging.getLogger(__name__)
 
@@ -314,7 +314,7 @@ class CachedStore(StatsReads):
 
         result = self._read("get_table", key, valid_write_id_list, cached, database)
         if isinstance(result, bytes) and not encoded:
-            return wire.decode(hms.Table, result)
+            return thrift_bytes.decode(hms.Table, result)
         return result
 
     def get_table_constraints(
@@ -340,7 +340,7 @@ class CachedStore(StatsReads):
             self.counters.miss(method, metrics.MISS_NOT_CACHED)
             return database()
         if isinstance(result, bytes):
-            return wire.decode(hms.SQLAllTableConstraints, result)
+            return thrift_bytes.decode(hms.SQLAllTableConstraints, result)
         return result
 
     def get_tables_by_names(self, cat: str, db: str, names: Sequence[str]) -> list[hms.Table]:
@@ -367,7 +367,7 @@ class CachedStore(StatsReads):
         out = []
         for n in wanted:
             if n in found:
-                out.append(wire.decode(hms.Table, found[n]))
+                out.append(thrift_bytes.decode(hms.Table, found[n]))
             elif n in from_db:
                 out.append(from_db[n])
         return out
@@ -382,7 +382,7 @@ class CachedStore(StatsReads):
             self.counters.miss("get_database", metrics.MISS_NOT_CACHED)
             return self.sql.get_database(cat, name)
         self.counters.hit("get_database")
-        return wire.decode(hms.Database, found[1])
+        return thrift_bytes.decode(hms.Database, found[1])
 
     def get_databases(self, cat: str, pattern: str | None = None) -> list[str]:
         """From the databases map while it lists every database, else from the database."""
@@ -422,7 +422,7 @@ class CachedStore(StatsReads):
             pieces.append(p.cols)
             pieces.append(p.tail)
         if encoded:
-            return wire.join_list(pieces, len(names))
+            return thrift_bytes.join_list(pieces, len(names))
         return _PartitionList(pieces, len(names))
 
     @staticmethod
@@ -450,7 +450,7 @@ class CachedStore(StatsReads):
             if part is None:
                 raise hms.NoSuchObjectException(message=f"partition values={java_list(values)}")
             data = part.encoded()
-            return Encoded(data) if encoded else wire.decode(hms.Partition, data)
+            return Encoded(data) if encoded else thrift_bytes.decode(hms.Partition, data)
 
         return self._partition_read(
             "get_partition",
@@ -471,7 +471,7 @@ class CachedStore(StatsReads):
                 raise hms.NoSuchObjectException(
                     message=f"partition {name} not found in {table_ref(cat, db, tbl)}"
                 )
-            return wire.decode(hms.Partition, part.encoded())
+            return thrift_bytes.decode(hms.Partition, part.encoded())
 
         return self._partition_read(
             "get_partition_by_name",
@@ -773,7 +773,7 @@ class _PartitionList:
         # Each partition is head + cols + tail: three pieces per partition.
         for i in range(0, len(self.pieces), 3):
             n = len(self.pieces[i]) + len(self.pieces[i + 1]) + len(self.pieces[i + 2])
-            out.append(wire.decode(hms.Partition, data[pos : pos + n]))
+            out.append(thrift_bytes.decode(hms.Partition, data[pos : pos + n]))
             pos += n
         return out
 

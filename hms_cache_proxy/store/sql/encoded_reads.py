@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hms_cache_proxy.store.cache import wire
-from hms_cache_proxy.store.cache.wire import Encoded
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.store.sql import cacheload
+from hms_cache_proxy.thrift_bytes import Encoded
 
 
 def all_partitions_encoded(store: Any, cat: str, db: str, tbl: str) -> Encoded:
@@ -23,7 +23,7 @@ def all_partitions_encoded(store: Any, cat: str, db: str, tbl: str) -> Encoded:
     extend = pieces.extend
     for part in parts:
         extend(part[2:])  # head, cols, tail
-    return wire.join_list(pieces, len(parts))
+    return thrift_bytes.join_list(pieces, len(parts))
 
 
 def _name(part: cacheload.PartitionBytes) -> str:
