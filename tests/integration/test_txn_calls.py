@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.txn.snapshots import (
+from hms_cache_proxy.store.txn_snapshots import (
     ValidReaderWriteIdList,
     ValidReadTxnList,
     bitset_from_bytes,

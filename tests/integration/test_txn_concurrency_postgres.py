@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 from tests.support.apache_thrift import apache_client, load_apache_modules
 from tests.support.server import ServerProcess
 

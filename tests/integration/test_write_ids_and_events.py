@@ -22,7 +22,7 @@ from thriftpy2.utils import deserialize
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidReadTxnList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
 from tests.support.metastore import (
     cols,
     event_body,

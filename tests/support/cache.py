@@ -18,7 +18,7 @@ from thriftpy2.utils import deserialize
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store.cache.entries import TableName
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidReadTxnList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
 from tests.support.apache_thrift import apache_client
 from tests.support.server import running_service
 

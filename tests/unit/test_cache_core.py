@@ -15,8 +15,8 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, TableName
 from hms_cache_proxy.store.cached.apply import advance_write_ids
-from hms_cache_proxy.store.txn.equivalence import check_equivalent_write_ids
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.write_id_equivalence import check_equivalent_write_ids
 
 FACTORY = TCyBinaryProtocolFactory()
 text = st.text(max_size=12)

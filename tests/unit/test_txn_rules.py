@@ -29,9 +29,9 @@ from hms_cache_proxy.store.txn.common import TxnConfig, raise_unexpected_state
 from hms_cache_proxy.store.txn.locks import LockRow, conflict_condition, conflicts
 from hms_cache_proxy.store.txn.locks import normalize_partition_name as norm
 from hms_cache_proxy.store.txn.service import TxnService
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidReadTxnList
 from hms_cache_proxy.store.txn.txns import OpenTxnList, TxnRow
 from hms_cache_proxy.store.txn.writeids import split_table_name
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
 
 NOW_MS = 1_700_000_000_000
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, NamedTuple
 
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 
 # Fixed per-object costs (CPython 3.11, 64-bit): a bytes object's header, a str's, a tuple's,
 # a Part's slots, and one dict slot with its share of the table's spare room.

@@ -34,7 +34,7 @@ from hms_cache_proxy.store.cached.patterns import TablePatterns
 from hms_cache_proxy.store.cached.prewarm import Loader, empty_write_ids
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events import tjson
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from hms_cache_proxy.store.cache.entries import (
 )
 from hms_cache_proxy.store.cached.patterns import TablePatterns
 from hms_cache_proxy.store.sql import cacheload
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 
 log = logging.getLogger(__name__)
 

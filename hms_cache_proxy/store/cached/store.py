@@ -63,8 +63,8 @@ from hms_cache_proxy.store.partition_filter.parser import parse
 from hms_cache_proxy.store.partition_filter.pushdown import pushdown
 from hms_cache_proxy.store.patterns import filter_names
 from hms_cache_proxy.store.sql.common import java_list, table_ref
-from hms_cache_proxy.store.txn.equivalence import check_equivalent_write_ids
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.write_id_equivalence import check_equivalent_write_ids
 from hms_cache_proxy.thrift_bytes import Encoded
 
 log = logging.getLogger(__name__)

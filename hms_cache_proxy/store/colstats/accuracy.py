@@ -20,7 +20,7 @@ from typing import Any
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.events import messages as msg
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 
 COLUMN_STATS_ACCURATE = "COLUMN_STATS_ACCURATE"
 BASIC_STATS = "BASIC_STATS"

@@ -15,8 +15,8 @@ from sqlalchemy import and_, false, or_, select, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema as s
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidTxnWriteIdList
 from hms_cache_proxy.store.txn.writeids import WriteIdsMixin, split_table_name
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidTxnWriteIdList
 
 _MV = s.MV_TABLES_USED
 _CTC = s.COMPLETED_TXN_COMPONENTS

@@ -62,7 +62,7 @@ from hms_cache_proxy.store.txn.common import (
     txn_id_str,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn.snapshots import bitset_to_bytes
+from hms_cache_proxy.store.txn_snapshots import bitset_to_bytes
 
 _T = s.TXNS
 _OPEN_RETRIES = 10

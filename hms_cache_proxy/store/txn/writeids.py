@@ -33,13 +33,13 @@ from hms_cache_proxy.store.txn.common import (
     raise_unexpected_state,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn.snapshots import (
+from hms_cache_proxy.store.txn.txns import TxnsMixin
+from hms_cache_proxy.store.txn_snapshots import (
     LONG_MAX,
     ValidReaderWriteIdList,
     ValidReadTxnList,
     bitset_to_bytes,
 )
-from hms_cache_proxy.store.txn.txns import TxnsMixin
 
 _T2W, _NWI = s.TXN_TO_WRITE_ID, s.NEXT_WRITE_ID
 
