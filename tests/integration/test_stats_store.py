@@ -824,7 +824,7 @@ def test_aggregate_over_partitions_with_missing_statistics(store: SqlStore) -> N
 
 
 def test_partition_names_get_lower_case_keys_only() -> None:
-    from hms_cache_proxy.handler.stats import lower_case_part_name
+    from hms_cache_proxy.handler.stats_calls import lower_case_part_name
 
     assert lower_case_part_name("Year=2024/MONTH=Jan") == "year=2024/month=Jan"
     assert lower_case_part_name("a=x%2Fy/junk/b=1") == "a=x%2Fy/b=1"

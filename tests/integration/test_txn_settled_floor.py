@@ -15,7 +15,7 @@ from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import init_db
 from hms_cache_proxy.store.sql.store import SqlStore
 from hms_cache_proxy.store.txn import pgsql
-from hms_cache_proxy.store.txn.service import TxnService
+from hms_cache_proxy.store.txn.txn_service import TxnService
 
 
 @pytest.fixture

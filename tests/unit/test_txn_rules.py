@@ -25,10 +25,10 @@ from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog
 from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.txn.common import TxnConfig, raise_unexpected_state
 from hms_cache_proxy.store.txn.locks import LockRow, conflict_condition, conflicts
 from hms_cache_proxy.store.txn.locks import normalize_partition_name as norm
-from hms_cache_proxy.store.txn.service import TxnService
+from hms_cache_proxy.store.txn.txn_base import TxnConfig, raise_unexpected_state
+from hms_cache_proxy.store.txn.txn_service import TxnService
 from hms_cache_proxy.store.txn.txns import OpenTxnList, TxnRow
 from hms_cache_proxy.store.txn.writeids import split_table_name
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList

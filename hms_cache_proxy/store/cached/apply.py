@@ -30,8 +30,8 @@ from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store import partnames
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, TableName
-from hms_cache_proxy.store.cached.patterns import TablePatterns
 from hms_cache_proxy.store.cached.prewarm import Loader, empty_write_ids
+from hms_cache_proxy.store.cached.table_selection import TablePatterns
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events import tjson
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList

@@ -30,7 +30,7 @@ from hms_cache_proxy.store.cache.entries import (
     TableName,
     row_size,
 )
-from hms_cache_proxy.store.cached.patterns import TablePatterns
+from hms_cache_proxy.store.cached.table_selection import TablePatterns
 from hms_cache_proxy.store.sql import cacheload
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 

@@ -56,13 +56,13 @@ from hms_cache_proxy.store import partnames
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import TableEntry, TableName
 from hms_cache_proxy.store.cached.direct import partitions_from_database
-from hms_cache_proxy.store.cached.patterns import TablePatterns
-from hms_cache_proxy.store.cached.stats import StatsReads
+from hms_cache_proxy.store.cached.stats_cache import StatsReads
+from hms_cache_proxy.store.cached.table_selection import TablePatterns
 from hms_cache_proxy.store.partition_filter.binder import compile_filter
 from hms_cache_proxy.store.partition_filter.parser import parse
 from hms_cache_proxy.store.partition_filter.pushdown import pushdown
 from hms_cache_proxy.store.patterns import filter_names
-from hms_cache_proxy.store.sql.common import java_list, table_ref
+from hms_cache_proxy.store.sql.sql_base import java_list, table_ref
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 from hms_cache_proxy.store.write_id_equivalence import check_equivalent_write_ids
 from hms_cache_proxy.thrift_bytes import Encoded

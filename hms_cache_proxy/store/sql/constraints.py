@@ -22,7 +22,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.common import SqlStoreBase, table_ref
+from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, table_ref
 
 PRIMARY_KEY, FOREIGN_KEY, UNIQUE, NOT_NULL, DEFAULT, CHECK = range(6)
 """KEY_CONSTRAINTS.CONSTRAINT_TYPE, as MConstraint numbers them."""

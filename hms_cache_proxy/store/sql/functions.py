@@ -22,7 +22,7 @@ from hms_cache_proxy.store.db.batch import fetch_in, group
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import filter_names
-from hms_cache_proxy.store.sql.common import (
+from hms_cache_proxy.store.sql.sql_base import (
     DEFAULT_CATALOG,
     SqlStoreBase,
     now,

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, insert, or_, select
 
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema as s
-from hms_cache_proxy.store.sql.common import DEFAULT_CATALOG, SqlStoreBase
+from hms_cache_proxy.store.sql.sql_base import DEFAULT_CATALOG, SqlStoreBase
 
 _PE = s.PARTITION_EVENTS
 

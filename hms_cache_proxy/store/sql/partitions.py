@@ -40,18 +40,18 @@ from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.partition_filter.binder import compile_filter
 from hms_cache_proxy.store.partition_filter.parser import parse
 from hms_cache_proxy.store.partition_filter.pushdown import KeyCondition, pushdown
-from hms_cache_proxy.store.sql.common import (
+from hms_cache_proxy.store.sql.details import load_details
+from hms_cache_proxy.store.sql.privileges import (
+    copy_table_grants_to_partitions,
+    partition_level,
+)
+from hms_cache_proxy.store.sql.sql_base import (
     SqlStoreBase,
     TxnWrite,
     is_transactional,
     java_list,
     now,
     table_ref,
-)
-from hms_cache_proxy.store.sql.details import load_details
-from hms_cache_proxy.store.sql.privileges import (
-    copy_table_grants_to_partitions,
-    partition_level,
 )
 from hms_cache_proxy.store.sql.storage import (
     SD_COLUMNS,

@@ -20,14 +20,14 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.partnames import PartitionNameError, make_part_name, parse_part_name
-from hms_cache_proxy.store.sql.common import (
+from hms_cache_proxy.store.sql.roles import role_row, roles_in_hierarchy
+from hms_cache_proxy.store.sql.sql_base import (
     DEFAULT_CATALOG,
     SqlStoreBase,
     now,
     principal_name,
     principal_type,
 )
-from hms_cache_proxy.store.sql.roles import role_row, roles_in_hierarchy
 
 _T = hms.HiveObjectType
 

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema as s
-from hms_cache_proxy.store.sql.common import SqlStoreBase, now, principal_name, principal_type
+from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, now, principal_name, principal_type
 
 ADMIN_ROLE = "admin"
 PUBLIC_ROLE = "public"

@@ -20,7 +20,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import cron
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema as s
-from hms_cache_proxy.store.sql.common import SqlStoreBase, now
+from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, now
 
 _Q = s.SCHEDULED_QUERIES
 _E = s.SCHEDULED_EXECUTIONS

@@ -24,8 +24,8 @@ from hms_cache_proxy.store.colstats.stats_rows import (
 )
 from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.db.batch import chunks, fetch_in, group
-from hms_cache_proxy.store.sql.common import is_transactional, table_ref
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
+from hms_cache_proxy.store.sql.sql_base import is_transactional, table_ref
 
 _TCS, _PCS, _P, _T = s.TAB_COL_STATS, s.PART_COL_STATS, s.PARTITIONS, s.TBLS
 

@@ -14,9 +14,9 @@ from hms_cache_proxy.store.sql.privileges import PrivilegesMixin
 from hms_cache_proxy.store.sql.roles import RolesMixin
 from hms_cache_proxy.store.sql.runtime_stats import RuntimeStatsMixin
 from hms_cache_proxy.store.sql.scheduled_queries import ScheduledQueriesMixin
-from hms_cache_proxy.store.sql.stats import StatsMixin
+from hms_cache_proxy.store.sql.stats_writes import StatsMixin
 from hms_cache_proxy.store.sql.write_notes import WriteNotesMixin
-from hms_cache_proxy.store.txn.service import TxnConfig, TxnService
+from hms_cache_proxy.store.txn.txn_service import TxnConfig, TxnService
 
 
 class SqlStore(

@@ -29,7 +29,9 @@ from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import compile_pattern, filter_names
 from hms_cache_proxy.store.sql import privileges
-from hms_cache_proxy.store.sql.common import (
+from hms_cache_proxy.store.sql.constraints import ConstraintsMixin
+from hms_cache_proxy.store.sql.details import load_details
+from hms_cache_proxy.store.sql.sql_base import (
     SqlStoreBase,
     TxnWrite,
     is_transactional,
@@ -37,8 +39,6 @@ from hms_cache_proxy.store.sql.common import (
     principal_type,
     table_ref,
 )
-from hms_cache_proxy.store.sql.constraints import ConstraintsMixin
-from hms_cache_proxy.store.sql.details import load_details
 from hms_cache_proxy.store.sql.storage import (
     SD_COLUMNS,
     build_storage_descriptors,

@@ -21,8 +21,8 @@ from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events import tjson
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.common import java_list, now, table_ref
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
+from hms_cache_proxy.store.sql.sql_base import java_list, now, table_ref
 
 _W = s.TXN_WRITE_NOTIFICATION_LOG
 

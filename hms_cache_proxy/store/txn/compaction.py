@@ -40,7 +40,7 @@ from sqlalchemy import (
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema as s
-from hms_cache_proxy.store.txn.common import TxnServiceBase
+from hms_cache_proxy.store.txn.txn_base import TxnServiceBase
 
 _CQ, _CC = s.COMPACTION_QUEUE, s.COMPLETED_COMPACTIONS
 

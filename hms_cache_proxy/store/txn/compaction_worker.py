@@ -11,7 +11,6 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema as s
-from hms_cache_proxy.store.txn.common import ABORTED, OP_COMPACT
 from hms_cache_proxy.store.txn.compaction import (
     DID_NOT_INITIATE,
     FAILED,
@@ -23,6 +22,7 @@ from hms_cache_proxy.store.txn.compaction import (
     CompactionMixin,
     info_struct,
 )
+from hms_cache_proxy.store.txn.txn_base import ABORTED, OP_COMPACT
 
 _CQ, _CC = s.COMPACTION_QUEUE, s.COMPLETED_COMPACTIONS
 

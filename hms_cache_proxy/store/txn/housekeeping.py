@@ -27,14 +27,14 @@ from sqlalchemy import Connection, delete, func, or_, select, text, union_all
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema as s
-from hms_cache_proxy.store.txn.common import (
+from hms_cache_proxy.store.txn.txn_base import (
     ABORT_TIMEOUT,
     ABORTED,
     COMMITTED,
     OPEN,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn.service import TxnService
+from hms_cache_proxy.store.txn.txn_service import TxnService
 
 log = logging.getLogger(__name__)
 

@@ -57,7 +57,7 @@ from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events.log import one_statement
 from hms_cache_proxy.store.partnames import PartitionNameError, make_part_name
 from hms_cache_proxy.store.txn import pgsql
-from hms_cache_proxy.store.txn.common import (
+from hms_cache_proxy.store.txn.txn_base import (
     EXCL_WRITE,
     EXCLUSIVE,
     LOCK_ACQUIRED,

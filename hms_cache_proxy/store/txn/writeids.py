@@ -28,7 +28,7 @@ from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent, one_statement
 from hms_cache_proxy.store.txn import pgsql
-from hms_cache_proxy.store.txn.common import (
+from hms_cache_proxy.store.txn.txn_base import (
     OPEN,
     raise_unexpected_state,
     txn_type_of,

@@ -38,8 +38,8 @@ from hms_cache_proxy.store.db import schema as s
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.common import TxnWrite, is_transactional, now, table_ref
 from hms_cache_proxy.store.sql.partitions import ResolvedTable
+from hms_cache_proxy.store.sql.sql_base import TxnWrite, is_transactional, now, table_ref
 from hms_cache_proxy.store.sql.stats_reads import StatsReadsMixin
 
 _TCS, _PCS, _P, _T = s.TAB_COL_STATS, s.PART_COL_STATS, s.PARTITIONS, s.TBLS

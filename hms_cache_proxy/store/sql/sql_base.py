@@ -15,7 +15,7 @@ from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog, NewEvent
 from hms_cache_proxy.store.events.messages import WRITER_NAME, MessageBuilder
-from hms_cache_proxy.store.txn.common import OPEN as TXN_OPEN
+from hms_cache_proxy.store.txn.txn_base import OPEN as TXN_OPEN
 
 DEFAULT_CATALOG = "hive"
 
