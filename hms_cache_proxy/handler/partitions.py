@@ -16,7 +16,7 @@ from typing import Any
 from thriftpy2.thrift import TApplicationException
 
 from hms_cache_proxy import warehouse
-from hms_cache_proxy.handler import basic_stats as bs
+from hms_cache_proxy.handler import basic_stats
 from hms_cache_proxy.handler.base import env_props
 from hms_cache_proxy.handler.encoded import wrap
 from hms_cache_proxy.handler.java_text import java_list
@@ -445,13 +445,13 @@ class PartitionHandlers(PartitionAddHandlers):
                     exc=hms.InvalidOperationException,
                     dirs=dirs,
                 )
-            if bs.require_cal_stats(
+            if basic_stats.require_cal_stats(
                 before.parameters, after.parameters, is_view=is_view(table), env=props
             ):
-                if bs.is_fast_stats_same(before.parameters, after.parameters):
-                    bs.update_basic_state(props, after.parameters)
+                if basic_stats.is_fast_stats_same(before.parameters, after.parameters):
+                    basic_stats.update_basic_state(props, after.parameters)
                 else:
-                    bs.update_partition_stats(
+                    basic_stats.update_partition_stats(
                         after.parameters,
                         after.sd.location if after.sd is not None else None,
                         props,
@@ -459,7 +459,7 @@ class PartitionHandlers(PartitionAddHandlers):
                         made_dir=False,
                         force=True,
                         is_create=False,
-                        transactional=bs.is_transactional(table.parameters),
+                        transactional=basic_stats.is_transactional(table.parameters),
                     )
 
         try:
@@ -560,11 +560,11 @@ class PartitionHandlers(PartitionAddHandlers):
                     after.sd.location = dest
             elif after.sd is not None and before.sd is not None:
                 after.sd.location = before.sd.location
-            if bs.require_cal_stats(
+            if basic_stats.require_cal_stats(
                 before.parameters, after.parameters, is_view=is_view(table), env=None
             ):
                 after.parameters = dict(after.parameters or {})
-                bs.update_partition_stats(
+                basic_stats.update_partition_stats(
                     after.parameters,
                     after.sd.location if after.sd is not None else None,
                     None,
@@ -572,7 +572,7 @@ class PartitionHandlers(PartitionAddHandlers):
                     made_dir=False,
                     force=True,
                     is_create=False,
-                    transactional=bs.is_transactional(table.parameters),
+                    transactional=basic_stats.is_transactional(table.parameters),
                 )
 
         try:

@@ -16,9 +16,9 @@ from sqlalchemy import event, func, select
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.colstats import accuracy, aggregation, stats_rows
-from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
-from hms_cache_proxy.store.events import messages as m
+from hms_cache_proxy.store.events import messages
 from hms_cache_proxy.store.sql.bootstrap import init_db
 from hms_cache_proxy.store.sql.store import SqlStore
 
@@ -338,7 +338,7 @@ def test_rows_hold_hives_encodings(store: SqlStore) -> None:
     make_table(store, "t")
     store.update_table_column_statistics(CAT, DB, "t", table_stats("t", all_types_stats()))
     with store.db.read() as conn:
-        rows = {r.COLUMN_NAME: r for r in conn.execute(select(s.TAB_COL_STATS))}
+        rows = {r.COLUMN_NAME: r for r in conn.execute(select(schema.TAB_COL_STATS))}
     assert rows["dec"].BIG_DECIMAL_LOW_VALUE == "-12345678.90"
     assert rows["dec"].BIG_DECIMAL_HIGH_VALUE == "1E+3"
     assert (rows["dt"].LONG_LOW_VALUE, rows["dt"].LONG_HIGH_VALUE) == (-719162, 19000)
@@ -370,7 +370,7 @@ def test_upsert_keeps_what_the_new_statistics_leave_unset(store: SqlStore) -> No
     assert got.statsObj[0].statsData.longStats == hms.LongColumnStatsData(
         lowValue=1, highValue=20, numNulls=3, numDVs=6, bitVectors=b"HLx"
     )
-    assert count_rows(store, s.TAB_COL_STATS) == 1
+    assert count_rows(store, schema.TAB_COL_STATS) == 1
 
 
 def test_engines_are_kept_apart(store: SqlStore) -> None:
@@ -421,12 +421,12 @@ def test_table_update_appends_its_event_in_the_same_transaction(store: SqlStore)
     store.update_table_column_statistics(CAT, DB, "t", stats)
     assert store.current_notification_event_id() == before + 1
     (ev,) = events_after(store, before)
-    assert ev.eventType == m.UPDATE_TBL_COL_STAT_EVENT
+    assert ev.eventType == messages.UPDATE_TBL_COL_STAT_EVENT
     assert (ev.catName, ev.dbName, ev.tableName) == (CAT, DB, "t")
-    body = m.decode(ev.message, ev.messageFormat)
-    assert m.column_statistics(body).statsObj == stats.statsObj
+    body = messages.decode(ev.message, ev.messageFormat)
+    assert messages.column_statistics(body).statsObj == stats.statsObj
     assert body["parameters"]["COLUMN_STATS_ACCURATE"] == '{"COLUMN_STATS":{"l":"true"}}'
-    assert m.table(body).tableName == table.tableName
+    assert messages.table(body).tableName == table.tableName
     assert body["writeId"] == -1
 
 
@@ -448,7 +448,7 @@ def test_table_update_errors_are_hives(store: SqlStore) -> None:
         )
     with pytest.raises(hms.NoSuchObjectException, match="does not exist : hive.sdb.missing"):
         store.get_table_column_statistics(CAT, DB, "missing", ["l"])
-    assert count_rows(store, s.TAB_COL_STATS) == 0
+    assert count_rows(store, schema.TAB_COL_STATS) == 0
 
 
 def test_transactional_table_needs_a_write_id_and_is_stamped_with_it(store: SqlStore) -> None:
@@ -542,9 +542,11 @@ def test_merge_into_statistics_the_writer_cannot_see_marks_them_stale(store: Sql
     assert table.writeId == 7
     assert "COLUMN_STATS_ACCURATE" not in table.parameters
     (ev,) = events_after(store, before)
-    assert ev.eventType == m.ALTER_TABLE
-    body = m.decode(ev.message, ev.messageFormat)
-    assert m.table_after(body) == table and m.write_id(body) == 7  # as the database reads it
+    assert ev.eventType == messages.ALTER_TABLE
+    body = messages.decode(ev.message, ev.messageFormat)
+    assert (
+        messages.table_after(body) == table and messages.write_id(body) == 7
+    )  # as the database reads it
     kept = store.get_table_column_statistics(CAT, DB, "acid", ["l"])
     assert kept.statsObj[0].statsData.longStats.highValue == 2  # not merged
 
@@ -576,9 +578,9 @@ def test_partition_merge_the_writer_cannot_see_marks_the_partition_stale(store: 
     assert part.writeId == 8
     assert "COLUMN_STATS_ACCURATE" not in part.parameters
     (ev,) = events_after(store, before)
-    assert ev.eventType == m.ALTER_PARTITION
-    body = m.decode(ev.message, ev.messageFormat)
-    assert m.partition_after(body) == part and m.write_id(body) == 8
+    assert ev.eventType == messages.ALTER_PARTITION
+    body = messages.decode(ev.message, ev.messageFormat)
+    assert messages.partition_after(body) == part and messages.write_id(body) == 8
 
 
 def test_stats_follow_a_table_rename_and_go_with_a_drop(store: SqlStore) -> None:
@@ -592,9 +594,9 @@ def test_stats_follow_a_table_rename_and_go_with_a_drop(store: SqlStore) -> None
     got = store.get_table_column_statistics(CAT, DB, "t2", ["l"])
     assert got is not None and got.statsDesc.tableName == "t2"
     with store.db.read() as conn:
-        assert conn.execute(select(s.TAB_COL_STATS.c.TABLE_NAME)).scalar_one() == "t2"
+        assert conn.execute(select(schema.TAB_COL_STATS.c.TABLE_NAME)).scalar_one() == "t2"
     store.drop_table(CAT, DB, "t2")
-    assert count_rows(store, s.TAB_COL_STATS) == 0
+    assert count_rows(store, schema.TAB_COL_STATS) == 0
 
 
 def test_delete_table_statistics(store: SqlStore) -> None:
@@ -609,11 +611,11 @@ def test_delete_table_statistics(store: SqlStore) -> None:
     ):
         store.delete_table_column_statistics(CAT, DB, "t", "l", "hive")
     store.delete_table_column_statistics(CAT, DB, "t", None, None)
-    assert count_rows(store, s.TAB_COL_STATS) == 0
+    assert count_rows(store, schema.TAB_COL_STATS) == 0
     store.delete_table_column_statistics(CAT, DB, "t", None, None)  # nothing left: no error
     types = [e.eventType for e in events_after(store, before)]
-    assert types == [m.DELETE_TBL_COL_STAT_EVENT] * 3
-    body = m.decode(events_after(store, before)[0].message, m.GZIP_FORMAT)
+    assert types == [messages.DELETE_TBL_COL_STAT_EVENT] * 3
+    body = messages.decode(events_after(store, before)[0].message, messages.GZIP_FORMAT)
     assert (body["database"], body["colName"]) == (DB, "l")
     with pytest.raises(hms.NoSuchObjectException, match="for which stats deletion is requested"):
         store.delete_table_column_statistics(CAT, DB, "missing", None, None)
@@ -649,10 +651,10 @@ def test_partition_statistics_round_trip_in_one_batch(store: SqlStore) -> None:
         catName=CAT,
     )
     evs = events_after(store, before)
-    assert [e.eventType for e in evs] == [m.UPDATE_PART_COL_STAT_EVENT] * 3
-    body = m.decode(evs[0].message, evs[0].messageFormat)
+    assert [e.eventType for e in evs] == [messages.UPDATE_PART_COL_STAT_EVENT] * 3
+    body = messages.decode(evs[0].message, evs[0].messageFormat)
     assert body["partVals"] == ["0"]
-    assert m.column_statistics(body).statsDesc.partName == "p=0"
+    assert messages.column_statistics(body).statsDesc.partName == "p=0"
     assert body["parameters"]["COLUMN_STATS_ACCURATE"] == (
         '{"BASIC_STATS":"true","COLUMN_STATS":{"l":"true","s":"true"}}'
     )
@@ -662,7 +664,7 @@ def test_partition_statistics_round_trip_in_one_batch(store: SqlStore) -> None:
     )
     assert "COLUMN_STATS_ACCURATE" not in part_params(store, "pt", "p=3")
     with store.db.read() as conn:
-        names = sorted(r[0] for r in conn.execute(select(s.PART_COL_STATS.c.PARTITION_NAME)))
+        names = sorted(r[0] for r in conn.execute(select(schema.PART_COL_STATS.c.PARTITION_NAME)))
     assert names == ["p=0", "p=0", "p=1", "p=1", "p=2", "p=2"]
 
 
@@ -676,7 +678,7 @@ def test_partition_update_errors_are_hives(store: SqlStore) -> None:
         store.update_partition_column_statistics(
             CAT, DB, "nope", [part_stats("nope", "p=0", [long_obj("l", 1, 2, 0, 1)])]
         )
-    assert count_rows(store, s.PART_COL_STATS) == 0
+    assert count_rows(store, schema.PART_COL_STATS) == 0
 
 
 def _count_statements(store: SqlStore, fn: Any) -> int:
@@ -750,10 +752,10 @@ def test_delete_partition_statistics(store: SqlStore) -> None:
     with pytest.raises(hms.InvalidObjectException, match="sdb.nope table not found"):
         store.delete_partition_column_statistics(CAT, DB, "nope", "p=0", None, None)
     store.delete_partition_column_statistics(CAT, DB, "pt", "p=0", None, None)
-    assert count_rows(store, s.PART_COL_STATS) == 0
+    assert count_rows(store, schema.PART_COL_STATS) == 0
     evs = events_after(store, before)
-    assert [e.eventType for e in evs] == [m.DELETE_PART_COL_STAT_EVENT] * 2
-    body = m.decode(evs[0].message, evs[0].messageFormat)
+    assert [e.eventType for e in evs] == [messages.DELETE_PART_COL_STAT_EVENT] * 2
+    body = messages.decode(evs[0].message, evs[0].messageFormat)
     assert (body["partName"], body["partValues"], body["colName"]) == ("p=0", ["0"], "l")
 
 

@@ -234,7 +234,7 @@ def test_an_event_of_another_writer_about_a_database_makes_a_databases_load_stal
     """Issue 14, also noticed: the database entry goes, and the databases map's as_of moves,
     so a databases load that read the old database cannot put it back."""
     from hms_cache_proxy.store.cached.apply import EventApplier
-    from hms_cache_proxy.store.events import messages as m
+    from hms_cache_proxy.store.events import messages
 
     cache = Cache(10**9)
     database = hms.Database(name="d")
@@ -246,7 +246,7 @@ def test_an_event_of_another_writer_about_a_database_makes_a_databases_load_stal
         dbName="d",
         tableName=None,
         message="{}",
-        messageFormat=m.JSON_FORMAT,
+        messageFormat=messages.JSON_FORMAT,
         catName="hive",
     )
     EventApplier(cache, _NoLoads()).apply([event])  # type: ignore[arg-type]

@@ -24,7 +24,7 @@ from sqlalchemy import func, select, tuple_
 
 from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.sql.databases import _database, _db_params
 from hms_cache_proxy.store.sql.details import Details, load_details
 from hms_cache_proxy.store.sql.partitions import _partitions_of_table
@@ -62,7 +62,7 @@ def current_event(store: Any, conn: Any) -> int:
 
 def list_tables(store: Any) -> list[tuple[str, str, str]]:
     """(catalog, database, table) of every table, in that order."""
-    t, d = s.TBLS, s.DBS
+    t, d = schema.TBLS, schema.DBS
     stmt = (
         select(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME)
         .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID))
@@ -76,7 +76,7 @@ def load_databases(store: Any) -> tuple[int, dict[tuple[str, str], hms.Database]
     """Every database, and the event position they reflect."""
     with store.db.read() as conn:
         at = current_event(store, conn)
-        rows = conn.execute(select(s.DBS)).all()
+        rows = conn.execute(select(schema.DBS)).all()
         params = _db_params(conn, [r.DB_ID for r in rows]) if rows else {}
         return at, {(r.CTLG_NAME, r.NAME): _database(r, params.get(r.DB_ID, {})) for r in rows}
 
@@ -108,7 +108,7 @@ def load_table(
 def table_sizes(store: Any) -> list[tuple[str, str, str, int]]:
     """(catalog, database, table, partition count) of every table, in that order: prewarm puts
     small tables together into batches."""
-    t, d, p = s.TBLS, s.DBS, s.PARTITIONS
+    t, d, p = schema.TBLS, schema.DBS, schema.PARTITIONS
     counts = select(p.c.TBL_ID, func.count().label("n")).group_by(p.c.TBL_ID).subquery()
     stmt = (
         select(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME, func.coalesce(counts.c.n, 0))
@@ -130,7 +130,7 @@ def load_tables(
     trips, not by rows."""
     if not keys:
         return {}
-    d, t = s.DBS, s.TBLS
+    d, t = schema.DBS, schema.TBLS
     stmt = table_select(tuple_(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME).in_(list(keys)))
     out: dict[tuple[str, str, str], LoadedTable] = {}
     with store.db.read() as conn:
@@ -160,7 +160,13 @@ def load_tables(
 
 def load_stats(store: Any, cat: str, db: str, name: str) -> LoadedStats | None:
     """Every column-statistics row of the table and its partitions (None: no such table)."""
-    tcs, pcs, p, t, d = s.TAB_COL_STATS, s.PART_COL_STATS, s.PARTITIONS, s.TBLS, s.DBS
+    tcs, pcs, p, t, d = (
+        schema.TAB_COL_STATS,
+        schema.PART_COL_STATS,
+        schema.PARTITIONS,
+        schema.TBLS,
+        schema.DBS,
+    )
     with store.db.read() as conn:
         at = current_event(store, conn)
         tbl_id = conn.execute(
@@ -611,8 +617,10 @@ def _sd_rest_of(conn: Any, sd_id: int) -> bytes:
     """Fields 3..12 of one storage descriptor, read the database path's way."""
     row = conn.execute(
         select(*SD_COLUMNS)
-        .select_from(s.SDS.outerjoin(s.SERDES, s.SERDES.c.SERDE_ID == s.SDS.c.SERDE_ID))
-        .where(s.SDS.c.SD_ID == sd_id)
+        .select_from(
+            schema.SDS.outerjoin(schema.SERDES, schema.SERDES.c.SERDE_ID == schema.SDS.c.SERDE_ID)
+        )
+        .where(schema.SDS.c.SD_ID == sd_id)
     ).one()
     details = load_details(
         conn,

@@ -17,10 +17,10 @@ import time
 from sqlalchemy import Connection, insert, or_, select
 
 from hms_cache_proxy.store.db import ids as idseq
-from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.sql.sql_base import DEFAULT_CATALOG, SqlStoreBase
 
-_PE = s.PARTITION_EVENTS
+_PE = schema.PARTITION_EVENTS
 
 
 class PartitionEventsMixin(SqlStoreBase):

@@ -33,7 +33,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import partnames
 from hms_cache_proxy.store.colstats.accuracy import COLUMN_STATS_ACCURATE, stats_valid_for_query
 from hms_cache_proxy.store.db import ids as idseq
-from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
@@ -66,7 +66,7 @@ from hms_cache_proxy.store.sql.storage import (
 )
 from hms_cache_proxy.store.sql.tables import TablesMixin
 
-_P, _KV = s.PARTITIONS, s.PARTITION_KEY_VALS
+_P, _KV = schema.PARTITIONS, schema.PARTITION_KEY_VALS
 
 PARTITION_COLUMNS = (
     _P.c.PART_ID,
@@ -156,7 +156,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, conn: Connection, cat: str, db: str, name: str, *, lock: bool = False
     ) -> ResolvedTable:
         """The table's row and partition keys in one query (NoSuchObjectException if absent)."""
-        t, d, k = s.TBLS, s.DBS, s.PARTITION_KEYS
+        t, d, k = schema.TBLS, schema.DBS, schema.PARTITION_KEYS
         stmt = (
             select(t.c.TBL_ID, t.c.SD_ID, k.c.PKEY_NAME, k.c.PKEY_TYPE, k.c.PKEY_COMMENT)
             .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID).outerjoin(k, k.c.TBL_ID == t.c.TBL_ID))
@@ -554,7 +554,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         table_cols = table.sd.cols if table.sd is not None else []
         table_cd = None
         if tk.sd_id is not None:
-            table_cd = conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == tk.sd_id)).scalar()
+            table_cd = conn.execute(
+                select(schema.SDS.c.CD_ID).where(schema.SDS.c.SD_ID == tk.sd_id)
+            ).scalar()
         # Partitions whose columns equal the table's share its column descriptor; the others
         # get one new descriptor per distinct column list.
         cd_for: dict[tuple[tuple[str, str, str | None], ...], int | None] = {}
@@ -630,7 +632,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             param_rows_.extend(param_rows("PART_ID", part_id, part.parameters))
         insert_rows(conn, _P, rows)
         insert_rows(conn, _KV, kv_rows)
-        insert_rows(conn, s.PARTITION_PARAMS, param_rows_)
+        insert_rows(conn, schema.PARTITION_PARAMS, param_rows_)
         if partition_level(table.parameters):
             copy_table_grants_to_partitions(conn, self.ids, tk.tbl_id, part_ids)
         return list(part_ids)
@@ -874,20 +876,24 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         part_ids = [by_name[n].PART_ID for n, _, _ in pairs]
         old_sds = [by_name[n].SD_ID for n, _, _ in pairs if by_name[n].SD_ID is not None]
         for part in chunks(part_ids):
-            conn.execute(delete(s.PARTITION_PARAMS).where(s.PARTITION_PARAMS.c.PART_ID.in_(part)))
+            conn.execute(
+                delete(schema.PARTITION_PARAMS).where(schema.PARTITION_PARAMS.c.PART_ID.in_(part))
+            )
             conn.execute(delete(_KV).where(_KV.c.PART_ID.in_(part)))
             conn.execute(update(_P).where(_P.c.PART_ID.in_(part)).values(SD_ID=None))
         # New descriptors first, so a column descriptor the old and new share stays alive.
         table_cd = None
         if tk.sd_id is not None:
-            table_cd = conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == tk.sd_id)).scalar()
+            table_cd = conn.execute(
+                select(schema.SDS.c.CD_ID).where(schema.SDS.c.SD_ID == tk.sd_id)
+            ).scalar()
         old_cd = {
             r.SD_ID: r.CD_ID
             for r in fetch_in(
                 conn,
-                s.SDS.c.SD_ID,
+                schema.SDS.c.SD_ID,
                 old_sds,
-                lambda cond: select(s.SDS.c.SD_ID, s.SDS.c.CD_ID).where(cond),
+                lambda cond: select(schema.SDS.c.SD_ID, schema.SDS.c.CD_ID).where(cond),
             )
         }
         table_cols = table.sd.cols if table.sd is not None else []
@@ -936,7 +942,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             prm.extend(param_rows("PART_ID", pid, new.parameters))
         _update_partition_rows(conn, rows)
         insert_rows(conn, _KV, kv_rows)
-        insert_rows(conn, s.PARTITION_PARAMS, prm)
+        insert_rows(conn, schema.PARTITION_PARAMS, prm)
         delete_storage_descriptors(conn, old_sds)
         return {n: by_name[n].PART_ID for n, _, _ in pairs}
 
@@ -983,9 +989,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 .values(PART_NAME=new_name)
             )
             conn.execute(
-                update(s.PART_COL_STATS)
+                update(schema.PART_COL_STATS)
                 .where(
-                    s.PART_COL_STATS.c.PART_ID.in_(
+                    schema.PART_COL_STATS.c.PART_ID.in_(
                         select(_P.c.PART_ID)
                         .where(_P.c.TBL_ID == tk.tbl_id, _P.c.PART_NAME == new_name)
                         .scalar_subquery()

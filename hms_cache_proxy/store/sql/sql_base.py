@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, select
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog, NewEvent
@@ -83,7 +83,9 @@ class SqlStoreBase:
 
     def _db_row(self, conn: Connection, cat: str, name: str, *, lock: bool = False) -> Any:
         """The DBS row of a database, or NoSuchObjectException."""
-        stmt = select(s.DBS).where(and_(s.DBS.c.CTLG_NAME == cat, s.DBS.c.NAME == name))
+        stmt = select(schema.DBS).where(
+            and_(schema.DBS.c.CTLG_NAME == cat, schema.DBS.c.NAME == name)
+        )
         if lock:
             stmt = stmt.with_for_update()
         row = conn.execute(stmt).first()
@@ -96,7 +98,7 @@ class SqlStoreBase:
         self, conn: Connection, cat: str, db: str, name: str, *, lock: bool = False
     ) -> Any:
         """The TBLS row (with DB_ID) of a table, or NoSuchObjectException."""
-        t, d = s.TBLS, s.DBS
+        t, d = schema.TBLS, schema.DBS
         stmt = (
             select(t)
             .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID))

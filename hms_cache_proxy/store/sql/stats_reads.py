@@ -22,12 +22,12 @@ from hms_cache_proxy.store.colstats.stats_rows import (
     compliant_by_partition,
     stats_obj_from_row,
 )
-from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in, group
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
 from hms_cache_proxy.store.sql.sql_base import is_transactional, table_ref
 
-_TCS, _PCS, _P, _T = s.TAB_COL_STATS, s.PART_COL_STATS, s.PARTITIONS, s.TBLS
+_TCS, _PCS, _P, _T = schema.TAB_COL_STATS, schema.PART_COL_STATS, schema.PARTITIONS, schema.TBLS
 
 
 def _missing_table(cat: str, db: str, tbl: str) -> hms.NoSuchObjectException:
@@ -58,7 +58,7 @@ class StatsReadsMixin(PartitionsMixin):
         self, conn: Connection, cat: str, db: str, tbl: str, *, lock: bool = False
     ) -> Any:
         """TBL_ID, WRITE_ID of a table, or Hive's ensureGetMTable NoSuchObjectException."""
-        d = s.DBS
+        d = schema.DBS
         stmt = (
             select(_T.c.TBL_ID, _T.c.WRITE_ID)
             .select_from(_T.join(d, d.c.DB_ID == _T.c.DB_ID))
@@ -72,7 +72,7 @@ class StatsReadsMixin(PartitionsMixin):
         return row
 
     def _table_params(self, conn: Connection, tbl_id: int) -> dict[str, str]:
-        p = s.TABLE_PARAMS.c
+        p = schema.TABLE_PARAMS.c
         rows = conn.execute(select(p.PARAM_KEY, p.PARAM_VALUE).where(p.TBL_ID == tbl_id))
         return {r[0]: r[1] if r[1] is not None else "" for r in rows}
 
@@ -93,7 +93,7 @@ class StatsReadsMixin(PartitionsMixin):
     def _partition_params(
         self, conn: Connection, part_ids: Sequence[int]
     ) -> dict[int, dict[str, str]]:
-        p = s.PARTITION_PARAMS.c
+        p = schema.PARTITION_PARAMS.c
         rows = fetch_in(
             conn,
             p.PART_ID,

@@ -34,7 +34,7 @@ from hms_cache_proxy.store.colstats.stats_rows import (
     stats_obj_from_row,
 )
 from hms_cache_proxy.store.db import ids as idseq
-from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
@@ -42,7 +42,7 @@ from hms_cache_proxy.store.sql.partitions import ResolvedTable
 from hms_cache_proxy.store.sql.sql_base import TxnWrite, is_transactional, now, table_ref
 from hms_cache_proxy.store.sql.stats_reads import StatsReadsMixin
 
-_TCS, _PCS, _P, _T = s.TAB_COL_STATS, s.PART_COL_STATS, s.PARTITIONS, s.TBLS
+_TCS, _PCS, _P, _T = schema.TAB_COL_STATS, schema.PART_COL_STATS, schema.PARTITIONS, schema.TBLS
 
 
 def is_acid(params: Mapping[str, str] | None) -> bool:
@@ -151,7 +151,7 @@ class StatsMixin(StatsReadsMixin):
             self._write_rows(
                 conn, _TCS, idseq.TABLE_COLUMN_STATS, "TBL_ID", [target], old, owner, engine
             )
-            _set_param(conn, s.TABLE_PARAMS, "TBL_ID", row.TBL_ID, params, new_params)
+            _set_param(conn, schema.TABLE_PARAMS, "TBL_ID", row.TBL_ID, params, new_params)
             if new_write_id is not None:
                 conn.execute(
                     update(_T).where(_T.c.TBL_ID == row.TBL_ID).values(WRITE_ID=new_write_id)
@@ -178,7 +178,7 @@ class StatsMixin(StatsReadsMixin):
         (``table`` is the table as read before; the event carries it and the table after)."""
         params = dict(table.parameters or {})
         params.pop(COLUMN_STATS_ACCURATE, None)
-        _set_param(conn, s.TABLE_PARAMS, "TBL_ID", table.id, table.parameters or {}, params)
+        _set_param(conn, schema.TABLE_PARAMS, "TBL_ID", table.id, table.parameters or {}, params)
         if tw.write_id is not None:
             conn.execute(update(_T).where(_T.c.TBL_ID == table.id).values(WRITE_ID=tw.write_id))
         stored = self._load_table_by_id(conn, table.id)
@@ -382,7 +382,7 @@ class StatsMixin(StatsReadsMixin):
                 else:
                     updates.append({"pid": t.owner_id, "val": new[COLUMN_STATS_ACCURATE]})
             result[t.owner_id] = new
-        pp = s.PARTITION_PARAMS
+        pp = schema.PARTITION_PARAMS
         key_cond = pp.c.PARAM_KEY == COLUMN_STATS_ACCURATE
         if inserts:
             conn.execute(
@@ -420,7 +420,7 @@ class StatsMixin(StatsReadsMixin):
             return []
         ids = [t.owner_id for t in targets]
         found = {tuple(p.values): p for p in self._load_partitions(conn, tk, ids)}
-        pp = s.PARTITION_PARAMS
+        pp = schema.PARTITION_PARAMS
         for part in chunks(ids):
             conn.execute(
                 delete(pp).where(pp.c.PART_ID.in_(part), pp.c.PARAM_KEY == COLUMN_STATS_ACCURATE)

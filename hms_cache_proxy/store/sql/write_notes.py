@@ -17,14 +17,14 @@ from sqlalchemy import Connection, insert, select, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as idseq
-from hms_cache_proxy.store.db import schema as s
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events import tjson
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
 from hms_cache_proxy.store.sql.sql_base import java_list, now, table_ref
 
-_W = s.TXN_WRITE_NOTIFICATION_LOG
+_W = schema.TXN_WRITE_NOTIFICATION_LOG
 
 
 def encoded_files(info: hms.InsertEventRequestData) -> list[str]:
