@@ -831,11 +831,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         if carried is not None:
             return self._txn_write(conn, tk.db, tk.name, params, carried, valid_write_id_list)
         echoes = {w for w, _ in given}
-        still_open = (
-            self.txn.open_write_ids(conn, tk.db, tk.name, echoes)  # type: ignore[attr-defined]
-            if echoes
-            else set()
-        )
+        still_open = self.txn.open_write_ids(conn, tk.db, tk.name, echoes) if echoes else set()
         if len(still_open) != 1:
             return TxnWrite(valid_write_ids=valid_write_id_list)
         (echo,) = still_open

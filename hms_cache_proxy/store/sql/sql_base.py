@@ -16,6 +16,7 @@ from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog, NewEvent
 from hms_cache_proxy.store.events.messages import WRITER_NAME, MessageBuilder
 from hms_cache_proxy.store.txn.txn_base import OPEN as TXN_OPEN
+from hms_cache_proxy.store.txn.txn_service import TxnConfig, TxnService
 
 DEFAULT_CATALOG = "hive"
 
@@ -61,13 +62,18 @@ def principal_name(value: int | None) -> str | None:
 
 
 class SqlStoreBase:
-    """State shared by the SQL store's parts (each part is a mixin of SqlStore)."""
+    """State shared by the SQL store's parts (each part is a mixin of SqlStore).
+
+    ``txn`` is the transaction service (transactions, write ids, locks) over the same database
+    and event log: the parts hold it, rather than inherit from it, to check write ids.
+    """
 
     def __init__(
         self,
         db: Database,
         *,
         warehouse_uri: str,
+        txn_config: TxnConfig | None = None,
         message_format: str = "gzip(json-2.0)",
         id_block_size: int = 100,
         notification_max_events: int = 10_000,
@@ -78,6 +84,7 @@ class SqlStoreBase:
         self.events = EventLog(self.ids, message_format, max_event_response=notification_max_events)
         self.messages = MessageBuilder(server=server_uri, writer=WRITER_NAME)
         self.warehouse_uri = warehouse_uri.rstrip("/")
+        self.txn = TxnService(db, self.events, self.messages, txn_config)
 
     # -- lookups inside a transaction ------------------------------------------------------------
 
@@ -138,7 +145,7 @@ class SqlStoreBase:
         """
         if write_id is None or write_id <= 0 or not is_transactional(params):
             return TxnWrite(valid_write_ids=valid_write_id_list)
-        txn_service = self.txn  # type: ignore[attr-defined]
+        txn_service = self.txn
         if stored_write_id is not None and write_id == stored_write_id:
             owner = txn_service.write_id_owner(conn, db, tbl, write_id)
             if owner is None or owner[1] != TXN_OPEN:

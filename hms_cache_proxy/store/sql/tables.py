@@ -288,7 +288,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         write_id = table.writeId if table.writeId is not None and table.writeId > 0 else None
         txn_id = table.txnId if table.txnId is not None and table.txnId > 0 else None
         if txn_id is not None and is_transactional(table.parameters):
-            held = self.txn.table_write_id(conn, db, name, txn_id)  # type: ignore[attr-defined]
+            held = self.txn.table_write_id(conn, db, name, txn_id)
             if write_id is None:
                 write_id = held
             elif held != write_id:

@@ -61,7 +61,7 @@ class WriteNotesMixin(PartitionsMixin):
         db, tbl = table.dbName, table.tableName
         if req.fileInfo is None:
             raise hms.MetaException(message="WriteNotificationLogRequest.fileInfo must be set")
-        owner = self.txn.require_open_write_id(conn, db, tbl, req.writeId)  # type: ignore[attr-defined]
+        owner = self.txn.require_open_write_id(conn, db, tbl, req.writeId)
         if owner != req.txnId:
             raise hms.MetaException(
                 message=f"write id {req.writeId} of {table_ref(cat, db, tbl)} belongs to "
