@@ -159,6 +159,45 @@ def test_store_foundation_imports_nothing_above_it(graph: dict[str, dict[str, in
             assert not above, f"{module} imports {above}"
 
 
+STORE_LEVELS = (
+    {"db"},
+    {
+        "partnames",
+        "patterns",
+        "partition_filter",
+        "table_filter",
+        "txn_snapshots",
+        "write_id_equivalence",
+        "cron",
+    },
+    {"events"},
+    {"txn", "colstats"},
+    {"sql"},
+    {"cache"},
+    {"cached"},
+)
+"""The parts of store/, bottom up: the database foundation, pure algorithms, the event log,
+transactions (and the statistics rules, which write their flag as event JSON does), the SQL
+store, the cache (no I/O) and the caching store. Parts not listed are not checked here."""
+
+
+def test_store_parts_import_only_downward(graph: dict[str, dict[str, int]]) -> None:
+    level = {part: n for n, parts in enumerate(STORE_LEVELS) for part in parts}
+    prefix = "hms_cache_proxy.store."
+    upward = []
+    for module, edges in graph.items():
+        if not module.startswith(prefix):
+            continue
+        source = module[len(prefix) :].split(".")[0]
+        for target, line in edges.items():
+            if not target.startswith(prefix):
+                continue
+            part = target[len(prefix) :].split(".")[0]
+            if source in level and part in level and level[part] > level[source]:
+                upward.append(f"{module} (line {line}) imports {target}")
+    assert not upward, "store/ imports running upward:\n" + "\n".join(upward)
+
+
 def _write(root: Path, rel: str, text: str) -> None:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
