@@ -26,13 +26,13 @@ from hms_cache_proxy.server.sasl import PlainAuthenticator
 from hms_cache_proxy.server.secure import SecureOpener
 from hms_cache_proxy.server.thrift_server import ThriftServer
 from hms_cache_proxy.server.wire import Limits
+from hms_cache_proxy.store.cached.cache_service import CacheService
 from hms_cache_proxy.store.cached.direct import DirectStore
-from hms_cache_proxy.store.cached.service import CacheService
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
-from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import Housekeeper
-from hms_cache_proxy.store.txn.service import TxnConfig
+from hms_cache_proxy.store.txn.txn_service import TxnConfig
 
 log = logging.getLogger(__name__)
 

@@ -306,8 +306,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_init_db(args: argparse.Namespace) -> int:
+    from hms_cache_proxy.store.db.engine import Database
     from hms_cache_proxy.store.sql.bootstrap import SchemaError, init_db
-    from hms_cache_proxy.store.sql.engine import Database
 
     notes: list[str] = []
     settings = _settings(args, notes)

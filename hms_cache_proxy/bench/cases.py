@@ -484,16 +484,3 @@ def write_cases() -> list[Case]:
         ),
     ]
     return cases
-
-
-def all_cases() -> list[Case]:
-    from hms_cache_proxy.bench.txn_cases import txn_cases
-
-    return read_cases() + write_cases() + txn_cases()
-
-
-def case_by_name(name: str) -> Case:
-    for case in all_cases():
-        if case.name == name:
-            return case
-    raise KeyError(name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
+import datetime
 import fnmatch
 import os
 import secrets
@@ -32,8 +32,9 @@ from hms_cache_proxy.argtypes import (
     readable_file,
     thrift_uri,
 )
-from hms_cache_proxy.bench import targets as tg
-from hms_cache_proxy.bench.cases import BENCH_DB, GET_TABLE, Case, all_cases
+from hms_cache_proxy.bench import targets
+from hms_cache_proxy.bench.case_catalog import all_cases, case_by_name
+from hms_cache_proxy.bench.cases import BENCH_DB, GET_TABLE, Case
 from hms_cache_proxy.bench.rawclient import walker_kind
 from hms_cache_proxy.bench.report import Report, machine, write_docs, write_outputs
 from hms_cache_proxy.bench.runner import Result, Timing, prepare, run_case, teardown
@@ -49,8 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--targets",
         nargs="+",
-        choices=list(tg.ORDER),
-        default=list(tg.ORDER),
+        choices=list(targets.ORDER),
+        default=list(targets.ORDER),
         help="servers to start and compare (default: all: db cache stock floor)",
     )
     p.add_argument("--no-stock", action="store_true", help="leave out the stock Java metastore")
@@ -161,7 +162,7 @@ class Databases:
     ) -> None:
         self.urls: dict[str, str] = {}
         if database_url:
-            self.urls[tg.DB] = database_url
+            self.urls[targets.DB] = database_url
             if database_url.startswith("sqlite"):
                 kind = "sqlite" if not postgres_url else "postgres"
             else:
@@ -292,11 +293,11 @@ class Run:
 
     def runs_of(self, case: Case, key: str) -> list[tuple[int, str]]:
         runs = [(n, m) for n, m in case.runs if n in self.clients]
-        if key == tg.FLOOR and not case.floor:
+        if key == targets.FLOOR and not case.floor:
             return []
         return runs
 
-    def mark_all(self, target: tg.Target, status: str, reason: str) -> None:
+    def mark_all(self, target: targets.Target, status: str, reason: str) -> None:
         for case in self.cases:
             for n, mode in self.runs_of(case, target.key):
                 self.report.results.append(
@@ -306,7 +307,7 @@ class Run:
                 )
 
     def measure(
-        self, target: tg.Target, host: str, port: int, database_url: str | None = None
+        self, target: targets.Target, host: str, port: int, database_url: str | None = None
     ) -> None:
         """Make every case's data first (which also warms the server up: a JVM compiles its
         hot paths, a database fills its caches), then time the cases one after another."""
@@ -314,9 +315,9 @@ class Run:
         failed: dict[str, str] = {}
         t0 = time.monotonic()
         for case in self.cases:
-            if not self.runs_of(case, target.key) or target.key == tg.FLOOR:
+            if not self.runs_of(case, target.key) or target.key == targets.FLOOR:
                 continue
-            if target.key == tg.STOCK and case.stock:
+            if target.key == targets.STOCK and case.stock:
                 continue
             try:
                 prepare(target.key, host, port, case, made, self.run_id)
@@ -324,10 +325,10 @@ class Run:
                 failed[case.name] = f"setup: {type(exc).__name__}: {exc}"[:500]
         if made:
             print(f"{target.key}: data made in {time.monotonic() - t0:.0f} s", flush=True)
-        history = _History(database_url, target.key == tg.STOCK)
+        history = _History(database_url, target.key == targets.STOCK)
         for case in self.cases:
             runs = self.runs_of(case, target.key)
-            reason = case.stock if target.key == tg.STOCK and case.stock else None
+            reason = case.stock if target.key == targets.STOCK and case.stock else None
             if case.history and runs and not reason and case.name not in failed:
                 reason = history.ready()
             for n, mode in runs:
@@ -437,7 +438,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     started_at = time.monotonic()
     report = Report(
-        started=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        started=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         command="hms-cache-proxy " + shlex.join(sys.argv[1:]),
         machine={},
         settings={},
@@ -455,18 +456,20 @@ def run(args: argparse.Namespace) -> int:
         if args.uri:
             report.machine = machine()
             host, port = args.uri.removeprefix("thrift://").rsplit(":", 1)
-            target = tg.Target(tg.URI, args.uri, "ok", uri=args.uri)
+            target = targets.Target(targets.URI, args.uri, "ok", uri=args.uri)
             report.targets.append(target.as_dict())
             bench.measure(target, host, int(port))
         else:
             keys = [
-                k for k in tg.ORDER if k in args.targets and not (args.no_stock and k == tg.STOCK)
+                k
+                for k in targets.ORDER
+                if k in args.targets and not (args.no_stock and k == targets.STOCK)
             ]
             with Databases(args.database, args.postgres_url, workdir, args.database_url) as dbs:
                 report.machine = machine(dbs.version)
                 report.settings["database"] = dbs.version or args.database
                 _run_servers(bench, keys, dbs, workdir, cache_extra)
-    report.finished = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    report.finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     report.run_seconds = time.monotonic() - started_at
     with contextlib.suppress(OSError):
         report.machine["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -511,19 +514,19 @@ def _run_servers(
 ) -> None:
     report = bench.report
     table_file: Path | None = None
-    cache_settings, cache_how = tg.cache_support(cache_extra)
-    db_settings = tg.database_path_settings()
+    cache_settings, cache_how = targets.cache_support(cache_extra)
+    db_settings = targets.database_path_settings()
     for key in keys:
-        target = tg.Target(key, tg.LABELS[key])
+        target = targets.Target(key, targets.LABELS[key])
         report.targets.append(target.as_dict())
         reason = None
-        if key == tg.CACHE and cache_settings is None:
+        if key == targets.CACHE and cache_settings is None:
             reason = cache_how
-        elif key == tg.STOCK:
+        elif key == targets.STOCK:
             if dbs.kind != "postgres":
                 reason = "stock server unavailable: it runs here on PostgreSQL only"
             else:
-                reason = tg.stock_unavailable_reason()
+                reason = targets.stock_unavailable_reason()
         if reason:
             target.status, target.reason = "unavailable", reason
             report.targets[-1] = target.as_dict()
@@ -534,11 +537,15 @@ def _run_servers(
         try:
             with _start(key, dbs, workdir, cache_settings, db_settings, table_file) as (port, uri):
                 target.status, target.uri = "ok", uri
-                if key in (tg.DB, tg.CACHE):
-                    target.settings = (cache_settings if key == tg.CACHE else db_settings) or {}
+                if key in (targets.DB, targets.CACHE):
+                    target.settings = (
+                        cache_settings if key == targets.CACHE else db_settings
+                    ) or {}
                 report.targets[-1] = target.as_dict()
-                bench.measure(target, "127.0.0.1", port, dbs.url(key if key == tg.STOCK else tg.DB))
-                if key == tg.DB:
+                bench.measure(
+                    target, "127.0.0.1", port, dbs.url(key if key == targets.STOCK else targets.DB)
+                )
+                if key == targets.DB:
                     table_file = _save_table(port, workdir)
         except Exception as exc:
             target.status, target.reason = "failed", f"{type(exc).__name__}: {exc}"[:2000]
@@ -560,9 +567,9 @@ def _run_servers(
                             )
                         )
             continue
-        if key == tg.CACHE:
+        if key == targets.CACHE:
             report.cache = _cache_figures(bench, dbs, workdir, cache_settings or {}, db_settings)
-    if tg.CACHE not in keys or cache_settings is None:
+    if targets.CACHE not in keys or cache_settings is None:
         report.cache = {
             "status": "n/a",
             "reason": cache_how if cache_settings is None else "the cache target was not run",
@@ -578,22 +585,24 @@ def _start(
     db_settings: dict[str, Any],
     table_file: Path | None,
 ) -> Iterator[tuple[int, str]]:
-    if key == tg.DB:
-        with tg.serve(dbs.url(tg.DB), workdir, key, db_settings) as srv:
+    if key == targets.DB:
+        with targets.serve(dbs.url(targets.DB), workdir, key, db_settings) as srv:
             yield srv.port, f"thrift://127.0.0.1:{srv.port}"
-    elif key == tg.CACHE:
+    elif key == targets.CACHE:
         # On the database path's database: its data is made already (the cases' writes go to
         # tables of their own). Measuring starts once prewarm has loaded it.
-        with tg.serve(dbs.url(tg.DB), workdir, key, cache_settings, with_metrics=True) as srv:
+        with targets.serve(
+            dbs.url(targets.DB), workdir, key, cache_settings, with_metrics=True
+        ) as srv:
             from hms_cache_proxy.bench.cache_measures import wait_prewarm
 
             wait_prewarm(srv)
             yield srv.port, f"thrift://127.0.0.1:{srv.port}"
-    elif key == tg.STOCK:
-        with tg.stock_server(dbs.url(key), workdir) as stock:
+    elif key == targets.STOCK:
+        with targets.stock_server(dbs.url(key), workdir) as stock:
             yield stock.port, stock.uri
     else:
-        with tg.floor_server(workdir, table_file) as srv:
+        with targets.floor_server(workdir, table_file) as srv:
             yield srv.port, f"thrift://127.0.0.1:{srv.port}"
 
 
@@ -620,13 +629,13 @@ def _strong_mode(
 ) -> dict[str, Any]:
     """get_table, 1 client, on a cache server in strong mode and one in eventual mode (the
     same database, one after the other), for docs/design.md's "strong ≤ 1.5× eventual"."""
-    from hms_cache_proxy.bench.cases import FIXTURES, GET_TABLE, case_by_name, connect
+    from hms_cache_proxy.bench.cases import FIXTURES, GET_TABLE, connect
 
     case = case_by_name("get_table")
     out: dict[str, Any] = {}
     for mode in ("eventual", "strong"):
         settings = {**cache_settings, "consistency": mode}
-        with tg.serve(url, workdir, f"cache-{mode}", settings) as srv:
+        with targets.serve(url, workdir, f"cache-{mode}", settings) as srv:
             client = connect("127.0.0.1", srv.port)
             try:
                 FIXTURES[GET_TABLE](client)
@@ -661,27 +670,29 @@ def _cache_figures(
     cache_settings: dict[str, Any],
     db_settings: dict[str, Any],
 ) -> dict[str, Any]:
-    from hms_cache_proxy.bench import cache_measures as cm
+    from hms_cache_proxy.bench import cache_measures
 
     out: dict[str, Any] = {"status": "ok"}
     # The database the cache target ran on (the database path's, with every table the cases
     # made): prewarm loads all of it, and the memory figure divides by its partition count.
-    url = dbs.url(tg.DB)
+    url = dbs.url(targets.DB)
     try:
         print("cache: prewarm and memory", flush=True)
-        out["memory"] = cm.prewarm_and_memory(
+        out["memory"] = cache_measures.prewarm_and_memory(
             url,
             workdir,
             cache_settings,
             db_settings,
-            cm.count_partitions(url),
+            cache_measures.count_partitions(url),
         )
-        if "consistency" in tg.known_settings():
+        if "consistency" in targets.known_settings():
             out["strong"] = _strong_mode(bench, url, workdir, cache_settings)
         if dbs.kind == "postgres":
             writes = bench.args.lag_writes or (20 if bench.args.quick else 200)
             print(f"cache: propagation lag over {writes} writes", flush=True)
-            out["propagation"] = cm.propagation_lag(url, workdir, cache_settings, writes)
+            out["propagation"] = cache_measures.propagation_lag(
+                url, workdir, cache_settings, writes
+            )
         else:
             out["propagation"] = {"status": "n/a", "reason": "measured on PostgreSQL only"}
     except Exception as exc:

@@ -8,7 +8,7 @@ over the common window.
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import multiprocessing
 import queue as queue_mod
 import statistics
 import threading
@@ -17,7 +17,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from hms_cache_proxy.bench.cases import BYTES, Case, Ctx, Timed, case_by_name, connect
+from hms_cache_proxy.bench.case_catalog import case_by_name
+from hms_cache_proxy.bench.cases import BYTES, Case, Ctx, Timed, connect
 
 
 @dataclass(frozen=True)
@@ -129,10 +130,10 @@ def _worker(
 
 
 def _context() -> Any:
-    methods = mp.get_all_start_methods()
+    methods = multiprocessing.get_all_start_methods()
     # Fork: the workers inherit the loaded IDL (spawning 8 interpreters that each parse it costs
     # seconds). The command's process runs no threads of its own when it forks.
-    return mp.get_context("fork" if "fork" in methods else "spawn")
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
 def run_case(

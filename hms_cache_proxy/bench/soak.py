@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
+import datetime
 import ipaddress
 import json
 import math
@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 
 from hms_cache_proxy.argtypes import output_file
-from hms_cache_proxy.bench import soak_workload as wl
+from hms_cache_proxy.bench import soak_workload
 from hms_cache_proxy.bench.soak_stats import Limits, Window, make_window, percentile, verdict
 
 MIN_CLIENTS, MAX_CLIENTS = 8, 32
@@ -302,7 +302,7 @@ class Server:
 def own_server(args: argparse.Namespace, workdir: Path) -> Iterator[Server]:
     """``serve`` with the cache on (unless --setting says otherwise), on --database-url or on
     a throwaway PostgreSQL."""
-    from hms_cache_proxy.bench import targets as tg
+    from hms_cache_proxy.bench import targets
     from hms_cache_proxy.bench.cache_measures import wait_prewarm
 
     settings = {"cache_enabled": True, **parse_settings(args.setting)}
@@ -317,7 +317,7 @@ def own_server(args: argparse.Namespace, workdir: Path) -> Iterator[Server]:
             url = pg.new_database("soak")
             version = _pg_version(pg)
             database = "throwaway PostgreSQL " + version
-        with tg.serve(url, workdir, "soak", settings, with_metrics=True) as srv:
+        with targets.serve(url, workdir, "soak", settings, with_metrics=True) as srv:
             wait_prewarm(srv)
             metrics = f"http://127.0.0.1:{srv.metrics_port}" if srv.metrics_port else None
             server = Server("127.0.0.1", srv.port, srv.pid, metrics)
@@ -392,11 +392,13 @@ def drive(args: argparse.Namespace, server: Server, run_id: str) -> dict[str, An
     start_at = ctx.Value("d", 0.0)
     out = ctx.Queue()
     share = math.ceil(args.max_requests / args.clients)
-    spec = wl.ClientSpec(
+    spec = soak_workload.ClientSpec(
         server.host, server.port, run_id, args.seed, args.window, args.duration, share
     )
     procs = [
-        ctx.Process(target=wl.client_main, args=(spec, i, barrier, start_at, out), daemon=True)
+        ctx.Process(
+            target=soak_workload.client_main, args=(spec, i, barrier, start_at, out), daemon=True
+        )
         for i in range(args.clients)
     ]
     for p in procs:
@@ -503,7 +505,7 @@ def _results(
     failed_clients = len(col.failed)
     methods = {}
     for m, lat in sorted(col.method_lat.items()):
-        methods[wl.METHODS[m]] = {
+        methods[soak_workload.METHODS[m]] = {
             "calls": len(lat),
             "p50_ms": percentile(lat, 0.5) * 1000,
             "p99_ms": percentile(lat, 0.99) * 1000,
@@ -569,8 +571,9 @@ def run(args: argparse.Namespace) -> int:
             "window_s": args.window,
             "warmup_s": args.warmup,
             "seed": args.seed,
-            "mix": wl.mix_description(),
-            "read_table": f"{wl.BENCH_DB}.{wl.READ_TABLE} ({wl.READ_PARTITIONS:,} partitions)",
+            "mix": soak_workload.mix_description(),
+            "read_table": f"{soak_workload.BENCH_DB}.{soak_workload.READ_TABLE} "
+            f"({soak_workload.READ_PARTITIONS:,} partitions)",
             "client": "thriftpy2 cython binary protocol over a buffered socket; each client "
             "a process of its own",
         },
@@ -585,12 +588,12 @@ def run(args: argparse.Namespace) -> int:
                     "pid": server.pid,
                 }
                 report["machine"]["postgres"] = server.description.get("postgres")
-                wl.prepare(server.host, server.port)
+                soak_workload.prepare(server.host, server.port)
                 try:
                     report.update(drive(args, server, run_id))
                 finally:
                     with contextlib.suppress(Exception):
-                        wl.drop_scratch(server.host, server.port, run_id, args.clients)
+                        soak_workload.drop_scratch(server.host, server.port, run_id, args.clients)
         except Exception as exc:
             print(f"hms-cache-proxy soak: {type(exc).__name__}: {exc}", file=sys.stderr)
             return EXIT_ERRORS
@@ -630,4 +633,4 @@ def _server(args: argparse.Namespace, workdir: Path) -> Iterator[Server]:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

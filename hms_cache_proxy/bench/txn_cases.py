@@ -34,7 +34,7 @@ from hms_cache_proxy.bench.cases import (
 )
 from hms_cache_proxy.bench.txn_history import HISTORY_TXNS
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidReadTxnList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
 
 CYCLE_TABLE = "acid_cycle"
 SNAPSHOT_TABLE = "acid_snapshot"

@@ -20,7 +20,7 @@ from hms_cache_proxy.check.instances import Instance
 from hms_cache_proxy.check.invariants import Violation
 from hms_cache_proxy.check.workload import DB, TXN_TABLES
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 
 
 def _answer(fn: Any) -> Any:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hms_cache_proxy.check.history import ABSENT, DROPPED, Op
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 
 AUDIT_CLIENT = -1
 """The client number of the final audit's reads (checked strictly in every mode)."""

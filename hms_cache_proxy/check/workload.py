@@ -35,7 +35,7 @@ from typing import Any
 from hms_cache_proxy.bench.cases import connect
 from hms_cache_proxy.check.history import ABSENT, DROPPED, History, Op
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidReadTxnList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
 
 DB = "chk"
 TXN_TABLES = ("x0", "x1", "x2", "x3")

@@ -16,7 +16,7 @@ from hms_cache_proxy.handler.runtime_stats import RuntimeStatsHandlers
 from hms_cache_proxy.handler.scheduled_queries import ScheduledQueryHandlers
 from hms_cache_proxy.handler.session import SessionHandlers
 from hms_cache_proxy.handler.spec_listings import SpecListingHandlers
-from hms_cache_proxy.handler.stats import StatsHandlers
+from hms_cache_proxy.handler.stats_calls import StatsHandlers
 from hms_cache_proxy.handler.table_filter import TableFilterHandlers
 from hms_cache_proxy.handler.tables import TableHandlers
 from hms_cache_proxy.handler.txn import TxnHandlers

@@ -1,10 +1,10 @@
-"""Replies whose payload the cache hands over already encoded (store/cache/wire.py)."""
+"""Replies whose payload the cache hands over already encoded (hms_cache_proxy/thrift_bytes.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hms_cache_proxy.store.cache.wire import Encoded, struct_of
+from hms_cache_proxy.thrift_bytes import Encoded, struct_of
 
 
 def wrap(cls: type, field: str, value: Any) -> Any:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hms_cache_proxy import warehouse
-from hms_cache_proxy.handler import basic_stats as bs
+from hms_cache_proxy.handler import basic_stats
 from hms_cache_proxy.handler.base import env_props, normalize
 from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.handler.java_text import java_struct, with_java_defaults
@@ -232,8 +232,8 @@ class PartitionAddHandlers(FileRules):
                 if made_dir and location:
                     made.append(location)
                 params = dict(q.parameters or {})
-                if bs.can_update_stats(table.parameters, is_view=is_view(table)):
-                    bs.update_partition_stats(
+                if basic_stats.can_update_stats(table.parameters, is_view=is_view(table)):
+                    basic_stats.update_partition_stats(
                         params,
                         location,
                         props,
@@ -241,7 +241,7 @@ class PartitionAddHandlers(FileRules):
                         made_dir=made_dir,
                         force=False,
                         is_create=True,
-                        transactional=bs.is_transactional(table.parameters),
+                        transactional=basic_stats.is_transactional(table.parameters),
                     )
                 q.createTime = now
                 if params.get(DDL_TIME) is None:
@@ -401,8 +401,8 @@ class PartitionAddHandlers(FileRules):
             now = int(time.time())
             part.createTime = now
             part.parameters = {DDL_TIME: str(now)}
-            if bs.can_update_stats(table.parameters, is_view=is_view(table)):
-                bs.update_partition_stats(
+            if basic_stats.can_update_stats(table.parameters, is_view=is_view(table)):
+                basic_stats.update_partition_stats(
                     part.parameters,
                     part.sd.location,
                     props,
@@ -410,7 +410,7 @@ class PartitionAddHandlers(FileRules):
                     made_dir=made_dir,
                     force=False,
                     is_create=True,
-                    transactional=bs.is_transactional(table.parameters),
+                    transactional=basic_stats.is_transactional(table.parameters),
                 )
             filled.append(part)
             return [(name, part)]

@@ -16,7 +16,7 @@ from typing import Any
 from thriftpy2.thrift import TApplicationException
 
 from hms_cache_proxy import warehouse
-from hms_cache_proxy.handler import basic_stats as bs
+from hms_cache_proxy.handler import basic_stats
 from hms_cache_proxy.handler.base import env_props
 from hms_cache_proxy.handler.encoded import wrap
 from hms_cache_proxy.handler.java_text import java_list
@@ -29,8 +29,9 @@ from hms_cache_proxy.handler.partition_add import (
 from hms_cache_proxy.handler.privileges import partition_level, with_partition_privileges
 from hms_cache_proxy.handler.tables import DDL_TIME, data_deletable, is_view
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store import filter as pfilter
-from hms_cache_proxy.store.filter import FilterError
+from hms_cache_proxy.store.partition_filter.binder import compile_filter
+from hms_cache_proxy.store.partition_filter.parser import parse
+from hms_cache_proxy.store.partition_filter.syntax_tree import FilterError, Node
 
 log = logging.getLogger(__name__)
 
@@ -263,9 +264,9 @@ class PartitionHandlers(PartitionAddHandlers):
         except FilterError as exc:
             raise hms.MetaException(message=str(exc)) from None
 
-    def _check_filter(self, text: str | None) -> pfilter.Node:
+    def _check_filter(self, text: str | None) -> Node:
         """Parses the filter within the size limits before the store sees it (FilterError)."""
-        return pfilter.parse(
+        return parse(
             text,
             max_length=self.settings.partition_filter_max_length,
             max_terms=self.settings.partition_filter_max_terms,
@@ -311,7 +312,7 @@ class PartitionHandlers(PartitionAddHandlers):
             )
         if r.filter:
             try:
-                accept = pfilter.compile_filter(
+                accept = compile_filter(
                     self._check_filter(r.filter), [k.name for k in keys], [k.type for k in keys]
                 )
             except FilterError as exc:
@@ -444,13 +445,13 @@ class PartitionHandlers(PartitionAddHandlers):
                     exc=hms.InvalidOperationException,
                     dirs=dirs,
                 )
-            if bs.require_cal_stats(
+            if basic_stats.require_cal_stats(
                 before.parameters, after.parameters, is_view=is_view(table), env=props
             ):
-                if bs.is_fast_stats_same(before.parameters, after.parameters):
-                    bs.update_basic_state(props, after.parameters)
+                if basic_stats.is_fast_stats_same(before.parameters, after.parameters):
+                    basic_stats.update_basic_state(props, after.parameters)
                 else:
-                    bs.update_partition_stats(
+                    basic_stats.update_partition_stats(
                         after.parameters,
                         after.sd.location if after.sd is not None else None,
                         props,
@@ -458,7 +459,7 @@ class PartitionHandlers(PartitionAddHandlers):
                         made_dir=False,
                         force=True,
                         is_create=False,
-                        transactional=bs.is_transactional(table.parameters),
+                        transactional=basic_stats.is_transactional(table.parameters),
                     )
 
         try:
@@ -559,11 +560,11 @@ class PartitionHandlers(PartitionAddHandlers):
                     after.sd.location = dest
             elif after.sd is not None and before.sd is not None:
                 after.sd.location = before.sd.location
-            if bs.require_cal_stats(
+            if basic_stats.require_cal_stats(
                 before.parameters, after.parameters, is_view=is_view(table), env=None
             ):
                 after.parameters = dict(after.parameters or {})
-                bs.update_partition_stats(
+                basic_stats.update_partition_stats(
                     after.parameters,
                     after.sd.location if after.sd is not None else None,
                     None,
@@ -571,7 +572,7 @@ class PartitionHandlers(PartitionAddHandlers):
                     made_dir=False,
                     force=True,
                     is_create=False,
-                    transactional=bs.is_transactional(table.parameters),
+                    transactional=basic_stats.is_transactional(table.parameters),
                 )
 
         try:

@@ -17,7 +17,8 @@ from hms_cache_proxy.handler.partition_specs import (
     project,
 )
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store import filter as pfilter
+from hms_cache_proxy.store.partition_filter.parser import parse
+from hms_cache_proxy.store.partition_filter.syntax_tree import FilterError
 
 ACCESS_TYPE = 1
 PROCESSOR_CAPABILITIES = 2
@@ -45,7 +46,7 @@ class SpecListingHandlers(PartitionAddHandlers):
         try:
             self._parse_filter(filter)
             parts = self.store.get_partitions_by_filter(cat, db, tbl, filter, _max(max_parts))
-        except pfilter.FilterError as exc:
+        except FilterError as exc:
             raise hms.MetaException(message=str(exc)) from None
         return self._old_style_specs(table, parts)
 
@@ -101,12 +102,12 @@ class SpecListingHandlers(PartitionAddHandlers):
                 return self.store.get_partitions_by_filter(
                     cat, db, tbl, text, -1, valid_write_id_list=snapshot
                 )
-            except pfilter.FilterError as exc:
+            except FilterError as exc:
                 raise hms.MetaException(message=str(exc)) from None
         raise hms.MetaException(message=f"Unsupported filter mode {mode}")
 
     def _parse_filter(self, text: str | None) -> None:
-        pfilter.parse(
+        parse(
             text,
             max_length=self.settings.partition_filter_max_length,
             max_terms=self.settings.partition_filter_max_terms,

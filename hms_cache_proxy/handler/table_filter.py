@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from hms_cache_proxy.handler.base import HandlerBase
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store import filter as pfilter
+from hms_cache_proxy.store.partition_filter.parser import parse
+from hms_cache_proxy.store.partition_filter.syntax_tree import FilterError
 from hms_cache_proxy.store.table_filter import compile_table_filter
 
 
@@ -24,13 +25,13 @@ class TableFilterHandlers(HandlerBase):
         if filter is None:
             raise hms.InvalidOperationException(message="None cannot apply null filter")
         try:
-            node = pfilter.parse(
+            node = parse(
                 filter,
                 max_length=self.settings.partition_filter_max_length,
                 max_terms=self.settings.partition_filter_max_terms,
             )
             test = compile_table_filter(node)
-        except pfilter.FilterError as exc:
+        except FilterError as exc:
             raise hms.MetaException(message=f"Error parsing table filter: {exc}") from None
         try:
             names = self.store.get_table_names(cat, db, None, None)

@@ -16,7 +16,7 @@ from typing import Any
 from thriftpy2.thrift import TApplicationException
 
 from hms_cache_proxy import warehouse
-from hms_cache_proxy.handler import basic_stats as bs
+from hms_cache_proxy.handler import basic_stats
 from hms_cache_proxy.handler.base import env_props, normalize
 from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.handler.encoded import wrap
@@ -410,8 +410,8 @@ class TableHandlers(FileRules):
                 raise hms.MetaException(
                     message=f"{table.sd.location} is not a directory or unable to create one"
                 ) from None
-            if props.get(bs.DO_NOT_UPDATE_STATS) != bs.TRUE:
-                bs.update_table_stats(
+            if props.get(basic_stats.DO_NOT_UPDATE_STATS) != basic_stats.TRUE:
+                basic_stats.update_table_stats(
                     table.parameters,
                     table.sd.location,
                     props,
@@ -631,10 +631,10 @@ class TableHandlers(FileRules):
                 raise hms.InvalidOperationException(message="partition keys can not be changed.")
             if renamed:
                 self._rename_location(before, after, old_db, target_db, name, moves, moved)
-            elif not before.partitionKeys and bs.require_cal_stats(
+            elif not before.partitionKeys and basic_stats.require_cal_stats(
                 None, None, is_view=is_view(after), env=props, table_level=True
             ):
-                bs.update_table_stats(
+                basic_stats.update_table_stats(
                     after.parameters,
                     after.sd.location if after.sd else None,
                     props,
@@ -797,7 +797,7 @@ class TableHandlers(FileRules):
                 name,
                 part_names,
                 empty=empty,
-                reset=bs.reset_for_truncate,
+                reset=basic_stats.reset_for_truncate,
                 write_id=write_id,
                 valid_write_id_list=valid_write_id_list,
             )

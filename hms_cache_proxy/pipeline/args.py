@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import datetime
 import re
 from pathlib import Path
 
@@ -34,9 +34,9 @@ def _uri(value: str) -> str:
     return value.strip()
 
 
-def _date(value: str) -> dt.date:
+def _date(value: str) -> datetime.date:
     try:
-        return dt.date.fromisoformat(value)
+        return datetime.date.fromisoformat(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"dates are YYYY-MM-DD, got {value!r}") from None
 
@@ -215,7 +215,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _spark(verify)
 
 
-def resolve_dates(args: argparse.Namespace, today: dt.date | None = None) -> list[dt.date]:
+def resolve_dates(
+    args: argparse.Namespace, today: datetime.date | None = None
+) -> list[datetime.date]:
     """The days a job covers, from --date / --start / --end / --days; errors name the mix."""
     date, start, end, days = args.date, args.start, args.end, args.days
     if date is not None:
@@ -228,10 +230,10 @@ def resolve_dates(args: argparse.Namespace, today: dt.date | None = None) -> lis
     elif start is not None:
         if days is None:
             raise PipelineError("--start needs --end or --days")
-        end = start + dt.timedelta(days=days - 1)
+        end = start + datetime.timedelta(days=days - 1)
     elif days is not None:
-        end = end or today or dt.datetime.now(dt.timezone.utc).date()
-        start = end - dt.timedelta(days=days - 1)
+        end = end or today or datetime.datetime.now(datetime.timezone.utc).date()
+        start = end - datetime.timedelta(days=days - 1)
     elif end is not None:
         raise PipelineError("--end needs --start or --days")
     else:
@@ -241,7 +243,7 @@ def resolve_dates(args: argparse.Namespace, today: dt.date | None = None) -> lis
     n = (end - start).days + 1
     if n > MAX_DAYS:
         raise PipelineError(f"{n} days is more than the limit of {MAX_DAYS}")
-    return [start + dt.timedelta(days=i) for i in range(n)]
+    return [start + datetime.timedelta(days=i) for i in range(n)]
 
 
 def manifest_path(args: argparse.Namespace) -> Path:

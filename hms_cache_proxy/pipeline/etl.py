@@ -10,7 +10,7 @@ Every statement rewrites what it covers, so re-running a day leaves the same sta
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import datetime
 import time
 from typing import Any
 
@@ -43,7 +43,9 @@ def create_tables(spark: Any, database: str, warehouse: str) -> None:
         spark.sql(stmt)
 
 
-def run_day(spark: Any, rec: Recorder, database: str, day: dt.date, rows_per_day: int) -> None:
+def run_day(
+    spark: Any, rec: Recorder, database: str, day: datetime.date, rows_per_day: int
+) -> None:
     db, ds = database, day.isoformat()
     # 1. Files arrive outside the catalog (plain Parquet writes into a partition directory),
     #    then MSCK REPAIR TABLE finds the directory and registers the partition.

@@ -11,7 +11,7 @@ from typing import Any
 
 from thriftpy2.transport import TTransportException
 
-from hms_cache_proxy.pipeline import manifest as mf
+from hms_cache_proxy.pipeline import manifest as pipeline_manifest
 from hms_cache_proxy.pipeline.thrift_client import connect, wait_visible
 
 OBSERVE_TIMEOUT_S = 120.0
@@ -23,7 +23,7 @@ class Recorder:
     def __init__(
         self,
         path: Path,
-        manifest: mf.Manifest,
+        manifest: pipeline_manifest.Manifest,
         observer: Any,
         observe_uri: str | None,
         stack: ExitStack | None = None,
@@ -47,7 +47,7 @@ class Recorder:
             if visible_at is not None:
                 self.lags.append(visible_at - committed_at)
             self.manifest.record(
-                mf.Entry(
+                pipeline_manifest.Entry(
                     table=table,
                     partition=name,
                     rows=n,
@@ -58,7 +58,7 @@ class Recorder:
                     **flags,
                 )
             )
-        mf.save(self.path, self.manifest)
+        pipeline_manifest.save(self.path, self.manifest)
 
     def _observe(self, table: str, names: list[str]) -> dict[tuple[str, str], float]:
         """When each partition appeared on the observed instance (nothing if not observing).
@@ -77,16 +77,16 @@ class Recorder:
         """The partitions' statistics were computed (verify checks they arrive)."""
         for name in names:
             self.manifest.partitions[f"{table}/{name}"].stats = True
-        mf.save(self.path, self.manifest)
+        pipeline_manifest.save(self.path, self.manifest)
 
     def table_info(self, table: str, **info: Any) -> None:
         self.manifest.tables.setdefault(table, {}).update(info)
-        mf.save(self.path, self.manifest)
+        pipeline_manifest.save(self.path, self.manifest)
 
     def summary(self) -> str:
         if self.observer is None:
             return ""
-        s = mf.summarize(self.lags)
+        s = pipeline_manifest.summarize(self.lags)
         if not s["count"]:
             return f"visibility on {self.observe_uri}: nothing observed"
         return (
@@ -103,7 +103,9 @@ def recorder(
     """A Recorder over the manifest at ``path``, with a Thrift client if observing."""
     with ExitStack() as stack:
         observer = stack.enter_context(connect(observe_uri, tls_ca=tls_ca)) if observe_uri else None
-        yield Recorder(path, mf.load(path, database), observer, observe_uri, stack, tls_ca)
+        yield Recorder(
+            path, pipeline_manifest.load(path, database), observer, observe_uri, stack, tls_ca
+        )
 
 
 def now() -> float:

@@ -7,7 +7,7 @@ counts ``verify`` expects are known (``rows_per_day`` per day).
 
 from __future__ import annotations
 
-import datetime as dt
+import datetime
 from collections.abc import Sequence
 
 COUNTRIES = ("US", "DE", "FR", "BR", "IN", "JP", "GB", "NG")
@@ -31,7 +31,7 @@ def ddl(database: str, landing: str) -> list[str]:
     ]
 
 
-def events_sql(days: Sequence[dt.date], rows_per_day: int, with_ds: bool = True) -> str:
+def events_sql(days: Sequence[datetime.date], rows_per_day: int, with_ds: bool = True) -> str:
     """A SELECT producing ``rows_per_day`` events for each day (``ds`` last if ``with_ds``)."""
     values = ", ".join(f"('{d.isoformat()}')" for d in days)
     countries = ", ".join(f"'{c}'" for c in COUNTRIES)

@@ -12,14 +12,14 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import datetime
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.pipeline import manifest as mf
+from hms_cache_proxy.pipeline import manifest as pipeline_manifest
 from hms_cache_proxy.pipeline import session
 from hms_cache_proxy.pipeline.args import manifest_path, spark_conf
 from hms_cache_proxy.pipeline.errors import PipelineError
@@ -40,7 +40,7 @@ def split_name(name: str) -> list[tuple[str, str]]:
     return out
 
 
-def _stats_missing(client: Any, db: str, manifest: mf.Manifest) -> list[str]:
+def _stats_missing(client: Any, db: str, manifest: pipeline_manifest.Manifest) -> list[str]:
     """What statistics the instance does not show yet (partition row counts, column stats)."""
     missing = []
     for e in manifest.partitions.values():
@@ -66,7 +66,7 @@ def _stats_missing(client: Any, db: str, manifest: mf.Manifest) -> list[str]:
 
 
 def check_thrift(
-    uri: str, manifest: mf.Manifest, timeout_s: float, tls_ca: str | None = None
+    uri: str, manifest: pipeline_manifest.Manifest, timeout_s: float, tls_ca: str | None = None
 ) -> dict[str, Any]:
     """Visibility and statistics through ``uri``, waiting up to ``timeout_s``."""
     db = manifest.database
@@ -81,13 +81,13 @@ def check_thrift(
             time.sleep(0.05)
             stats_missing = _stats_missing(client, db, manifest)
     rows = [
-        mf.visibility(e, seen.get((e.table, e.partition)), uri)
+        pipeline_manifest.visibility(e, seen.get((e.table, e.partition)), uri)
         for e in sorted(manifest.partitions.values(), key=lambda e: (e.committed_at, e.key))
     ]
     return {"visibility": rows, "stats_missing": stats_missing}
 
 
-def check_spark(args: argparse.Namespace, manifest: mf.Manifest) -> list[str]:
+def check_spark(args: argparse.Namespace, manifest: pipeline_manifest.Manifest) -> list[str]:
     """Row counts read with Spark through the instance, per partition; the mismatches."""
     spark = session.build(
         "hms-cache-proxy-verify", args.metastore_uri, args.warehouse, args.master, spark_conf(args)
@@ -123,10 +123,10 @@ def check_spark(args: argparse.Namespace, manifest: mf.Manifest) -> list[str]:
 def _ts(t: float | None) -> str:
     if t is None:
         return "never"
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%H:%M:%S.%f")[:-3]
 
 
-def print_report(uri: str, rows: list[mf.Visibility]) -> dict[str, Any]:
+def print_report(uri: str, rows: list[pipeline_manifest.Visibility]) -> dict[str, Any]:
     """The per-partition table and the summary; returns the summary."""
     print(f"{'table':<14} {'partition':<28} {'committed':>12} {'visible':>12} {'lag ms':>9}  how")
     for v in rows:
@@ -138,7 +138,10 @@ def print_report(uri: str, rows: list[mf.Visibility]) -> dict[str, Any]:
         )
     lags = [v.lag for v in rows if v.lag is not None]
     exact = [v.lag for v in rows if v.exact and v.lag is not None]
-    summary = {"all": mf.summarize(lags), "exact": mf.summarize(exact)}
+    summary = {
+        "all": pipeline_manifest.summarize(lags),
+        "exact": pipeline_manifest.summarize(exact),
+    }
     for label, s in (
         ("measured at commit", summary["exact"]),
         ("all (incl. bounds)", summary["all"]),
@@ -155,13 +158,13 @@ def run(args: argparse.Namespace) -> int:
     path = manifest_path(args)
     if not path.exists():
         raise PipelineError(f"no manifest at {path}: run etl or backfill first, or give --manifest")
-    manifest = mf.load(path, args.database)
+    manifest = pipeline_manifest.load(path, args.database)
     if not manifest.partitions:
         raise PipelineError(f"the manifest {path} records no partitions")
     if not args.no_spark:
         session.require_pyspark()
     result = check_thrift(args.metastore_uri, manifest, args.timeout, args.tls_ca)
-    rows: list[mf.Visibility] = result["visibility"]
+    rows: list[pipeline_manifest.Visibility] = result["visibility"]
     summary = print_report(args.metastore_uri, rows)
     invisible = [v.entry.key for v in rows if v.seen_at is None]
     problems = [

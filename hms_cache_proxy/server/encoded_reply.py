@@ -12,8 +12,8 @@ from typing import Any
 from thriftpy2.protocol.cybin import TCyBinaryProtocol
 from thriftpy2.thrift import TMessageType
 
-from hms_cache_proxy.store.cache import wire
-from hms_cache_proxy.store.cache.wire import Encoded
+from hms_cache_proxy import thrift_bytes
+from hms_cache_proxy.thrift_bytes import Encoded
 
 
 def write_encoded(oprot: Any, api: str, seqid: int, value: Encoded) -> bool:
@@ -22,7 +22,9 @@ def write_encoded(oprot: Any, api: str, seqid: int, value: Encoded) -> bool:
         return False
     oprot.write_message_begin(api, TMessageType.REPLY, seqid)
     # One copy of a reply of megabytes (``a + b + c`` makes two); the transport takes bytes.
-    oprot.trans.write(b"".join((wire.field_header(value.ttype, 0), value, wire.STOP)))
+    oprot.trans.write(
+        b"".join((thrift_bytes.field_header(value.ttype, 0), value, thrift_bytes.STOP))
+    )
     oprot.write_message_end()
     oprot.trans.flush()
     return True
@@ -30,4 +32,6 @@ def write_encoded(oprot: Any, api: str, seqid: int, value: Encoded) -> bool:
 
 def decoded_result(result_cls: type, value: Encoded) -> Any:
     """The result struct with ``success`` decoded from ``value``."""
-    return wire.decode(result_cls, wire.field_header(value.ttype, 0) + value + wire.STOP)
+    return thrift_bytes.decode(
+        result_cls, thrift_bytes.field_header(value.ttype, 0) + value + thrift_bytes.STOP
+    )

@@ -23,8 +23,8 @@ from hms_cache_proxy.handler.access import READ_CALLS
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.server.encoded_reply import decoded_result, write_encoded
 from hms_cache_proxy.server.wire import Message
-from hms_cache_proxy.store.cache.wire import Encoded
-from hms_cache_proxy.store.sql.engine import client_message
+from hms_cache_proxy.store.db.engine import client_message
+from hms_cache_proxy.thrift_bytes import Encoded
 
 log = logging.getLogger(__name__)
 

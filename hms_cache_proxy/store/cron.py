@@ -10,7 +10,7 @@ evaluates them.
 from __future__ import annotations
 
 import calendar
-import datetime as dt
+import datetime
 from dataclasses import dataclass
 
 _MONTH_NAMES = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
@@ -73,7 +73,7 @@ class Cron:
     days_of_week: set[int] | None
     years: set[int] | None
 
-    def _day_matches(self, day: dt.date) -> bool:
+    def _day_matches(self, day: datetime.date) -> bool:
         if self.months and day.month not in self.months:
             return False
         if self.years is not None and day.year not in self.years:
@@ -86,20 +86,20 @@ class Cron:
     def next_after(self, after: int) -> int | None:
         """The first matching second strictly after ``after`` (epoch seconds, UTC), or None
         when there is none within the next years."""
-        start = dt.datetime.fromtimestamp(after + 1, dt.UTC)
+        start = datetime.datetime.fromtimestamp(after + 1, datetime.UTC)
         day = start.date()
         last = day.replace(year=day.year + _SEARCH_YEARS, day=1)
         while day < last:
             if self._day_matches(day):
-                floor = start.time() if day == start.date() else dt.time(0, 0, 0)
+                floor = start.time() if day == start.date() else datetime.time(0, 0, 0)
                 found = self._time_on(floor)
                 if found is not None:
-                    moment = dt.datetime.combine(day, found, dt.UTC)
+                    moment = datetime.datetime.combine(day, found, datetime.UTC)
                     return calendar.timegm(moment.utctimetuple())
-            day += dt.timedelta(days=1)
+            day += datetime.timedelta(days=1)
         return None
 
-    def _time_on(self, floor: dt.time) -> dt.time | None:
+    def _time_on(self, floor: datetime.time) -> datetime.time | None:
         for h in sorted(self.hours):
             if h < floor.hour:
                 continue
@@ -109,7 +109,7 @@ class Cron:
                 for s in sorted(self.seconds):
                     if h == floor.hour and m == floor.minute and s < floor.second:
                         continue
-                    return dt.time(h, m, s)
+                    return datetime.time(h, m, s)
         return None
 
 

@@ -5,8 +5,8 @@ A table filter is a partition filter whose keys are Hive's three table fields
 ``hive_filter_field_last_access__`` (lastAccessTime, an integer) and
 ``hive_filter_field_params__<key>`` (the table parameter ``<key>``, a string), for example
 ``hive_filter_field_owner__ like "ali%" and hive_filter_field_params__k = "v"``. The grammar,
-operators, LIKE patterns and comparisons are those of store/filter.py with these three key
-types. A parameter the table does not have is SQL NULL (what Hive's JDO query reads for a
+operators, LIKE patterns and comparisons are those of store/partition_filter/ with these three
+key types. A parameter the table does not have is SQL NULL (what Hive's JDO query reads for a
 missing map entry): a comparison with it is unknown, which no table passes, under NOT too.
 """
 
@@ -15,30 +15,41 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from hms_cache_proxy.store import filter as pfilter
+from hms_cache_proxy.store.partition_filter.binder import compile_filter
+from hms_cache_proxy.store.partition_filter.syntax_tree import (
+    And,
+    Between,
+    Comparison,
+    FilterError,
+    In,
+    MatchAll,
+    Node,
+    Not,
+    Or,
+)
 
 OWNER = "hive_filter_field_owner__"
 LAST_ACCESS = "hive_filter_field_last_access__"
 PARAMS = "hive_filter_field_params__"
 
 
-def _keys(node: pfilter.Node) -> Iterator[str]:
-    if isinstance(node, pfilter.And | pfilter.Or):
+def _keys(node: Node) -> Iterator[str]:
+    if isinstance(node, And | Or):
         for item in node.items:
             yield from _keys(item)
-    elif isinstance(node, pfilter.Not):
+    elif isinstance(node, Not):
         yield from _keys(node.item)
-    elif isinstance(node, pfilter.Comparison | pfilter.Between | pfilter.In):
+    elif isinstance(node, Comparison | Between | In):
         yield node.key
 
 
-def compile_table_filter(node: pfilter.Node) -> Callable[[Any], bool]:
+def compile_table_filter(node: Node) -> Callable[[Any], bool]:
     """A predicate over hms.Table objects; raises FilterError for keys that are none of the
     three fields and for comparisons of the wrong type.
 
-    Each comparison is compiled by store/filter.py; AND, OR and NOT are evaluated here in SQL's
-    three-valued logic, so a comparison with a missing parameter is unknown (false at the top,
-    also under NOT).
+    Each comparison is compiled by store/partition_filter/binder.py; AND, OR and NOT are
+    evaluated here in SQL's three-valued logic, so a comparison with a missing parameter is
+    unknown (false at the top, also under NOT).
     """
     names: list[str] = [OWNER, LAST_ACCESS]
     types: list[str] = ["string", "bigint"]
@@ -47,7 +58,7 @@ def compile_table_filter(node: pfilter.Node) -> Callable[[Any], bool]:
         if lowered in (OWNER, LAST_ACCESS) or key in names:
             continue
         if not lowered.startswith(PARAMS) or len(key) == len(PARAMS):
-            raise pfilter.FilterError(
+            raise FilterError(
                 f"Invalid key name in filter: <{key}>; use {OWNER}, {LAST_ACCESS} or "
                 f"{PARAMS}<parameter key>",
                 -1,
@@ -73,10 +84,10 @@ Tri = bool | None
 """True, False or unknown (None)."""
 
 
-def _compile(node: pfilter.Node, names: list[str], types: list[str]) -> Callable[[Any], Tri]:
-    if isinstance(node, pfilter.MatchAll):
+def _compile(node: Node, names: list[str], types: list[str]) -> Callable[[Any], Tri]:
+    if isinstance(node, MatchAll):
         return lambda _values: True
-    if isinstance(node, pfilter.And):
+    if isinstance(node, And):
         parts = [_compile(item, names, types) for item in node.items]
 
         def conjunction(values: Any) -> Tri:
@@ -90,7 +101,7 @@ def _compile(node: pfilter.Node, names: list[str], types: list[str]) -> Callable
             return result
 
         return conjunction
-    if isinstance(node, pfilter.Or):
+    if isinstance(node, Or):
         parts = [_compile(item, names, types) for item in node.items]
 
         def disjunction(values: Any) -> Tri:
@@ -104,7 +115,7 @@ def _compile(node: pfilter.Node, names: list[str], types: list[str]) -> Callable
             return result
 
         return disjunction
-    if isinstance(node, pfilter.Not):
+    if isinstance(node, Not):
         inner = _compile(node.item, names, types)
 
         def negation(values: Any) -> Tri:
@@ -113,9 +124,9 @@ def _compile(node: pfilter.Node, names: list[str], types: list[str]) -> Callable
 
         return negation
     # A comparison: compiled against its own key only, unknown when that value is missing.
-    assert isinstance(node, pfilter.Comparison | pfilter.Between | pfilter.In)
+    assert isinstance(node, Comparison | Between | In)
     index = _index(node.key, names)
-    predicate = pfilter.compile_filter(node, [node.key], [types[index]])
+    predicate = compile_filter(node, [node.key], [types[index]])
 
     def leaf(values: Any) -> Tri:
         value = values[index]

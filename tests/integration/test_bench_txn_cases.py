@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, func, select
 
 from hms_cache_proxy.bench.txn_cases import HELD_HOST
 from hms_cache_proxy.bench.txn_history import HISTORY_USER
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ["acid_read_query", "acid_insert", "heartbeat", "check_lock", "get_open_txns_history"]
@@ -59,11 +59,11 @@ def test_txn_cases_and_history_run_against_the_database_path(pg_url: str, tmp_pa
     try:
         with engine.connect() as conn:
             left = conn.execute(
-                select(func.count()).where(s.TXNS.c.TXN_USER == HISTORY_USER)
+                select(func.count()).where(schema.TXNS.c.TXN_USER == HISTORY_USER)
             ).scalar()
             held_open = conn.execute(
                 select(func.count()).where(
-                    s.TXNS.c.TXN_HOST == HELD_HOST, s.TXNS.c.TXN_STATE == "o"
+                    schema.TXNS.c.TXN_HOST == HELD_HOST, schema.TXNS.c.TXN_STATE == "o"
                 )
             ).scalar()
     finally:

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, create_engine, select
 
-from hms_cache_proxy.store.sql import ids
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import ids, schema
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import SchemaError, ensure_ready, init_db
-from hms_cache_proxy.store.sql.engine import Database
 
 WAREHOUSE = "file:/tmp/hms-warehouse"
 
@@ -28,7 +27,7 @@ def database(sqlite_url: str) -> Iterator[Database]:
 def contents(conn: Connection) -> dict[str, list[tuple[Any, ...]]]:
     return {
         t.name: [tuple(r) for r in conn.execute(select(t).order_by(*t.columns))]
-        for t in s.metadata.sorted_tables
+        for t in schema.metadata.sorted_tables
     }
 
 
@@ -41,14 +40,14 @@ def test_metadata_creates_cleanly_on_sqlite(tmp_path: Path) -> None:
     engine = create_engine(f"sqlite:///{tmp_path / 'plain.db'}")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        s.metadata.create_all(engine)
+        schema.metadata.create_all(engine)
     with engine.connect() as conn:
         objects = sqlite_objects(conn)
     engine.dispose()
     tables = {name for kind, name, _ in objects if kind == "table"}
-    assert tables - {"sqlite_sequence"} == set(s.metadata.tables)
+    assert tables - {"sqlite_sequence"} == set(schema.metadata.tables)
     indexes = {name for kind, name, _ in objects if kind == "index"}
-    assert {i.name for t in s.metadata.tables.values() for i in t.indexes} <= indexes
+    assert {i.name for t in schema.metadata.tables.values() for i in t.indexes} <= indexes
     txns_sql = next(sql for kind, name, sql in objects if name == "TXNS")
     assert '"TXN_ID" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT' in txns_sql
 
@@ -101,8 +100,8 @@ def test_ensure_ready_auto_creates_an_empty_file(tmp_path: Path) -> None:
     try:
         ensure_ready(db, WAREHOUSE, auto_create=True)
         with db.read() as conn:
-            assert conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalar_one() == "4.0.0"
-            assert conn.execute(select(s.DBS.c.NAME, s.DBS.c.DB_LOCATION_URI)).all() == [
+            assert conn.execute(select(schema.VERSION.c.SCHEMA_VERSION)).scalar_one() == "4.0.0"
+            assert conn.execute(select(schema.DBS.c.NAME, schema.DBS.c.DB_LOCATION_URI)).all() == [
                 ("default", WAREHOUSE)
             ]
     finally:
@@ -122,7 +121,7 @@ def test_ensure_ready_without_auto_create_refuses_an_empty_file(database: Databa
 def test_other_schema_version_is_refused(database: Database) -> None:
     init_db(database, WAREHOUSE)
     database.transaction(
-        lambda conn: conn.execute(s.VERSION.update().values(SCHEMA_VERSION="3.1.0"))
+        lambda conn: conn.execute(schema.VERSION.update().values(SCHEMA_VERSION="3.1.0"))
     )
     with pytest.raises(SchemaError) as info:
         ensure_ready(database, WAREHOUSE, auto_create=True)
@@ -134,11 +133,13 @@ def test_txn_ids_autoincrement_and_are_never_reused(database: Database) -> None:
 
     def open_txn(conn: Connection) -> int:
         return conn.execute(
-            s.TXNS.insert()
+            schema.TXNS.insert()
             .values(TXN_STATE="o", TXN_STARTED=1, TXN_LAST_HEARTBEAT=1, TXN_USER="u", TXN_HOST="h")
-            .returning(s.TXNS.c.TXN_ID)
+            .returning(schema.TXNS.c.TXN_ID)
         ).scalar_one()
 
     assert database.transaction(open_txn) == 1
-    database.transaction(lambda conn: conn.execute(s.TXNS.delete().where(s.TXNS.c.TXN_ID == 1)))
+    database.transaction(
+        lambda conn: conn.execute(schema.TXNS.delete().where(schema.TXNS.c.TXN_ID == 1))
+    )
     assert database.transaction(open_txn) == 2  # a sequence, like PostgreSQL's bigserial

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hms_cache_proxy import failpoints
-from hms_cache_proxy.store.sql.engine import Database
+from hms_cache_proxy.store.db.engine import Database
 from tests.support.cache import Counted, clients, entry, instances, ours, settle, wait_until
 from tests.support.metastore import table
 

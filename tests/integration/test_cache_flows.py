@@ -255,7 +255,7 @@ def test_a_multi_statement_transaction_is_never_seen_in_part(pair, T) -> None:
                     parts = get_partitions_req(c, T, DB, "m", s)
                 if not wid_box:
                     continue
-                from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+                from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 
                 if not ValidReaderWriteIdList.parse(s).is_write_id_valid(wid_box[0]):
                     continue

@@ -163,14 +163,14 @@ def test_prewarm_on_postgresql_loads_tables_in_batches(
 
 
 def test_prewarm_batches_are_cut_by_table_and_partition_counts() -> None:
-    from hms_cache_proxy.store.cache.entries import TableKey
+    from hms_cache_proxy.store.cache.entries import TableName
     from hms_cache_proxy.store.cached import prewarm
 
-    keys = [TableKey("hive", DB, f"t{i}") for i in range(6)]
+    keys = [TableName("hive", DB, f"t{i}") for i in range(6)]
     sizes = dict(zip(keys, [10, 25_000, 0, 19_000, 1_500, 3], strict=True))
     cut = prewarm.batches(keys, sizes)
     assert [[k.table for k in b] for b in cut] == [["t0"], ["t1"], ["t2", "t3"], ["t4", "t5"]]
-    many = [TableKey("hive", DB, f"s{i:03d}") for i in range(450)]
+    many = [TableName("hive", DB, f"s{i:03d}") for i in range(450)]
     assert [len(b) for b in prewarm.batches(many, {})] == [200, 200, 50]
 
 

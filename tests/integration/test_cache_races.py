@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import delete
 
 from hms_cache_proxy import failpoints
-from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.events import messages
 from tests.support.cache import (
     TXN,
     allocate,
@@ -298,7 +298,7 @@ def test_a_hole_in_the_middle_of_a_batch_is_noticed(pair, T) -> None:
         alter("u", "2")
         lost = alter("h", "2")
         alter("u", "3")
-        nl = s.NOTIFICATION_LOG
+        nl = schema.NOTIFICATION_LOG
         b.store.db.transaction(lambda conn: conn.execute(delete(nl).where(nl.c.EVENT_ID == lost)))
     settle(a)
     assert ca.get_table(DB, "h").parameters["ver"] == "2"
@@ -330,9 +330,13 @@ def test_transactions_withdrawn_after_a_slow_open_get_their_abort_events(
         found = ca.get_next_notification(
             T.NotificationEventRequest(lastEvent=start, maxEvents=100)
         ).events
-        kinds = [(e.eventType, m.decode(e.message, e.messageFormat)) for e in found]
-        opens = [list(range(b["fromTxnId"], b["toTxnId"] + 1)) for t, b in kinds if t == m.OPEN_TXN]
-        aborts = sorted(b["txnid"] for t, b in kinds if t == m.ABORT_TXN)
+        kinds = [(e.eventType, messages.decode(e.message, e.messageFormat)) for e in found]
+        opens = [
+            list(range(b["fromTxnId"], b["toTxnId"] + 1))
+            for t, b in kinds
+            if t == messages.OPEN_TXN
+        ]
+        aborts = sorted(b["txnid"] for t, b in kinds if t == messages.ABORT_TXN)
     pg_server.drop_database(url.rsplit("/", 1)[1])
     # The first open was slowed (a busy machine may slow another: it is withdrawn as well).
     assert slowed and len(opens) >= 2 and opens[-1] == list(opened)

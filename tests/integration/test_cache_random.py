@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 from tests.support.apache_thrift import apache_client
 from tests.support.cache import (
     TXN,

@@ -202,8 +202,8 @@ def test_loads_build_the_bytes_the_database_path_objects_encode_to(
     """The lean load (rows to bytes, no objects) on unusual descriptors: own columns, no
     location, descriptor parameters, bucket and sort columns, skew, serde parameters, a null
     parameter value, several keys."""
-    from hms_cache_proxy.store.cache import wire
-    from hms_cache_proxy.store.cache.entries import TableKey
+    from hms_cache_proxy import thrift_bytes
+    from hms_cache_proxy.store.cache.entries import TableName
     from hms_cache_proxy.store.cached.prewarm import build_entry
     from hms_cache_proxy.store.sql import cacheload
 
@@ -277,12 +277,14 @@ def test_loads_build_the_bytes_the_database_path_objects_encode_to(
         ]
         store.add_partitions("hive", DB, "odd", parts)
         loaded = cacheload.load_table(store, "hive", DB, "odd")
-        entry = build_entry(TableKey("hive", DB, "odd"), loaded)
+        entry = build_entry(TableName("hive", DB, "odd"), loaded)
         expected = store.get_partitions("hive", DB, "odd")
         assert entry.parts.names() == [f"k1=v{i}/k2={i}" for i in range(len(variants))]
         for name, obj in zip(entry.parts.names(), expected, strict=True):
-            assert entry.parts.by_name[name].encoded() == wire.encode(obj), name
-        assert wire.encode(loaded.table) == wire.encode(store.get_table("hive", DB, "odd"))
+            assert entry.parts.by_name[name].encoded() == thrift_bytes.encode(obj), name
+        assert thrift_bytes.encode(loaded.table) == thrift_bytes.encode(
+            store.get_table("hive", DB, "odd")
+        )
 
         # Prewarm's batch: the same bytes for every table, read in one snapshot with a few
         # queries (a second partitioned table, one without partitions, one not partitioned,
@@ -315,7 +317,7 @@ def test_loads_build_the_bytes_the_database_path_objects_encode_to(
         for name in names[:-1]:
             one = cacheload.load_table(store, "hive", DB, name)
             many = batch[("hive", DB, name)]
-            assert wire.encode(many.table) == wire.encode(one.table), name
+            assert thrift_bytes.encode(many.table) == thrift_bytes.encode(one.table), name
             assert many.partitions == one.partitions, name
             assert many.at == batch[("hive", DB, "odd")].at
         assert len(batch[("hive", DB, "odd2")].partitions) == 3

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 from thrift.Thrift import TApplicationException
 
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
 from tests.integration.test_txn_calls import (
     allocate,
     commit,
@@ -36,8 +36,8 @@ def test_compact2_queues_with_ids_from_next_compaction_queue_id(client, T, servi
     second = client.compact2(request(T, "t", "ds=1", type=T.CompactionType.MINOR))
     assert (first.accepted, first.state) == (True, "initiated")
     assert second.id == first.id + 1
-    assert db_scalar(service, select(s.NEXT_COMPACTION_QUEUE_ID.c.NCQ_NEXT)) == second.id + 1
-    cq = s.COMPACTION_QUEUE
+    assert db_scalar(service, select(schema.NEXT_COMPACTION_QUEUE_ID.c.NCQ_NEXT)) == second.id + 1
+    cq = schema.COMPACTION_QUEUE
     rows = db_rows(
         service,
         select(
@@ -117,11 +117,11 @@ def test_worker_and_cleaner_drive_a_request_to_succeeded(client, T, service) -> 
     assert [c.id for c in latest] == [ci.id]
 
     client.mark_cleaned(ci)
-    assert db_rows(service, select(s.COMPACTION_QUEUE.c.CQ_ID)) == []
-    cc = s.COMPLETED_COMPACTIONS
+    assert db_rows(service, select(schema.COMPACTION_QUEUE.c.CQ_ID)) == []
+    cc = schema.COMPLETED_COMPACTIONS
     row = db_rows(service, select(cc.c.CC_ID, cc.c.CC_STATE, cc.c.CC_WORKER_ID, cc.c.CC_END))[0]
     assert row[:2] == (ci.id, "s") and row[3] > 0
-    ctc = s.COMPLETED_TXN_COMPONENTS
+    ctc = schema.COMPLETED_TXN_COMPONENTS
     assert db_rows(service, select(ctc.c.CTC_TXNID).where(ctc.c.CTC_TABLE == "acid")) == []
     shown = client.show_compact(T.ShowCompactRequest(state="succeeded")).compacts
     assert [(c.id, c.state, c.hadoopJobId) for c in shown] == [(ci.id, "succeeded", "job_1")]
@@ -267,4 +267,4 @@ def test_concurrent_requests_for_one_table_queue_exactly_one(connect, T, service
     assert {a.errormessage for a in refused} == {
         f"Compaction is already scheduled with state='initiated' and id={accepted[0].id}"
     }
-    assert db_rows(service, select(s.COMPACTION_QUEUE.c.CQ_ID)) == [(accepted[0].id,)]
+    assert db_rows(service, select(schema.COMPACTION_QUEUE.c.CQ_ID)) == [(accepted[0].id,)]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
 from tests.support.cache import wait_until
 from tests.support.metastore import event_body, events_since, last_event_id, raises, table
 from tests.support.server import running_service
@@ -195,7 +195,7 @@ def test_drop_constraint_and_drop_table_remove_rows(client, T, service, database
     db = Database(database_url)
     try:
         with db.read() as conn:
-            assert conn.execute(select(s.KEY_CONSTRAINTS)).all() == []
+            assert conn.execute(select(schema.KEY_CONSTRAINTS)).all() == []
     finally:
         db.dispose()
     assert client.get_primary_keys(T.PrimaryKeysRequest("db1", "parent")).primaryKeys == []

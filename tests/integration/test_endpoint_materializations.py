@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import insert, select
 from thrift.Thrift import TApplicationException
 
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
 from tests.integration.test_txn_calls import transactional_table
 
 NOTHING_OPEN = 9223372036854775807  # Long.MAX_VALUE: no open write id
@@ -37,7 +37,7 @@ def test_invalidation_info_sees_updates_and_compactions_after_the_snapshot(clien
     info = client.get_materialization_invalidation_info(_metadata(T, ["default.src"], seen), "")
     assert (info.sourceTablesUpdateDeleteModified, info.sourceTablesCompacted) == (False, False)
 
-    ctc = s.COMPLETED_TXN_COMPONENTS
+    ctc = schema.COMPLETED_TXN_COMPONENTS
     service.database.transaction(
         lambda conn: conn.execute(
             insert(ctc).values(
@@ -85,12 +85,12 @@ def test_invalidation_info_answers_no_result_where_hive_does(client, T):
 def test_update_transaction_statistics_adds_to_the_views_counters(client, T, service):
     transactional_table(client, T, "src")
     with service.database.read() as conn:
-        query = select(s.TBLS.c.TBL_ID).where(s.TBLS.c.TBL_NAME == "src")
+        query = select(schema.TBLS.c.TBL_ID).where(schema.TBLS.c.TBL_NAME == "src")
         tbl_id = conn.execute(query).scalar_one()
 
     def seed(conn):
         conn.execute(
-            insert(s.MV_CREATION_METADATA).values(
+            insert(schema.MV_CREATION_METADATA).values(
                 MV_CREATION_METADATA_ID=1,
                 CAT_NAME="hive",
                 DB_NAME="default",
@@ -99,12 +99,12 @@ def test_update_transaction_statistics_adds_to_the_views_counters(client, T, ser
                 MATERIALIZATION_TIME=0,
             )
         )
-        conn.execute(insert(s.MV_TABLES_USED).values(MV_CREATION_METADATA_ID=1, TBL_ID=tbl_id))
+        conn.execute(insert(schema.MV_TABLES_USED).values(MV_CREATION_METADATA_ID=1, TBL_ID=tbl_id))
 
     service.database.transaction(seed)
     for _ in range(2):
         client.update_transaction_statistics(T.UpdateTransactionalStatsRequest(tbl_id, 5, 2, 1))
     client.update_transaction_statistics(T.UpdateTransactionalStatsRequest(tbl_id + 999, 1, 1, 1))
     with service.database.read() as conn:
-        row = conn.execute(select(s.MV_TABLES_USED)).one()
+        row = conn.execute(select(schema.MV_TABLES_USED)).one()
     assert (row.INSERTED_COUNT, row.UPDATED_COUNT, row.DELETED_COUNT) == (10, 4, 2)

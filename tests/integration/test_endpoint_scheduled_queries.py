@@ -7,8 +7,8 @@ import time
 
 from sqlalchemy import select, update
 
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
 from tests.support.metastore import raises
 
 EVERY_MINUTE = "0 * * * * ? *"
@@ -35,7 +35,7 @@ def _make_due(database_url, name):
     """Moves a query's next execution into the past (as time passing would)."""
     db = Database(database_url)
     try:
-        q = s.SCHEDULED_QUERIES
+        q = schema.SCHEDULED_QUERIES
         db.transaction(
             lambda conn: conn.execute(
                 update(q).where(q.c.SCHEDULE_NAME == name).values(NEXT_EXECUTION=1)
@@ -115,13 +115,13 @@ def test_poll_runs_a_due_query_once_and_progress_finishes_it(client, T, database
     try:
         with db.read() as conn:
             row = conn.execute(
-                select(s.SCHEDULED_EXECUTIONS).where(
-                    s.SCHEDULED_EXECUTIONS.c.SCHEDULED_EXECUTION_ID == got.executionId
+                select(schema.SCHEDULED_EXECUTIONS).where(
+                    schema.SCHEDULED_EXECUTIONS.c.SCHEDULED_EXECUTION_ID == got.executionId
                 )
             ).one()
             active = conn.execute(
-                select(s.SCHEDULED_QUERIES.c.ACTIVE_EXECUTION_ID).where(
-                    s.SCHEDULED_QUERIES.c.SCHEDULE_NAME == "due"
+                select(schema.SCHEDULED_QUERIES.c.ACTIVE_EXECUTION_ID).where(
+                    schema.SCHEDULED_QUERIES.c.SCHEDULE_NAME == "due"
                 )
             ).scalar_one()
     finally:

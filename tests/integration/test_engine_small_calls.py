@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import select
 from thrift.Thrift import TApplicationException
 
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
 from tests.support.cache import clients, instances, settle
 from tests.support.metastore import raises, table
 
@@ -93,7 +93,7 @@ def test_partition_marks_are_rows_of_partition_events(client, T, service) -> Non
     other = {"ds": "2024-01-01", "hr": "6"}
     assert client.isPartitionMarkedForEvent("default", "pt", other, load_done) is False
 
-    pe = s.PARTITION_EVENTS
+    pe = schema.PARTITION_EVENTS
     with service.database.read() as conn:
         rows = conn.execute(
             select(
@@ -106,8 +106,8 @@ def test_partition_marks_are_rows_of_partition_events(client, T, service) -> Non
             )
         ).all()
         seq = conn.execute(
-            select(s.SEQUENCE_TABLE.c.NEXT_VAL).where(
-                s.SEQUENCE_TABLE.c.SEQUENCE_NAME == idseq.PARTITION_EVENT.name
+            select(schema.SEQUENCE_TABLE.c.NEXT_VAL).where(
+                schema.SEQUENCE_TABLE.c.SEQUENCE_NAME == idseq.PARTITION_EVENT.name
             )
         ).scalar()
     ((event_id, db, tbl, part, kind, when),) = rows

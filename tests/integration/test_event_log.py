@@ -14,12 +14,12 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.engine import make_url
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.events import messages as m
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.ids import IdAllocator
+from hms_cache_proxy.store.events import messages
 from hms_cache_proxy.store.events.log import NOTIFY_CHANNEL, EventLog, NewEvent
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
-from hms_cache_proxy.store.sql.ids import IdAllocator
 
 WAREHOUSE = "file:/tmp/hms-warehouse"
 
@@ -41,7 +41,7 @@ def pg_db(pg_url: str) -> Iterator[Database]:
     database.dispose()
 
 
-def new_log(db: Database, fmt: str = m.GZIP_FORMAT, **kw) -> EventLog:
+def new_log(db: Database, fmt: str = messages.GZIP_FORMAT, **kw) -> EventLog:
     return EventLog(IdAllocator(db), fmt, **kw)
 
 
@@ -51,7 +51,7 @@ def body(i: int) -> dict:
 
 def ev(
     i: int,
-    event_type: str = m.ALTER_TABLE,
+    event_type: str = messages.ALTER_TABLE,
     db_name: str | None = "d",
     table: str | None = "t",
     cat: str | None = "hive",
@@ -81,9 +81,11 @@ def test_append_numbers_events_from_next_event_id(db: Database) -> None:
     assert read(db, log.current_event_id) == 4
     assert read(db, log.oldest_event_id) == 1
     with db.read() as conn:
-        rows = conn.execute(select(s.NOTIFICATION_LOG).order_by(s.NOTIFICATION_LOG.c.EVENT_ID))
+        rows = conn.execute(
+            select(schema.NOTIFICATION_LOG).order_by(schema.NOTIFICATION_LOG.c.EVENT_ID)
+        )
         rows = [r._mapping for r in rows]
-        nxt = conn.execute(select(s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar_one()
+        nxt = conn.execute(select(schema.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar_one()
     assert nxt == 5
     assert [r["EVENT_ID"] for r in rows] == [1, 2, 3, 4]
     assert len({r["NL_ID"] for r in rows}) == 4
@@ -101,7 +103,7 @@ def test_event_time_never_goes_below_the_previous_event(db: Database) -> None:
     write(db, log, [ev(2)])  # a writer whose clock is behind
     write(db, log, [ev(3)])
     with db.read() as conn:
-        nl = s.NOTIFICATION_LOG
+        nl = schema.NOTIFICATION_LOG
         got = list(conn.execute(select(nl.c.EVENT_TIME).order_by(nl.c.EVENT_ID)).scalars())
     assert got == [1700000100, 1700000100, 1700000200]
 
@@ -121,7 +123,7 @@ def test_rolled_back_events_leave_no_gap(db: Database) -> None:
 
 
 def test_missing_sequence_row_is_created(db: Database) -> None:
-    db.transaction(lambda conn: conn.execute(delete(s.NOTIFICATION_SEQUENCE)))
+    db.transaction(lambda conn: conn.execute(delete(schema.NOTIFICATION_SEQUENCE)))
     log = new_log(db)
     assert read(db, log.current_event_id) == 0
     assert write(db, log, [ev(1), ev(2)]) == [1, 2]
@@ -135,10 +137,10 @@ def test_format_names(db: Database) -> None:
     assert new_log(db, "JSON-0.2").message_format == "json-0.2"
 
 
-@pytest.mark.parametrize("fmt", [m.JSON_FORMAT, m.GZIP_FORMAT])
+@pytest.mark.parametrize("fmt", [messages.JSON_FORMAT, messages.GZIP_FORMAT])
 def test_messages_round_trip(db: Database, fmt: str) -> None:
     log = new_log(db, fmt)
-    mb = m.MessageBuilder(server="thrift://hms:9083")
+    mb = messages.MessageBuilder(server="thrift://hms:9083")
     tbl = hms.Table(
         tableName="t",
         dbName="d",
@@ -155,18 +157,21 @@ def test_messages_round_trip(db: Database, fmt: str) -> None:
         db,
         log,
         [
-            NewEvent(m.CREATE_TABLE, bodies[0], db_name="d", table_name="t"),
-            NewEvent(m.ADD_PARTITION, bodies[1], db_name="d", table_name="t"),
+            NewEvent(messages.CREATE_TABLE, bodies[0], db_name="d", table_name="t"),
+            NewEvent(messages.ADD_PARTITION, bodies[1], db_name="d", table_name="t"),
         ],
     )
     events = read(db, lambda c: log.next_events(c, 0, None))
-    assert [e.eventType for e in events] == [m.CREATE_TABLE, m.ADD_PARTITION]
+    assert [e.eventType for e in events] == [messages.CREATE_TABLE, messages.ADD_PARTITION]
     assert all(e.messageFormat == fmt and e.catName == "hive" for e in events)
-    assert [m.decode(e.message, e.messageFormat) for e in events] == bodies
-    assert m.partitions(m.decode(events[1].message, fmt)) == parts
-    assert m.valid_write_ids(m.decode(events[0].message, fmt)) == "d.t:1:9223372036854775807::"
-    if fmt == m.JSON_FORMAT:
-        assert events[0].message == m.to_json(bodies[0])
+    assert [messages.decode(e.message, e.messageFormat) for e in events] == bodies
+    assert messages.partitions(messages.decode(events[1].message, fmt)) == parts
+    assert (
+        messages.valid_write_ids(messages.decode(events[0].message, fmt))
+        == "d.t:1:9223372036854775807::"
+    )
+    if fmt == messages.JSON_FORMAT:
+        assert events[0].message == messages.to_json(bodies[0])
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -177,14 +182,16 @@ def seed(db: Database, log: EventLog) -> None:
         db,
         log,
         [
-            ev(1, m.CREATE_DATABASE, table=None),  # 1
-            ev(2, m.CREATE_TABLE, table="t1"),  # 2
-            ev(3, m.ADD_PARTITION, table="t1"),  # 3
-            ev(4, m.OPEN_TXN, db_name=None, table=None, cat=None),  # 4: no catalog, no database
-            ev(5, m.CREATE_TABLE, db_name="other", table="t1"),  # 5
-            ev(6, m.ALTER_TABLE, table="t2"),  # 6
-            ev(7, m.CREATE_TABLE, table="t3", cat="spark"),  # 7
-            ev(8, m.COMMIT_TXN, db_name=None, table=None, cat=None),  # 8
+            ev(1, messages.CREATE_DATABASE, table=None),  # 1
+            ev(2, messages.CREATE_TABLE, table="t1"),  # 2
+            ev(3, messages.ADD_PARTITION, table="t1"),  # 3
+            ev(
+                4, messages.OPEN_TXN, db_name=None, table=None, cat=None
+            ),  # 4: no catalog, no database
+            ev(5, messages.CREATE_TABLE, db_name="other", table="t1"),  # 5
+            ev(6, messages.ALTER_TABLE, table="t2"),  # 6
+            ev(7, messages.CREATE_TABLE, table="t3", cat="spark"),  # 7
+            ev(8, messages.COMMIT_TXN, db_name=None, table=None, cat=None),  # 8
         ],
     )
 
@@ -208,12 +215,12 @@ def test_next_events_filters(db: Database) -> None:
     assert nxt(db_name="D") == [1, 2, 3, 6, 7]  # names compare in lower case
     assert nxt(cat_name="spark") == [7]
     assert nxt(cat_name="hive", db_name="d", table_names=["T1", "t2"]) == [2, 3, 6]
-    assert nxt(skip_types=[m.CREATE_TABLE, m.OPEN_TXN]) == [1, 3, 6, 8]
-    assert nxt(event_types=[m.OPEN_TXN, m.COMMIT_TXN]) == [4, 8]
+    assert nxt(skip_types=[messages.CREATE_TABLE, messages.OPEN_TXN]) == [1, 3, 6, 8]
+    assert nxt(event_types=[messages.OPEN_TXN, messages.COMMIT_TXN]) == [4, 8]
     e = read(db, lambda c: log.next_events(c, 3, 1))[0]
     assert (e.eventId, e.eventType, e.catName, e.dbName, e.tableName) == (
         4,
-        m.OPEN_TXN,
+        messages.OPEN_TXN,
         None,
         None,
         None,
@@ -249,7 +256,7 @@ def test_oldest_event_after_purge(db: Database) -> None:
     seed(db, log)
     db.transaction(
         lambda conn: conn.execute(
-            delete(s.NOTIFICATION_LOG).where(s.NOTIFICATION_LOG.c.EVENT_ID < 4)
+            delete(schema.NOTIFICATION_LOG).where(schema.NOTIFICATION_LOG.c.EVENT_ID < 4)
         )
     )
     assert read(db, log.oldest_event_id) == 4
@@ -324,8 +331,10 @@ def test_concurrent_writers_get_gap_free_ids_in_commit_order(pg_db: Database) ->
     assert not reader_errors, reader_errors[:5]
     assert seen == list(range(1, total + 1))
     with pg_db.read() as conn:
-        ids = conn.execute(select(s.NOTIFICATION_LOG.c.EVENT_ID)).scalars().all()
-        nl = conn.execute(select(func.count(func.distinct(s.NOTIFICATION_LOG.c.NL_ID)))).scalar()
+        ids = conn.execute(select(schema.NOTIFICATION_LOG.c.EVENT_ID)).scalars().all()
+        nl = conn.execute(
+            select(func.count(func.distinct(schema.NOTIFICATION_LOG.c.NL_ID)))
+        ).scalar()
     assert sorted(ids) == list(range(1, total + 1)) and nl == total
     assert read(pg_db, log.current_event_id) == total
 

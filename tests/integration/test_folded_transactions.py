@@ -1,6 +1,6 @@
 """Write transactions on PostgreSQL through psycopg2 with BEGIN and COMMIT folded into the
-call's own statements (store/sql/engine.py), and statements prepared per connection
-(store/sql/prepared.py): the same atomicity, isolation and errors as separate messages."""
+call's own statements (store/db/engine.py), and statements prepared per connection
+(store/db/prepared.py): the same atomicity, isolation and errors as separate messages."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import Connection
 
 from hms_cache_proxy import failpoints
-from hms_cache_proxy.store.sql.engine import Database, commit_after
-from hms_cache_proxy.store.sql.prepared import Prepared
+from hms_cache_proxy.store.db.engine import Database, commit_after
+from hms_cache_proxy.store.db.prepared import Prepared
 
 pytestmark = pytest.mark.postgres
 

@@ -11,10 +11,10 @@ from sqlalchemy import select
 from hms_cache_proxy.config import Settings
 from hms_cache_proxy.handler.functions import FunctionHandlers
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.events import messages
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.store import SqlStore
 
 WAREHOUSE = "file:/tmp/hms-warehouse"
@@ -75,15 +75,15 @@ def test_create_and_get_round_trip(store: SqlStore) -> None:
     assert store.get_function(CAT, "fdb", "myudf") == stored == function()
     (ev,) = store.next_notifications(before, None)
     assert (ev.eventType, ev.catName, ev.dbName, ev.tableName) == (
-        m.CREATE_FUNCTION,
+        messages.CREATE_FUNCTION,
         CAT,
         "fdb",
         None,
     )
-    assert m.function(m.decode(ev.message, ev.messageFormat)) == stored
+    assert messages.function(messages.decode(ev.message, ev.messageFormat)) == stored
     with store.db.read() as conn:
-        row = conn.execute(select(s.FUNCS)).one()
-        uris = conn.execute(select(s.FUNC_RU).order_by(s.FUNC_RU.c.INTEGER_IDX)).all()
+        row = conn.execute(select(schema.FUNCS)).one()
+        uris = conn.execute(select(schema.FUNC_RU).order_by(schema.FUNC_RU.c.INTEGER_IDX)).all()
     assert (row.FUNC_NAME, row.OWNER_TYPE, row.FUNC_TYPE, row.CREATE_TIME) == (
         "myudf",
         "USER",
@@ -143,11 +143,11 @@ def test_drop_function(store: SqlStore) -> None:
     dropped = store.drop_function(CAT, "fdb", "myudf")
     assert dropped == function()
     (ev,) = store.next_notifications(before, None)
-    assert ev.eventType == m.DROP_FUNCTION
-    body = m.decode(ev.message, ev.messageFormat)
+    assert ev.eventType == messages.DROP_FUNCTION
+    body = messages.decode(ev.message, ev.messageFormat)
     assert (body["db"], body["functionName"]) == ("fdb", "myudf")
     with store.db.read() as conn:
-        assert conn.execute(select(s.FUNC_RU)).all() == []
+        assert conn.execute(select(schema.FUNC_RU)).all() == []
     with raises(hms.NoSuchObjectException, "Function myudf does not exist"):
         store.drop_function(CAT, "fdb", "myudf")
 

@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, func, insert, select
 
-from hms_cache_proxy.store.sql import ids
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import ids, schema
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.ids import IdAllocator, IdSequence
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
-from hms_cache_proxy.store.sql.ids import IdAllocator, IdSequence
 
 WAREHOUSE = "file:/tmp/hms-warehouse"
 
@@ -73,7 +72,9 @@ def _assert_unique_and_below_next_val(db: Database, seq: IdSequence, got: list[i
     assert len(got) == len(set(got)), "an id was handed out twice"
     with db.read() as conn:
         next_val = conn.execute(
-            select(s.SEQUENCE_TABLE.c.NEXT_VAL).where(s.SEQUENCE_TABLE.c.SEQUENCE_NAME == seq.name)
+            select(schema.SEQUENCE_TABLE.c.NEXT_VAL).where(
+                schema.SEQUENCE_TABLE.c.SEQUENCE_NAME == seq.name
+            )
         ).scalar_one()
     assert max(got) < next_val
 
@@ -123,7 +124,7 @@ def test_processes_never_share_an_id(pg_db: Database) -> None:
 
 def _insert_table_row(conn: Connection, tbl_id: int) -> None:
     conn.execute(
-        insert(s.TBLS).values(
+        insert(schema.TBLS).values(
             TBL_ID=tbl_id, CREATE_TIME=0, LAST_ACCESS_TIME=0, RETENTION=0, TBL_NAME=f"t{tbl_id}"
         )
     )
@@ -135,7 +136,7 @@ def test_missing_sequence_row_starts_after_the_largest_id(pg_db: Database) -> No
     with pg_db.read() as conn:
         assert (
             conn.execute(
-                select(func.count()).where(s.SEQUENCE_TABLE.c.SEQUENCE_NAME == ids.TABLE.name)
+                select(func.count()).where(schema.SEQUENCE_TABLE.c.SEQUENCE_NAME == ids.TABLE.name)
             ).scalar_one()
             == 0
         )
@@ -191,7 +192,9 @@ def test_rolled_back_transaction_does_not_leak_ids_on_sqlite(sqlite_url: str) ->
             committed += db.transaction(lambda conn, a=allocator, n=n: use(a, n, conn))
         assert len(committed) == len(set(committed)) == 10
         with db.read() as conn:
-            rows = conn.execute(select(s.TBLS.c.TBL_ID).order_by(s.TBLS.c.TBL_ID)).scalars()
+            rows = conn.execute(
+                select(schema.TBLS.c.TBL_ID).order_by(schema.TBLS.c.TBL_ID)
+            ).scalars()
             assert list(rows) == sorted(committed)
         _assert_unique_and_below_next_val(db, ids.TABLE, committed)
     finally:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hms_cache_proxy.pipeline import manifest as mf
+from hms_cache_proxy.pipeline import manifest
 from hms_cache_proxy.pipeline.recorder import recorder
 from tests.support.metastore import partition, table
 
@@ -29,7 +29,7 @@ def test_a_commit_is_recorded_with_when_it_became_visible(
     committed = time.time()
     with recorder(path, "shop", uri) as rec:
         rec.commit("etl", "events", {"ds=2024-03-01": 10}, committed, repaired=True)
-    entry = mf.load(path, "shop").partitions["events/ds=2024-03-01"]
+    entry = manifest.load(path, "shop").partitions["events/ds=2024-03-01"]
     assert entry.rows == 10 and entry.repaired and entry.observed_on == uri
     assert entry.visible_at is not None and entry.visible_at >= committed
 
@@ -52,5 +52,5 @@ def test_the_observer_reconnects_after_its_connection_is_closed(
 def test_without_an_observer_nothing_is_polled(tmp_path: Path) -> None:
     with recorder(tmp_path / "m.json", "shop", None) as rec:
         rec.commit("backfill", "events", {"ds=2024-03-01": 5}, 1.0)
-    entry = mf.load(tmp_path / "m.json", "shop").partitions["events/ds=2024-03-01"]
+    entry = manifest.load(tmp_path / "m.json", "shop").partitions["events/ds=2024-03-01"]
     assert entry.visible_at is None and entry.observed_on is None and entry.job == "backfill"

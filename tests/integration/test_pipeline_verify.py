@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hms_cache_proxy.cli import main
-from hms_cache_proxy.pipeline import manifest as mf
+from hms_cache_proxy.pipeline import manifest
 from tests.support.metastore import partition, table
 
 
@@ -23,11 +23,11 @@ def _setup(client: Any, T: Any) -> None:
 
 
 def _manifest(path: Path, uri: str, *names: str, stats: bool = False) -> None:
-    m = mf.Manifest(database="shop")
+    m = manifest.Manifest(database="shop")
     t = time.time() - 1.0
     for name in names:
         m.record(
-            mf.Entry(
+            manifest.Entry(
                 table="events",
                 partition=name,
                 rows=10,
@@ -38,7 +38,7 @@ def _manifest(path: Path, uri: str, *names: str, stats: bool = False) -> None:
                 observed_on=uri,
             )
         )
-    mf.save(path, m)
+    manifest.save(path, m)
 
 
 def _verify(service: Any, tmp_path: Path, *extra: str) -> int:
@@ -98,9 +98,11 @@ def test_verify_fails_when_statistics_are_missing(
     service: Any, client: Any, T: Any, tmp_path: Path, capsys: Any
 ) -> None:
     _setup(client, T)
-    m = mf.Manifest(database="shop", tables={"events": {"column_stats": ["a"]}})
-    m.record(mf.Entry("events", "ds=2024-03-01", rows=11, job="etl", committed_at=1.0, stats=True))
-    mf.save(tmp_path / "m.json", m)
+    m = manifest.Manifest(database="shop", tables={"events": {"column_stats": ["a"]}})
+    m.record(
+        manifest.Entry("events", "ds=2024-03-01", rows=11, job="etl", committed_at=1.0, stats=True)
+    )
+    manifest.save(tmp_path / "m.json", m)
     assert _verify(service, tmp_path, "--timeout", "0.5") == 1
     out = capsys.readouterr().out
     assert "spark.sql.statistics.numRows='10', expected 11" in out

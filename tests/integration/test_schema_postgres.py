@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, select, text
 
-from hms_cache_proxy.store.sql import bootstrap, ids
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import ids, schema
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.sql import bootstrap
 from hms_cache_proxy.store.sql.bootstrap import SchemaError, ensure_ready, init_db
-from hms_cache_proxy.store.sql.engine import Database
 from tests.support.postgres import PostgresServer
 from tests.support.schematool import build_schematool_database, load_schema_facts
 
@@ -144,7 +144,7 @@ def catalog_snapshot(conn: Connection) -> dict[str, Any]:
 def contents(conn: Connection) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every metastore table, in a stable order."""
     out = {}
-    for table in s.metadata.sorted_tables:
+    for table in schema.metadata.sorted_tables:
         rows = conn.execute(select(table).order_by(*table.columns)).all()
         out[table.name] = [tuple(r) for r in rows]
     return out
@@ -244,7 +244,7 @@ def seeded_rows(conn: Connection) -> dict[str, list[tuple[Any, ...]]]:
         columns.setdefault(row["table"], row["columns"])
     out = {}
     for name, cols in columns.items():
-        table = s.metadata.tables[name]
+        table = schema.metadata.tables[name]
         rows = conn.execute(select(*(table.c[c] for c in cols)).order_by(*table.columns))
         out[name] = sorted(tuple(r) for r in rows)
     return out
@@ -379,9 +379,9 @@ def test_txn_ids_come_from_hive_sequence(database: Database) -> None:
 
     def open_txn(conn: Connection) -> int:
         return conn.execute(
-            s.TXNS.insert()
+            schema.TXNS.insert()
             .values(TXN_STATE="o", TXN_STARTED=1, TXN_LAST_HEARTBEAT=1, TXN_USER="u", TXN_HOST="h")
-            .returning(s.TXNS.c.TXN_ID)
+            .returning(schema.TXNS.c.TXN_ID)
         ).scalar_one()
 
     assert database.transaction(open_txn) == 1
@@ -429,8 +429,8 @@ def test_concurrent_init_db_creates_once(pg_url: str) -> None:
 
 def test_schematool_database_is_served_as_is(schematool_db: Database) -> None:
     with schematool_db.read() as conn:
-        assert conn.execute(select(s.DBS)).all() == []
-        assert conn.execute(select(s.CTLGS.c.LOCATION_URI)).scalar_one() == "TBD"
+        assert conn.execute(select(schema.DBS)).all() == []
+        assert conn.execute(select(schema.CTLGS.c.LOCATION_URI)).scalar_one() == "TBD"
         tables_before = contents(conn)
 
     ensure_ready(schematool_db, WAREHOUSE, auto_create=False)
@@ -475,20 +475,20 @@ def test_concurrent_first_start_creates_one_default_database(schematool_db: Data
         t.join()
     assert not errors, errors
     with schematool_db.read() as conn:
-        assert len(conn.execute(select(s.DBS)).all()) == 1
+        assert len(conn.execute(select(schema.DBS)).all()) == 1
 
 
 @pytest.mark.parametrize("auto_create", [False, True])
 def test_old_schema_version_is_refused(schematool_db: Database, auto_create: bool) -> None:
     schematool_db.transaction(
-        lambda conn: conn.execute(s.VERSION.update().values(SCHEMA_VERSION="3.1.0"))
+        lambda conn: conn.execute(schema.VERSION.update().values(SCHEMA_VERSION="3.1.0"))
     )
     with pytest.raises(SchemaError) as info:
         ensure_ready(schematool_db, WAREHOUSE, auto_create=auto_create)
     msg = str(info.value)
     assert "3.1.0" in msg and "4.0.0" in msg and "schematool" in msg
     with schematool_db.read() as conn:
-        assert conn.execute(select(s.DBS)).all() == []  # nothing was done to it
+        assert conn.execute(select(schema.DBS)).all() == []  # nothing was done to it
 
     with pytest.raises(SchemaError) as info:  # not a success: init-db exits non-zero
         init_db(schematool_db, WAREHOUSE)
@@ -500,7 +500,7 @@ def test_missing_version_or_tables_are_refused(schematool_db: Database) -> None:
     schematool_db.transaction(lambda conn: conn.exec_driver_sql('DROP TABLE "WRITE_SET"'))
     with pytest.raises(SchemaError, match="WRITE_SET"):
         ensure_ready(schematool_db, WAREHOUSE, auto_create=True)
-    schematool_db.transaction(lambda conn: conn.execute(s.VERSION.delete()))
+    schematool_db.transaction(lambda conn: conn.execute(schema.VERSION.delete()))
     with pytest.raises(SchemaError, match="no VERSION row"):
         ensure_ready(schematool_db, WAREHOUSE, auto_create=True)
     with pytest.raises(SchemaError, match="no VERSION row"):
@@ -516,5 +516,5 @@ def test_empty_database_needs_init_db_or_auto_create(database: Database) -> None
 
     ensure_ready(database, WAREHOUSE, auto_create=True)
     with database.read() as conn:
-        assert conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalar_one() == "4.0.0"
-        assert conn.execute(select(s.DBS.c.NAME)).scalar_one() == "default"
+        assert conn.execute(select(schema.VERSION.c.SCHEMA_VERSION)).scalar_one() == "4.0.0"
+        assert conn.execute(select(schema.DBS.c.NAME)).scalar_one() == "default"

@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import event, func, select
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql import stats as st
+from hms_cache_proxy.store.colstats import accuracy, aggregation, stats_rows
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.events import messages
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.store import SqlStore
 
 WAREHOUSE = "file:/tmp/hms-warehouse"
@@ -158,7 +158,7 @@ def bool_obj(col: str, t: int, f: int, nulls: int) -> hms.ColumnStatisticsObj:
 
 
 def dec(text: str) -> hms.Decimal:
-    return st.decimal_from_text(text)
+    return stats_rows.decimal_from_text(text)
 
 
 def table_stats(
@@ -329,7 +329,7 @@ def test_reads_leave_sketches_out_by_default_as_hive_does(store: SqlStore) -> No
     got = store.get_table_column_statistics(CAT, DB, "t", ["l", "d", "s"])
     assert got is not None
     for o in got.statsObj:
-        member = getattr(o.statsData, st.data_member(o.statsData))
+        member = getattr(o.statsData, stats_rows.data_member(o.statsData))
         assert member.bitVectors is None
         assert getattr(member, "histogram", None) is None
 
@@ -338,7 +338,7 @@ def test_rows_hold_hives_encodings(store: SqlStore) -> None:
     make_table(store, "t")
     store.update_table_column_statistics(CAT, DB, "t", table_stats("t", all_types_stats()))
     with store.db.read() as conn:
-        rows = {r.COLUMN_NAME: r for r in conn.execute(select(s.TAB_COL_STATS))}
+        rows = {r.COLUMN_NAME: r for r in conn.execute(select(schema.TAB_COL_STATS))}
     assert rows["dec"].BIG_DECIMAL_LOW_VALUE == "-12345678.90"
     assert rows["dec"].BIG_DECIMAL_HIGH_VALUE == "1E+3"
     assert (rows["dt"].LONG_LOW_VALUE, rows["dt"].LONG_HIGH_VALUE) == (-719162, 19000)
@@ -370,7 +370,7 @@ def test_upsert_keeps_what_the_new_statistics_leave_unset(store: SqlStore) -> No
     assert got.statsObj[0].statsData.longStats == hms.LongColumnStatsData(
         lowValue=1, highValue=20, numNulls=3, numDVs=6, bitVectors=b"HLx"
     )
-    assert count_rows(store, s.TAB_COL_STATS) == 1
+    assert count_rows(store, schema.TAB_COL_STATS) == 1
 
 
 def test_engines_are_kept_apart(store: SqlStore) -> None:
@@ -421,12 +421,12 @@ def test_table_update_appends_its_event_in_the_same_transaction(store: SqlStore)
     store.update_table_column_statistics(CAT, DB, "t", stats)
     assert store.current_notification_event_id() == before + 1
     (ev,) = events_after(store, before)
-    assert ev.eventType == m.UPDATE_TBL_COL_STAT_EVENT
+    assert ev.eventType == messages.UPDATE_TBL_COL_STAT_EVENT
     assert (ev.catName, ev.dbName, ev.tableName) == (CAT, DB, "t")
-    body = m.decode(ev.message, ev.messageFormat)
-    assert m.column_statistics(body).statsObj == stats.statsObj
+    body = messages.decode(ev.message, ev.messageFormat)
+    assert messages.column_statistics(body).statsObj == stats.statsObj
     assert body["parameters"]["COLUMN_STATS_ACCURATE"] == '{"COLUMN_STATS":{"l":"true"}}'
-    assert m.table(body).tableName == table.tableName
+    assert messages.table(body).tableName == table.tableName
     assert body["writeId"] == -1
 
 
@@ -448,7 +448,7 @@ def test_table_update_errors_are_hives(store: SqlStore) -> None:
         )
     with pytest.raises(hms.NoSuchObjectException, match="does not exist : hive.sdb.missing"):
         store.get_table_column_statistics(CAT, DB, "missing", ["l"])
-    assert count_rows(store, s.TAB_COL_STATS) == 0
+    assert count_rows(store, schema.TAB_COL_STATS) == 0
 
 
 def test_transactional_table_needs_a_write_id_and_is_stamped_with_it(store: SqlStore) -> None:
@@ -542,9 +542,11 @@ def test_merge_into_statistics_the_writer_cannot_see_marks_them_stale(store: Sql
     assert table.writeId == 7
     assert "COLUMN_STATS_ACCURATE" not in table.parameters
     (ev,) = events_after(store, before)
-    assert ev.eventType == m.ALTER_TABLE
-    body = m.decode(ev.message, ev.messageFormat)
-    assert m.table_after(body) == table and m.write_id(body) == 7  # as the database reads it
+    assert ev.eventType == messages.ALTER_TABLE
+    body = messages.decode(ev.message, ev.messageFormat)
+    assert (
+        messages.table_after(body) == table and messages.write_id(body) == 7
+    )  # as the database reads it
     kept = store.get_table_column_statistics(CAT, DB, "acid", ["l"])
     assert kept.statsObj[0].statsData.longStats.highValue == 2  # not merged
 
@@ -576,9 +578,9 @@ def test_partition_merge_the_writer_cannot_see_marks_the_partition_stale(store: 
     assert part.writeId == 8
     assert "COLUMN_STATS_ACCURATE" not in part.parameters
     (ev,) = events_after(store, before)
-    assert ev.eventType == m.ALTER_PARTITION
-    body = m.decode(ev.message, ev.messageFormat)
-    assert m.partition_after(body) == part and m.write_id(body) == 8
+    assert ev.eventType == messages.ALTER_PARTITION
+    body = messages.decode(ev.message, ev.messageFormat)
+    assert messages.partition_after(body) == part and messages.write_id(body) == 8
 
 
 def test_stats_follow_a_table_rename_and_go_with_a_drop(store: SqlStore) -> None:
@@ -592,9 +594,9 @@ def test_stats_follow_a_table_rename_and_go_with_a_drop(store: SqlStore) -> None
     got = store.get_table_column_statistics(CAT, DB, "t2", ["l"])
     assert got is not None and got.statsDesc.tableName == "t2"
     with store.db.read() as conn:
-        assert conn.execute(select(s.TAB_COL_STATS.c.TABLE_NAME)).scalar_one() == "t2"
+        assert conn.execute(select(schema.TAB_COL_STATS.c.TABLE_NAME)).scalar_one() == "t2"
     store.drop_table(CAT, DB, "t2")
-    assert count_rows(store, s.TAB_COL_STATS) == 0
+    assert count_rows(store, schema.TAB_COL_STATS) == 0
 
 
 def test_delete_table_statistics(store: SqlStore) -> None:
@@ -609,11 +611,11 @@ def test_delete_table_statistics(store: SqlStore) -> None:
     ):
         store.delete_table_column_statistics(CAT, DB, "t", "l", "hive")
     store.delete_table_column_statistics(CAT, DB, "t", None, None)
-    assert count_rows(store, s.TAB_COL_STATS) == 0
+    assert count_rows(store, schema.TAB_COL_STATS) == 0
     store.delete_table_column_statistics(CAT, DB, "t", None, None)  # nothing left: no error
     types = [e.eventType for e in events_after(store, before)]
-    assert types == [m.DELETE_TBL_COL_STAT_EVENT] * 3
-    body = m.decode(events_after(store, before)[0].message, m.GZIP_FORMAT)
+    assert types == [messages.DELETE_TBL_COL_STAT_EVENT] * 3
+    body = messages.decode(events_after(store, before)[0].message, messages.GZIP_FORMAT)
     assert (body["database"], body["colName"]) == (DB, "l")
     with pytest.raises(hms.NoSuchObjectException, match="for which stats deletion is requested"):
         store.delete_table_column_statistics(CAT, DB, "missing", None, None)
@@ -649,10 +651,10 @@ def test_partition_statistics_round_trip_in_one_batch(store: SqlStore) -> None:
         catName=CAT,
     )
     evs = events_after(store, before)
-    assert [e.eventType for e in evs] == [m.UPDATE_PART_COL_STAT_EVENT] * 3
-    body = m.decode(evs[0].message, evs[0].messageFormat)
+    assert [e.eventType for e in evs] == [messages.UPDATE_PART_COL_STAT_EVENT] * 3
+    body = messages.decode(evs[0].message, evs[0].messageFormat)
     assert body["partVals"] == ["0"]
-    assert m.column_statistics(body).statsDesc.partName == "p=0"
+    assert messages.column_statistics(body).statsDesc.partName == "p=0"
     assert body["parameters"]["COLUMN_STATS_ACCURATE"] == (
         '{"BASIC_STATS":"true","COLUMN_STATS":{"l":"true","s":"true"}}'
     )
@@ -662,7 +664,7 @@ def test_partition_statistics_round_trip_in_one_batch(store: SqlStore) -> None:
     )
     assert "COLUMN_STATS_ACCURATE" not in part_params(store, "pt", "p=3")
     with store.db.read() as conn:
-        names = sorted(r[0] for r in conn.execute(select(s.PART_COL_STATS.c.PARTITION_NAME)))
+        names = sorted(r[0] for r in conn.execute(select(schema.PART_COL_STATS.c.PARTITION_NAME)))
     assert names == ["p=0", "p=0", "p=1", "p=1", "p=2", "p=2"]
 
 
@@ -676,7 +678,7 @@ def test_partition_update_errors_are_hives(store: SqlStore) -> None:
         store.update_partition_column_statistics(
             CAT, DB, "nope", [part_stats("nope", "p=0", [long_obj("l", 1, 2, 0, 1)])]
         )
-    assert count_rows(store, s.PART_COL_STATS) == 0
+    assert count_rows(store, schema.PART_COL_STATS) == 0
 
 
 def _count_statements(store: SqlStore, fn: Any) -> int:
@@ -750,10 +752,10 @@ def test_delete_partition_statistics(store: SqlStore) -> None:
     with pytest.raises(hms.InvalidObjectException, match="sdb.nope table not found"):
         store.delete_partition_column_statistics(CAT, DB, "nope", "p=0", None, None)
     store.delete_partition_column_statistics(CAT, DB, "pt", "p=0", None, None)
-    assert count_rows(store, s.PART_COL_STATS) == 0
+    assert count_rows(store, schema.PART_COL_STATS) == 0
     evs = events_after(store, before)
-    assert [e.eventType for e in evs] == [m.DELETE_PART_COL_STAT_EVENT] * 2
-    body = m.decode(evs[0].message, evs[0].messageFormat)
+    assert [e.eventType for e in evs] == [messages.DELETE_PART_COL_STAT_EVENT] * 2
+    body = messages.decode(evs[0].message, evs[0].messageFormat)
     assert (body["partName"], body["partValues"], body["colName"]) == ("p=0", ["0"], "l")
 
 
@@ -824,7 +826,7 @@ def test_aggregate_over_partitions_with_missing_statistics(store: SqlStore) -> N
 
 
 def test_partition_names_get_lower_case_keys_only() -> None:
-    from hms_cache_proxy.handler.stats import lower_case_part_name
+    from hms_cache_proxy.handler.stats_calls import lower_case_part_name
 
     assert lower_case_part_name("Year=2024/MONTH=Jan") == "year=2024/month=Jan"
     assert lower_case_part_name("a=x%2Fy/junk/b=1") == "a=x%2Fy/b=1"
@@ -848,18 +850,18 @@ def test_partition_names_get_lower_case_keys_only() -> None:
     ],
 )
 def test_parse_stats_accurate(text: str | None, expected: tuple[bool, dict[str, bool]]) -> None:
-    assert st.parse_stats_accurate(text) == expected
+    assert accuracy.parse_stats_accurate(text) == expected
 
 
 def test_format_and_set_column_stats_state() -> None:
-    assert st.format_stats_accurate(False, {}) == "{}"
+    assert accuracy.format_stats_accurate(False, {}) == "{}"
     params = {"COLUMN_STATS_ACCURATE": "true"}
-    st.set_column_stats_state(params, ["z", "a", "é"])
+    accuracy.set_column_stats_state(params, ["z", "a", "é"])
     assert params["COLUMN_STATS_ACCURATE"] == (
         '{"BASIC_STATS":"true","COLUMN_STATS":{"a":"true","z":"true","é":"true"}}'
     )
     params = {"COLUMN_STATS_ACCURATE": '{"COLUMN_STATS":{"a":"false"}}'}
-    st.set_column_stats_state(params, ["a", "b"])  # an existing flag is kept as it is
+    accuracy.set_column_stats_state(params, ["a", "b"])  # an existing flag is kept as it is
     assert json.loads(params["COLUMN_STATS_ACCURATE"]) == {
         "COLUMN_STATS": {"a": "false", "b": "true"}
     }
@@ -885,10 +887,10 @@ def test_decimal_text_is_javas_bigdecimal(unscaled: int, scale: int, text: str) 
         signed=True,
     )
     d = hms.Decimal(scale=scale, unscaled=java_bytes)
-    assert st.decimal_to_text(d) == text
-    assert st.decimal_from_text(text) == d
-    assert st.decimal_from_text("-128").unscaled == b"\x80"
-    assert st.decimal_from_text("255").unscaled == b"\x00\xff"
+    assert stats_rows.decimal_to_text(d) == text
+    assert stats_rows.decimal_from_text(text) == d
+    assert stats_rows.decimal_from_text("-128").unscaled == b"\x80"
+    assert stats_rows.decimal_from_text("255").unscaled == b"\x00\xff"
 
 
 @pytest.mark.parametrize(
@@ -906,12 +908,12 @@ def test_decimal_text_is_javas_bigdecimal(unscaled: int, scale: int, text: str) 
     ],
 )
 def test_java_double_string(x: float, text: str) -> None:
-    assert st.java_double_string(x) == text
+    assert stats_rows.java_double_string(x) == text
 
 
 def test_member_follows_the_column_type() -> None:
     assert [
-        st.member_for_type(t)
+        stats_rows.member_for_type(t)
         for t in (
             "BOOLEAN",
             "varchar(3)",
@@ -941,8 +943,10 @@ def test_member_follows_the_column_type() -> None:
 def _aggr(
     stats: dict[str, list[hms.ColumnStatisticsObj]], parts: list[str], cols: list[str], **kw: Any
 ) -> dict[str, Any]:
-    out = st.aggregate_partition_stats(parts, cols, stats, **kw)
-    return {o.colName: getattr(o.statsData, st.data_member(o.statsData)) for o in out.colStats}
+    out = aggregation.aggregate_partition_stats(parts, cols, stats, **kw)
+    return {
+        o.colName: getattr(o.statsData, stats_rows.data_member(o.statsData)) for o in out.colStats
+    }
 
 
 def test_aggregate_all_found() -> None:
@@ -1062,7 +1066,7 @@ def test_aggregate_extrapolates_like_hives_sql_path() -> None:
 
 def test_aggregate_groups_by_column_and_type() -> None:
     stats = {"a": [long_obj("c", 1, 2, 0, 1)], "b": [string_obj("c", 3, 1.0, 0, 2)]}
-    out = st.aggregate_partition_stats(["a", "b"], ["c"], stats)
+    out = aggregation.aggregate_partition_stats(["a", "b"], ["c"], stats)
     assert [(o.colName, o.colType) for o in out.colStats] == [("c", "bigint"), ("c", "string")]
     assert out.partsFound == 2
 
@@ -1070,13 +1074,15 @@ def test_aggregate_groups_by_column_and_type() -> None:
 def test_merge_follows_hives_mergers() -> None:
     new = long_obj("l", None, 9, 1, 3, bitVectors=b"x", histogram=b"y")
     old = long_obj("l", 2, 5, 4, 7)
-    merged = st.merge_stats_obj(new, old)
+    merged = aggregation.merge_stats_obj(new, old)
     assert merged.statsData.longStats == hms.LongColumnStatsData(
         lowValue=2, highValue=9, numNulls=5, numDVs=7
     )
     assert new.statsData.longStats.bitVectors == b"x"  # the input is not changed
     s_new, s_old = string_obj("s", 3, 1.5, 1, 2), string_obj("s", 9, 1.0, 2, 5)
-    assert st.merge_stats_obj(s_new, s_old).statsData.stringStats == hms.StringColumnStatsData(
+    assert aggregation.merge_stats_obj(
+        s_new, s_old
+    ).statsData.stringStats == hms.StringColumnStatsData(
         maxColLen=9, avgColLen=1.5, numNulls=3, numDVs=5
     )
     d_new = obj(
@@ -1097,21 +1103,21 @@ def test_merge_follows_hives_mergers() -> None:
             )
         ),
     )
-    got = st.merge_stats_obj(d_new, d_old).statsData.decimalStats
+    got = aggregation.merge_stats_obj(d_new, d_old).statsData.decimalStats
     assert (got.lowValue, got.highValue) == (dec("9.25"), dec("100"))
     with pytest.raises(ValueError):
-        st.merge_stats_obj(s_new, old)
+        aggregation.merge_stats_obj(s_new, old)
 
 
 def test_stats_validity_for_a_snapshot() -> None:
     accurate = {"COLUMN_STATS_ACCURATE": '{"BASIC_STATS":"true"}'}
-    assert st.stats_valid_for_query({}, 0, "t:1:9223372036854775807::", False)
-    assert st.stats_valid_for_query(accurate, 3, "t:5:9223372036854775807::", False)
-    assert not st.stats_valid_for_query({}, 3, "t:5:9223372036854775807::", False)
-    assert not st.stats_valid_for_query(accurate, 6, "t:5:9223372036854775807::", False)
-    assert st.stats_valid_for_query({}, 3, "t:5:3:3:", False) is False
+    assert accuracy.stats_valid_for_query({}, 0, "t:1:9223372036854775807::", False)
+    assert accuracy.stats_valid_for_query(accurate, 3, "t:5:9223372036854775807::", False)
+    assert not accuracy.stats_valid_for_query({}, 3, "t:5:9223372036854775807::", False)
+    assert not accuracy.stats_valid_for_query(accurate, 6, "t:5:9223372036854775807::", False)
+    assert accuracy.stats_valid_for_query({}, 3, "t:5:3:3:", False) is False
     # An aborted writer's statistics may be replaced by a complete writer.
-    assert st.stats_valid_for_query({}, 3, "t:5:9223372036854775807::3", True)
+    assert accuracy.stats_valid_for_query({}, 3, "t:5:9223372036854775807::3", True)
 
 
 # -- over the wire (Apache Thrift's client against the running service) ----------------------------

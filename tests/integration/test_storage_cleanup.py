@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
 from tests.support.cache import instances
 
 DB = "tidy"
@@ -36,7 +36,9 @@ CHILDREN = (
 def _counts(store: Any) -> dict[str, int]:
     with store.db.read() as conn:
         return {
-            t: conn.execute(select(func.count()).select_from(s.metadata.tables[t])).scalar_one()
+            t: conn.execute(
+                select(func.count()).select_from(schema.metadata.tables[t])
+            ).scalar_one()
             for t in CHILDREN
         }
 

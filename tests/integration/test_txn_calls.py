@@ -14,9 +14,9 @@ import struct
 import pytest
 from sqlalchemy import func, select
 
-from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.txn.snapshots import (
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.events import messages
+from hms_cache_proxy.store.txn_snapshots import (
     ValidReaderWriteIdList,
     ValidReadTxnList,
     bitset_from_bytes,
@@ -58,7 +58,7 @@ def as_string(tvwi: object) -> str:
 
 def events(client: object, T: object, since: int = 0) -> list[tuple[str, dict, object]]:
     resp = client.get_next_notification(T.NotificationEventRequest(lastEvent=since))  # type: ignore[attr-defined]
-    return [(e.eventType, m.decode(e.message, e.messageFormat), e) for e in resp.events]
+    return [(e.eventType, messages.decode(e.message, e.messageFormat), e) for e in resp.events]
 
 
 def last_event_id(client: object) -> int:
@@ -119,12 +119,12 @@ def test_open_txns_gives_fresh_ascending_ids_and_lists_them(client, T, service) 
     # As Hive stores them: state 'o', user, host, the TXN_TYPE, a MIN_HISTORY_LEVEL row each.
     rows = db_rows(
         service,
-        select(s.TXNS.c.TXN_STATE, s.TXNS.c.TXN_USER, s.TXNS.c.TXN_HOST).where(
-            s.TXNS.c.TXN_ID.in_(first)
+        select(schema.TXNS.c.TXN_STATE, schema.TXNS.c.TXN_USER, schema.TXNS.c.TXN_HOST).where(
+            schema.TXNS.c.TXN_ID.in_(first)
         ),
     )
     assert rows == [("o", USER, HOST)] * 3
-    mhl = s.MIN_HISTORY_LEVEL
+    mhl = schema.MIN_HISTORY_LEVEL
     assert db_scalar(service, select(func.count()).select_from(mhl)) == 5
 
 
@@ -180,12 +180,12 @@ def test_commit_and_abort_follow_hives_states_and_messages(client, T, service) -
         commit(client, T, 999_999)
     assert missing.value.message == "No such transaction txnid:999999"
 
-    states = dict(db_rows(service, select(s.TXNS.c.TXN_ID, s.TXNS.c.TXN_STATE)))
+    states = dict(db_rows(service, select(schema.TXNS.c.TXN_ID, schema.TXNS.c.TXN_STATE)))
     assert (states[a], states[b], states[c]) == ("c", "a", "o")
-    meta = db_scalar(service, select(s.TXNS.c.TXN_META_INFO).where(s.TXNS.c.TXN_ID == b))
+    meta = db_scalar(service, select(schema.TXNS.c.TXN_META_INFO).where(schema.TXNS.c.TXN_ID == b))
     assert meta == "none"
     # Commit and abort remove the txn's MIN_HISTORY_LEVEL row; the open one keeps its own.
-    mhl = s.MIN_HISTORY_LEVEL
+    mhl = schema.MIN_HISTORY_LEVEL
     assert [r[0] for r in db_rows(service, select(mhl.c.MHL_TXNID))] == [c]
 
 
@@ -252,9 +252,9 @@ def test_new_transactional_table_gets_write_id_1_and_the_same_id_when_asked_twic
     assert as_string(write_ids(client, T, "default.acid1")[0]) == (
         "default.acid1:1:9223372036854775807::"
     )
-    t2w = s.TXN_TO_WRITE_ID
+    t2w = schema.TXN_TO_WRITE_ID
     assert db_rows(service, select(t2w)) == [(txn, "default", "acid1", 1)]
-    nwi = s.NEXT_WRITE_ID
+    nwi = schema.NEXT_WRITE_ID
     assert db_rows(service, select(nwi)) == [("default", "acid1", 2)]
 
 
@@ -357,11 +357,11 @@ def test_txn_calls_write_hives_events_in_the_same_transaction(client, T) -> None
     commit(client, T, ro)
     evs = events(client, T, start)
     assert [e[0] for e in evs] == [
-        m.OPEN_TXN,
-        m.ALLOC_WRITE_ID_EVENT,
-        m.ALLOC_WRITE_ID_EVENT,
-        m.COMMIT_TXN,
-        m.ABORT_TXN,
+        messages.OPEN_TXN,
+        messages.ALLOC_WRITE_ID_EVENT,
+        messages.ALLOC_WRITE_ID_EVENT,
+        messages.COMMIT_TXN,
+        messages.ABORT_TXN,
     ]  # nothing for the READ_ONLY txn, as Hive's DbNotificationListener
     open_body = evs[0][1]
     assert (open_body["fromTxnId"], open_body["toTxnId"]) == (a, b)
@@ -376,14 +376,14 @@ def test_txn_calls_write_hives_events_in_the_same_transaction(client, T) -> None
     assert commit_body["tables"] == ["ev", "ev2"]
     abort_body = evs[4][1]
     assert abort_body["txnid"] == b and abort_body["dbsUpdated"] == ["default"]
-    assert all(e[2].catName is None for e in evs if e[0] != m.ALLOC_WRITE_ID_EVENT)
+    assert all(e[2].catName is None for e in evs if e[0] != messages.ALLOC_WRITE_ID_EVENT)
 
 
 def test_commit_of_an_empty_txn_lists_no_writes(client, T) -> None:
     start = last_event_id(client)
     (txn,) = open_txns(client, T)
     commit(client, T, txn)
-    ((_, body, _),) = [e for e in events(client, T, start) if e[0] == m.COMMIT_TXN]
+    ((_, body, _),) = [e for e in events(client, T, start) if e[0] == messages.COMMIT_TXN]
     assert body["txnid"] == txn and body["writeIds"] is None
 
 
@@ -412,7 +412,7 @@ def test_add_dynamic_partitions_records_components_moved_on_commit(client, T, se
         )
     )
     assert lock.state == T.LockState.ACQUIRED
-    tc = s.TXN_COMPONENTS
+    tc = schema.TXN_COMPONENTS
     cols = (tc.c.TC_TABLE, tc.c.TC_PARTITION, tc.c.TC_OPERATION_TYPE, tc.c.TC_WRITEID)
     assert db_rows(service, select(*cols)) == [("dp", None, "i", wid)]
     client.add_dynamic_partitions(
@@ -430,7 +430,7 @@ def test_add_dynamic_partitions_records_components_moved_on_commit(client, T, se
         ("dp", "ds=2", "i", wid),
     ]
     commit(client, T, txn)
-    ctc = s.COMPLETED_TXN_COMPONENTS
+    ctc = schema.COMPLETED_TXN_COMPONENTS
     done = db_rows(
         service,
         select(ctc.c.CTC_TXNID, ctc.c.CTC_PARTITION, ctc.c.CTC_WRITEID, ctc.c.CTC_UPDATE_DELETE),
@@ -467,8 +467,8 @@ def test_update_commit_records_write_set_and_key_value(client, T, service) -> No
             hostname=HOST,
         )
     )
-    tp = s.TABLE_PARAMS
-    tbl_id = db_scalar(service, select(s.TBLS.c.TBL_ID).where(s.TBLS.c.TBL_NAME == "kv"))
+    tp = schema.TABLE_PARAMS
+    tbl_id = db_scalar(service, select(schema.TBLS.c.TBL_ID).where(schema.TBLS.c.TBL_NAME == "kv"))
     assert table.parameters["transactional"] == "true"
     with service.database.write_engine.begin() as conn:
         conn.execute(tp.insert().values(TBL_ID=tbl_id, PARAM_KEY="_meta_x", PARAM_VALUE="old"))
@@ -481,12 +481,12 @@ def test_update_commit_records_write_set_and_key_value(client, T, service) -> No
         service, select(tp.c.PARAM_VALUE).where(tp.c.TBL_ID == tbl_id, tp.c.PARAM_KEY == "_meta_x")
     )
     assert value == "new"
-    ws = s.WRITE_SET
+    ws = schema.WRITE_SET
     assert db_rows(service, select(ws.c.WS_TABLE, ws.c.WS_TXNID, ws.c.WS_OPERATION_TYPE)) == [
         ("kv", txn, "u")
     ]
     assert db_scalar(service, select(ws.c.WS_COMMIT_ID)) >= txn
-    ctc = s.COMPLETED_TXN_COMPONENTS
+    ctc = schema.COMPLETED_TXN_COMPONENTS
     assert db_scalar(service, select(ctc.c.CTC_UPDATE_DELETE)) == "Y"
 
 
@@ -568,7 +568,7 @@ def test_first_committer_wins_when_exclusive_writes_are_off(client, T, service) 
     assert lost.value.message.endswith(
         f"due to a write conflict on default/wc committed by [txnid:{a},{b}] u/u"
     )
-    state = db_scalar(service, select(s.TXNS.c.TXN_STATE).where(s.TXNS.c.TXN_ID == b))
+    state = db_scalar(service, select(schema.TXNS.c.TXN_STATE).where(schema.TXNS.c.TXN_ID == b))
     assert state == "a"  # the abort was committed before the exception was sent
-    ws = s.WRITE_SET
+    ws = schema.WRITE_SET
     assert [r[0] for r in db_rows(service, select(ws.c.WS_TXNID))] == [a]

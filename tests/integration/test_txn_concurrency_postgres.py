@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.events import messages
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 from tests.support.apache_thrift import apache_client, load_apache_modules
 from tests.support.server import ServerProcess
 
@@ -250,9 +250,11 @@ def test_sixteen_clients_on_two_servers(pg_server: Any, tmp_path: Path) -> None:
         engine.dispose()
     ids = [e[0] for e in events]
     assert ids == list(range(1, len(ids) + 1))  # gap-free, in commit order
-    commits = Counter(m.decode(e[2], e[3])["txnid"] for e in events if e[1] == m.COMMIT_TXN)
+    commits = Counter(
+        messages.decode(e[2], e[3])["txnid"] for e in events if e[1] == messages.COMMIT_TXN
+    )
     assert set(commits) == committed and set(commits.values()) == {1}
-    aborts = {m.decode(e[2], e[3])["txnid"] for e in events if e[1] == m.ABORT_TXN}
+    aborts = {messages.decode(e[2], e[3])["txnid"] for e in events if e[1] == messages.ABORT_TXN}
     assert aborts == aborted | abandoned
     for table in TABLES:
         assert nwi[(table, "conc")] == len([a for a in allocated if a[0] == table]) + 1

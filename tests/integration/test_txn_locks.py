@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import select
 from thrift.Thrift import TApplicationException
 
-from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.events import messages
 from hms_cache_proxy.store.txn.housekeeping import run_once
 from tests.support.apache_thrift import apache_client
 from tests.support.server import running_service
@@ -58,7 +58,7 @@ def open_txn(client, T) -> int:
 
 
 def hive_locks(service) -> list:
-    hl = s.HIVE_LOCKS
+    hl = schema.HIVE_LOCKS
     with service.database.read() as conn:
         return list(
             conn.execute(select(hl).order_by(hl.c.HL_LOCK_EXT_ID, hl.c.HL_LOCK_INT_ID)).mappings()
@@ -150,7 +150,7 @@ def test_all_components_granted_together_and_hive_locks_rows(client, T, service)
     (held_row,) = [r for r in rows if r["HL_LOCK_EXT_ID"] == holder.lockid]
     assert held_row["HL_LOCK_STATE"] == "a" and held_row["HL_TXNID"] == 0
     assert held_row["HL_LAST_HEARTBEAT"] > 0 and held_row["HL_ACQUIRED_AT"] > 0
-    tc = s.TXN_COMPONENTS
+    tc = schema.TXN_COMPONENTS
     with service.database.read() as conn:
         comps = conn.execute(select(tc.c.TC_TABLE, tc.c.TC_PARTITION, tc.c.TC_OPERATION_TYPE)).all()
     assert sorted(comps, key=str) == sorted([("t1", "ds=1/hr=2", "i"), ("t2", None, "i")], key=str)
@@ -292,12 +292,14 @@ def test_housekeeping_expires_locks_and_aborts_txns_after_the_timeout(
             client.commit_txn(T.CommitTxnRequest(txnid=kept))
             evs = client.get_next_notification(T.NotificationEventRequest(lastEvent=start)).events
             aborts = [
-                m.decode(e.message, e.messageFormat) for e in evs if e.eventType == m.ABORT_TXN
+                messages.decode(e.message, e.messageFormat)
+                for e in evs
+                if e.eventType == messages.ABORT_TXN
             ]
             assert [a["txnid"] for a in aborts] == [idle]
-            meta = s.TXNS.c.TXN_META_INFO
+            meta = schema.TXNS.c.TXN_META_INFO
             with svc.database.read() as conn:
-                reason = conn.execute(select(meta).where(s.TXNS.c.TXN_ID == idle)).scalar()
+                reason = conn.execute(select(meta).where(schema.TXNS.c.TXN_ID == idle)).scalar()
             assert reason == "heartbeat time-out"
         finally:
             trans.close()
@@ -322,6 +324,6 @@ def test_a_txn_lock_with_operation_type_and_transactional_unset_is_refused(
     # Sent as false: a non-transactional resource, locked and not tracked.
     explicit = component(T, "SHARED_READ", op="UNSET", transactional=False)
     assert state_name(T, lock(client, T, explicit, txn=txn).state) == "ACQUIRED"
-    tc = s.TXN_COMPONENTS
+    tc = schema.TXN_COMPONENTS
     with service.database.read() as conn:
         assert list(conn.execute(select(tc.c.TC_TXNID).where(tc.c.TC_TXNID == txn))) == []

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select
 
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.store import SqlStore
 from hms_cache_proxy.store.txn import pgsql
-from hms_cache_proxy.store.txn.service import TxnService
+from hms_cache_proxy.store.txn.txn_service import TxnService
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def svc(pg_url: str) -> Iterator[TxnService]:
 def _settle(svc: TxnService) -> None:
     """Age every txn past the open window, then two reads, the first one's aged too."""
     with svc.db.write_engine.begin() as conn:
-        conn.execute(s.TXNS.update().values(TXN_STARTED=s.TXNS.c.TXN_STARTED - 60_000))
+        conn.execute(schema.TXNS.update().values(TXN_STARTED=schema.TXNS.c.TXN_STARTED - 60_000))
     svc._settle_pending = None
     svc.get_open_txns()
     top, _ = svc._settle_pending
@@ -47,7 +47,7 @@ def test_open_below_the_floor_is_the_new_txns_min_history_level(svc: TxnService)
     assert settled is not None and settled.floor > old_open
     assert old_open in settled.unsettled
     [new] = svc.open_txns(1, "u", "h")
-    mhl = s.MIN_HISTORY_LEVEL
+    mhl = schema.MIN_HISTORY_LEVEL
     with svc.db.read() as conn:
         mark = conn.execute(
             select(mhl.c.MHL_MIN_OPEN_TXNID).where(mhl.c.MHL_TXNID == new)

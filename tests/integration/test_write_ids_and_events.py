@@ -21,8 +21,8 @@ from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.utils import deserialize
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidReadTxnList
+from hms_cache_proxy.store.events import messages
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
 from tests.support.metastore import (
     cols,
     event_body,
@@ -163,13 +163,13 @@ def test_create_table_in_a_txn_takes_write_id_1_and_commit_makes_it_visible(clie
     seeded.writeId = wid
     client.create_table(seeded)
     assert get_table(client, "seeded").writeId == 1
-    body = only(client, T, start, m.CREATE_TABLE)
-    assert m.write_id(body) == 1
+    body = only(client, T, start, messages.CREATE_TABLE)
+    assert messages.write_id(body) == 1
     own = "default.seeded:1:9223372036854775807::"
-    assert m.valid_write_ids(body) == own == snapshot(client, T, "seeded", txn)
+    assert messages.valid_write_ids(body) == own == snapshot(client, T, "seeded", txn)
     assert snapshot(client, T, "seeded") == "default.seeded:1:1:1:"  # others: not yet
     commit(client, T, txn)
-    commit_body = only(client, T, start, m.COMMIT_TXN)
+    commit_body = only(client, T, start, messages.COMMIT_TXN)
     assert (commit_body["txnid"], commit_body["writeIds"]) == (txn, [1])
     assert (commit_body["databases"], commit_body["tables"]) == ([DB], ["seeded"])
     assert snapshot(client, T, "seeded") == own  # the entry's W equals a reader's S now
@@ -201,7 +201,7 @@ def test_create_table_in_a_txn_takes_write_id_1_and_commit_makes_it_visible(clie
     start = last_event_id(client)
     client.create_table(plain)
     assert get_table(client, "plain").writeId == 0
-    assert m.write_id(only(client, T, start, m.CREATE_TABLE)) is None
+    assert messages.write_id(only(client, T, start, messages.CREATE_TABLE)) is None
 
 
 def test_alter_table_calls_stamp_the_write_id_of_an_open_txn(client, T) -> None:
@@ -217,8 +217,8 @@ def test_alter_table_calls_stamp_the_write_id_of_an_open_txn(client, T) -> None:
         T.AlterTableRequest(dbName=DB, tableName="t", table=new, writeId=wid, validWriteIdList=vwil)
     )
     assert get_table(client, "t").writeId == wid
-    body = only(client, T, start, m.ALTER_TABLE)
-    assert (body["writeId"], m.valid_write_ids(body)) == (wid, vwil)
+    body = only(client, T, start, messages.ALTER_TABLE)
+    assert (body["writeId"], messages.valid_write_ids(body)) == (wid, vwil)
     assert body["partitionsChanged"] is False
     commit(client, T, txn)
 
@@ -236,8 +236,8 @@ def test_alter_table_calls_stamp_the_write_id_of_an_open_txn(client, T) -> None:
     start = last_event_id(client)
     client.alter_table_with_environment_context(DB, "t", new, None)
     assert get_table(client, "t").writeId == wid
-    body = only(client, T, start, m.ALTER_TABLE)
-    assert (body["writeId"], m.valid_write_ids(body)) == (wid, snapshot(client, T, "t", txn))
+    body = only(client, T, start, messages.ALTER_TABLE)
+    assert (body["writeId"], messages.valid_write_ids(body)) == (wid, snapshot(client, T, "t", txn))
     commit(client, T, txn)
 
     def alter_env(write_id: int) -> None:
@@ -253,7 +253,7 @@ def test_alter_table_calls_stamp_the_write_id_of_an_open_txn(client, T) -> None:
     start = last_event_id(client)
     client.alter_table(DB, "t", echo)
     assert get_table(client, "t").writeId == wid
-    assert m.write_id(only(client, T, start, m.ALTER_TABLE)) is None
+    assert messages.write_id(only(client, T, start, messages.ALTER_TABLE)) is None
     # Turning a table transactional drops its statistics flag (ObjectStore.alterTable).
     accurate = '{"BASIC_STATS":"true"}'
     client.create_table(table(T, DB, "conv", params={"COLUMN_STATS_ACCURATE": accurate}))
@@ -283,8 +283,8 @@ def test_partition_calls_stamp_the_write_id_of_an_open_txn(client, T) -> None:
         )
     )
     assert [q.writeId for q in get_parts(client, "p", "ds=1", "ds=2")] == [wid, wid]
-    body = only(client, T, start, m.ADD_PARTITION)
-    assert (m.write_id(body), m.valid_write_ids(body)) == (wid, vwil)
+    body = only(client, T, start, messages.ADD_PARTITION)
+    assert (messages.write_id(body), messages.valid_write_ids(body)) == (wid, vwil)
 
     def add(write_id: int) -> None:
         q = partition(T, DB, "p", ["9"])
@@ -307,10 +307,10 @@ def test_partition_calls_stamp_the_write_id_of_an_open_txn(client, T) -> None:
         T.AlterPartitionsRequest(dbName=DB, tableName="p", partitions=news, writeId=wid)
     )
     assert [q.writeId for q in get_parts(client, "p", "ds=1", "ds=2")] == [wid, wid]
-    found = [b for t, b in bodies(client, T, start) if t == m.ALTER_PARTITION]
+    found = [b for t, b in bodies(client, T, start) if t == messages.ALTER_PARTITION]
     assert len(found) == 2
     own = snapshot(client, T, "p", txn)
-    assert all((b["writeId"], m.valid_write_ids(b)) == (wid, own) for b in found)
+    assert all((b["writeId"], messages.valid_write_ids(b)) == (wid, own) for b in found)
 
     def alter(write_id: int) -> None:
         client.alter_partitions_req(
@@ -332,8 +332,8 @@ def test_partition_calls_stamp_the_write_id_of_an_open_txn(client, T) -> None:
         )
     )
     assert get_parts(client, "p", "ds=3")[0].writeId == wid
-    body = only(client, T, start, m.ALTER_PARTITION)
-    assert (body["writeId"], m.valid_write_ids(body)) == (wid, vwil)
+    body = only(client, T, start, messages.ALTER_PARTITION)
+    assert (body["writeId"], messages.valid_write_ids(body)) == (wid, vwil)
 
     def rename(write_id: int) -> None:
         q = client.get_partitions_by_names(DB, "p", ["ds=3"])[0]
@@ -349,14 +349,14 @@ def test_partition_calls_stamp_the_write_id_of_an_open_txn(client, T) -> None:
     (echo,) = client.get_partitions_by_names(DB, "p", ["ds=3"])
     start = last_event_id(client)
     client.alter_partitions(DB, "p", [echo])
-    body = only(client, T, start, m.ALTER_PARTITION)
-    assert (body["writeId"], m.valid_write_ids(body)) == (wid, snapshot(client, T, "p", txn))
+    body = only(client, T, start, messages.ALTER_PARTITION)
+    assert (body["writeId"], messages.valid_write_ids(body)) == (wid, snapshot(client, T, "p", txn))
     commit(client, T, txn)
     echoes = client.get_partitions_by_names(DB, "p", ["ds=1", "ds=3"])
     assert len({q.writeId for q in echoes}) == 2
     start = last_event_id(client)
     client.alter_partitions(DB, "p", echoes)
-    found = [b for t, b in bodies(client, T, start) if t == m.ALTER_PARTITION]
+    found = [b for t, b in bodies(client, T, start) if t == messages.ALTER_PARTITION]
     assert [b["writeId"] for b in found] == [-1, -1]
     assert [q.writeId for q in get_parts(client, "p", "ds=1", "ds=3")] == [
         q.writeId for q in echoes
@@ -378,14 +378,14 @@ def test_truncate_and_statistics_calls_stamp_the_write_id_of_an_open_txn(
     refusals = {t: Refusals(client, T, t) for t in ("s", "sp")}
 
     # truncate_table_req, unpartitioned: the table is stamped; partitioned: each partition.
-    for tbl, event_type in (("s", m.ALTER_TABLE), ("sp", m.ALTER_PARTITION)):
+    for tbl, event_type in (("s", messages.ALTER_TABLE), ("sp", messages.ALTER_PARTITION)):
         txn, wid = txn_write_id(client, T, tbl)
         start = last_event_id(client)
         client.truncate_table_req(T.TruncateTableRequest(dbName=DB, tableName=tbl, writeId=wid))
         found = [b for t, b in bodies(client, T, start) if t == event_type]
         assert found and all(b["isTruncateOp"] == "true" for b in found)
         own = snapshot(client, T, tbl, txn)
-        assert all((b["writeId"], m.valid_write_ids(b)) == (wid, own) for b in found)
+        assert all((b["writeId"], messages.valid_write_ids(b)) == (wid, own) for b in found)
         if tbl == "s":
             assert get_table(client, "s").writeId == wid
         else:
@@ -410,8 +410,8 @@ def test_truncate_and_statistics_calls_stamp_the_write_id_of_an_open_txn(
         else:
             client.set_aggr_stats_for(request)
         assert get_table(client, "s").writeId == wid
-        body = only(client, T, start, m.UPDATE_TBL_COL_STAT_EVENT)
-        assert (body["writeId"], m.valid_write_ids(body)) == (wid, vwil)
+        body = only(client, T, start, messages.UPDATE_TBL_COL_STAT_EVENT)
+        assert (body["writeId"], messages.valid_write_ids(body)) == (wid, vwil)
         commit(client, T, txn)
     refusals["s"].check(
         client,
@@ -424,8 +424,11 @@ def test_truncate_and_statistics_calls_stamp_the_write_id_of_an_open_txn(
     start = last_event_id(client)
     client.update_partition_column_statistics_req(stats_request(T, col_stats(T, "sp", "ds=1"), wid))
     assert get_parts(client, "sp", "ds=1")[0].writeId == wid
-    body = only(client, T, start, m.UPDATE_PART_COL_STAT_EVENT)
-    assert (body["writeId"], m.valid_write_ids(body)) == (wid, snapshot(client, T, "sp", txn))
+    body = only(client, T, start, messages.UPDATE_PART_COL_STAT_EVENT)
+    assert (body["writeId"], messages.valid_write_ids(body)) == (
+        wid,
+        snapshot(client, T, "sp", txn),
+    )
     refusals["sp"].check(
         client,
         T,
@@ -435,7 +438,7 @@ def test_truncate_and_statistics_calls_stamp_the_write_id_of_an_open_txn(
     )
     commit(client, T, txn)
     # The COMMIT_TXN of a txn lists what it wrote, so a cache can gate on it.
-    commit_body = only(client, T, start, m.COMMIT_TXN)
+    commit_body = only(client, T, start, messages.COMMIT_TXN)
     assert (commit_body["writeIds"], commit_body["tables"]) == ([wid], ["sp"])
 
 
@@ -443,26 +446,26 @@ def test_truncate_and_statistics_calls_stamp_the_write_id_of_an_open_txn(
 
 
 def check_table(body: dict[str, Any], key: str, client: Any, tbl: str) -> None:
-    assert m.embedded(body, key, hms.Table) == get_table(client, tbl)
+    assert messages.embedded(body, key, hms.Table) == get_table(client, tbl)
 
 
 def test_every_event_embeds_what_the_database_path_reads_right_after_the_write(client, T) -> None:
     start = last_event_id(client)
     client.create_database(T.Database(name="evdb", parameters={"a": "1"}))
-    assert m.database(only(client, T, start, m.CREATE_DATABASE)) == ours(
+    assert messages.database(only(client, T, start, messages.CREATE_DATABASE)) == ours(
         client.get_database("evdb")
     )
     db = client.get_database("evdb")
     db.parameters = {"b": "2"}
     start = last_event_id(client)
     client.alter_database("evdb", db)
-    body = only(client, T, start, m.ALTER_DATABASE)
-    assert m.database_after(body) == ours(client.get_database("evdb"))
+    body = only(client, T, start, messages.ALTER_DATABASE)
+    assert messages.database_after(body) == ours(client.get_database("evdb"))
 
     # CREATE_TABLE / ALTER_TABLE (plain, cascade, rename) of a partitioned transactional table.
     start = last_event_id(client)
     make_table(client, T, "e", keys=("ds:string",))
-    check_table(only(client, T, start, m.CREATE_TABLE), "tableObjJson", client, "e")
+    check_table(only(client, T, start, messages.CREATE_TABLE), "tableObjJson", client, "e")
 
     txn, wid = txn_write_id(client, T, "e")
     start = last_event_id(client)
@@ -474,10 +477,10 @@ def test_every_event_embeds_what_the_database_path_reads_right_after_the_write(c
             ifNotExists=False,
         )
     )
-    body = only(client, T, start, m.ADD_PARTITION)
+    body = only(client, T, start, messages.ADD_PARTITION)
     check_table(body, "tableObjJson", client, "e")
     one, two = get_parts(client, "e", "ds=1", "ds=2")  # the read answers in name order
-    assert m.partitions(body) == [two, one]  # the event lists them in request order
+    assert messages.partitions(body) == [two, one]  # the event lists them in request order
 
     before = get_table(client, "e")
     new = client.get_table(DB, "e")
@@ -485,8 +488,8 @@ def test_every_event_embeds_what_the_database_path_reads_right_after_the_write(c
     new.writeId = wid
     start = last_event_id(client)
     client.alter_table(DB, "e", new)
-    body = only(client, T, start, m.ALTER_TABLE)
-    assert m.table_before(body) == before
+    body = only(client, T, start, messages.ALTER_TABLE)
+    assert messages.table_before(body) == before
     check_table(body, "tableObjAfterJson", client, "e")
     assert body["partitionsChanged"] is False
 
@@ -494,7 +497,7 @@ def test_every_event_embeds_what_the_database_path_reads_right_after_the_write(c
     new.sd.cols = cols(T, "a:int", "b:string", "c:bigint")
     start = last_event_id(client)
     client.alter_table_with_cascade(DB, "e", new, True)
-    body = only(client, T, start, m.ALTER_TABLE)
+    body = only(client, T, start, messages.ALTER_TABLE)
     check_table(body, "tableObjAfterJson", client, "e")
     assert body["partitionsChanged"] is True  # partitions took the columns, no events of theirs
 
@@ -503,25 +506,25 @@ def test_every_event_embeds_what_the_database_path_reads_right_after_the_write(c
     news[0].parameters["q"] = "1"
     start = last_event_id(client)
     client.alter_partitions(DB, "e", news)
-    body = only(client, T, start, m.ALTER_PARTITION)
+    body = only(client, T, start, messages.ALTER_PARTITION)
     check_table(body, "tableObjJson", client, "e")
-    assert m.partition_after(body) == get_parts(client, "e", "ds=1")[0]
+    assert messages.partition_after(body) == get_parts(client, "e", "ds=1")[0]
 
     renamed = client.get_partitions_by_names(DB, "e", ["ds=2"])[0]
     renamed.values = ["3"]
     old = get_parts(client, "e", "ds=2")[0]
     start = last_event_id(client)
     client.rename_partition(DB, "e", ["2"], renamed)
-    body = only(client, T, start, m.ALTER_PARTITION)
-    assert m.partition_before(body) == old
-    assert m.partition_after(body) == get_parts(client, "e", "ds=3")[0]
+    body = only(client, T, start, messages.ALTER_PARTITION)
+    assert messages.partition_before(body) == old
+    assert messages.partition_after(body) == get_parts(client, "e", "ds=3")[0]
 
     # Statistics: table object, parameters and partition as stored; the statistics as read.
     start = last_event_id(client)
     client.update_partition_column_statistics_req(stats_request(T, col_stats(T, "e", "ds=1"), wid))
-    body = only(client, T, start, m.UPDATE_PART_COL_STAT_EVENT)
+    body = only(client, T, start, messages.UPDATE_PART_COL_STAT_EVENT)
     (stored,) = get_parts(client, "e", "ds=1")
-    assert m.partition_obj(body) == stored
+    assert messages.partition_obj(body) == stored
     assert body["parameters"] == stored.parameters and "COLUMN_STATS_ACCURATE" in stored.parameters
     check_table(body, "tableObjJson", client, "e")
     read = client.get_partitions_statistics_req(
@@ -529,27 +532,31 @@ def test_every_event_embeds_what_the_database_path_reads_right_after_the_write(c
             dbName=DB, tblName="e", colNames=["a"], partNames=["ds=1"], engine="hive"
         )
     ).partStats["ds=1"]
-    assert m.column_statistics(body).statsObj == [ours(o) for o in read]
+    assert messages.column_statistics(body).statsObj == [ours(o) for o in read]
 
     start = last_event_id(client)
     client.update_table_column_statistics_req(stats_request(T, col_stats(T, "e"), wid))
-    body = only(client, T, start, m.UPDATE_TBL_COL_STAT_EVENT)
+    body = only(client, T, start, messages.UPDATE_TBL_COL_STAT_EVENT)
     check_table(body, "tableObjJson", client, "e")
     assert body["parameters"] == get_table(client, "e").parameters
     read = client.get_table_statistics_req(
         T.TableStatsRequest(dbName=DB, tblName="e", colNames=["a"], engine="hive")
     ).tableStats
-    assert m.column_statistics(body).statsObj == [ours(o) for o in read]
+    assert messages.column_statistics(body).statsObj == [ours(o) for o in read]
 
     # Truncate: one ALTER_PARTITION per partition, each the partition as stored.
     start = last_event_id(client)
     client.truncate_table_req(T.TruncateTableRequest(dbName=DB, tableName="e", writeId=wid))
-    found = [m.partition_after(b) for t, b in bodies(client, T, start) if t == m.ALTER_PARTITION]
+    found = [
+        messages.partition_after(b)
+        for t, b in bodies(client, T, start)
+        if t == messages.ALTER_PARTITION
+    ]
     assert found == get_parts(client, "e", "ds=1", "ds=3")
 
     start = last_event_id(client)
     client.drop_partition(DB, "e", ["3"], False)
-    body = only(client, T, start, m.DROP_PARTITION)
+    body = only(client, T, start, messages.DROP_PARTITION)
     check_table(body, "tableObjJson", client, "e")
     assert body["partitions"] == [{"ds": "3"}]
     commit(client, T, txn)
@@ -559,7 +566,7 @@ def test_every_event_embeds_what_the_database_path_reads_right_after_the_write(c
     new.tableName = "e2"
     start = last_event_id(client)
     client.alter_table(DB, "e", new)
-    body = only(client, T, start, m.ALTER_TABLE)
+    body = only(client, T, start, messages.ALTER_TABLE)
     check_table(body, "tableObjAfterJson", client, "e2")
     assert body["partitionsChanged"] is True
 
@@ -567,7 +574,7 @@ def test_every_event_embeds_what_the_database_path_reads_right_after_the_write(c
     last = get_table(client, "e2")
     start = last_event_id(client)
     client.drop_table(DB, "e2", False)
-    assert m.table(only(client, T, start, m.DROP_TABLE)) == last
+    assert messages.table(only(client, T, start, messages.DROP_TABLE)) == last
 
     # Functions.
     start = last_event_id(client)
@@ -582,10 +589,14 @@ def test_every_event_embeds_what_the_database_path_reads_right_after_the_write(c
             resourceUris=[T.ResourceUri(resourceType=T.ResourceType.JAR, uri="file:/f.jar")],
         )
     )
-    body = only(client, T, start, m.CREATE_FUNCTION)
-    assert m.function(body) == ours(client.get_function(DB, "f"))
+    body = only(client, T, start, messages.CREATE_FUNCTION)
+    assert messages.function(body) == ours(client.get_function(DB, "f"))
 
     # Every message this store wrote, transaction events included, says so.
     every = bodies(client, T, 0)
-    assert {t for t, _ in every} >= {m.OPEN_TXN, m.ALLOC_WRITE_ID_EVENT, m.COMMIT_TXN}
-    assert all(m.written_by_us(b) and list(b)[-1] == m.WRITER for _, b in every)
+    assert {t for t, _ in every} >= {
+        messages.OPEN_TXN,
+        messages.ALLOC_WRITE_ID_EVENT,
+        messages.COMMIT_TXN,
+    }
+    assert all(messages.written_by_us(b) and list(b)[-1] == messages.WRITER for _, b in every)

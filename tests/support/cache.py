@@ -17,8 +17,8 @@ from thriftpy2.utils import deserialize
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
-from hms_cache_proxy.store.cache.entries import TableKey
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidReadTxnList
+from hms_cache_proxy.store.cache.entries import TableName
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
 from tests.support.apache_thrift import apache_client
 from tests.support.server import running_service
 
@@ -61,7 +61,7 @@ def settle(*services: Any, timeout: float = 10.0) -> None:
 
 def entry(svc: Any, db: str, table: str) -> Any:
     with svc.cache.cache.lock:
-        return svc.cache.cache.entries.get(TableKey("hive", db, table))
+        return svc.cache.cache.entries.get(TableName("hive", db, table))
 
 
 def wait_until(check: Any, timeout: float = 10.0, what: str = "condition") -> None:

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, update
 
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import UNSET_LOCATION, init_db
-from hms_cache_proxy.store.sql.engine import Database
 
 
 @pytest.fixture(scope="session")
@@ -36,8 +36,8 @@ def pg_template(pg_server: Any) -> Iterator[str]:
         init_db(db, "file:/unused")
 
         def strip(conn: Any) -> None:
-            conn.execute(delete(s.DBS).where(s.DBS.c.NAME == "default"))
-            conn.execute(update(s.CTLGS).values(LOCATION_URI=UNSET_LOCATION))
+            conn.execute(delete(schema.DBS).where(schema.DBS.c.NAME == "default"))
+            conn.execute(update(schema.CTLGS).values(LOCATION_URI=UNSET_LOCATION))
 
         db.transaction(strip)
     finally:

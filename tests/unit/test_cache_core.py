@@ -10,13 +10,13 @@ from hypothesis import strategies as st
 from thriftpy2.protocol.cybin import TCyBinaryProtocolFactory
 from thriftpy2.utils import serialize
 
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
-from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, TableKey
+from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, TableName
 from hms_cache_proxy.store.cached.apply import advance_write_ids
-from hms_cache_proxy.store.txn.equivalence import check_equivalent_write_ids
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.write_id_equivalence import check_equivalent_write_ids
 
 FACTORY = TCyBinaryProtocolFactory()
 text = st.text(max_size=12)
@@ -70,11 +70,11 @@ partitions = st.builds(
 @given(partitions)
 def test_encoding_equals_thriftpy2_and_pieces_join_to_it(p: hms.Partition) -> None:
     expected = serialize(p, FACTORY)
-    assert wire.encode(p) == expected
-    head, cols, tail = wire.partition_pieces(p)
+    assert thrift_bytes.encode(p) == expected
+    head, cols, tail = thrift_bytes.partition_pieces(p)
     assert head + cols + tail == expected
     if not p.sd.skewedInfo.skewedColValueLocationMaps:  # thriftpy2 cannot read list keys
-        assert wire.decode(hms.Partition, expected) == p
+        assert thrift_bytes.decode(hms.Partition, expected) == p
 
 
 def test_tables_databases_and_statistics_encode_as_thriftpy2_does() -> None:
@@ -98,11 +98,13 @@ def test_tables_databases_and_statistics_encode_as_thriftpy2_does() -> None:
     )
     database = hms.Database(name="d", parameters={}, ownerType=hms.PrincipalType.ROLE)
     for obj in (table, stats, database):
-        assert wire.encode(obj) == serialize(obj, FACTORY)
+        assert thrift_bytes.encode(obj) == serialize(obj, FACTORY)
     parts = [hms.Partition(values=[str(i)], dbName="d") for i in range(3)]
-    listed = wire.encode_list(parts, hms.Partition)
+    listed = thrift_bytes.encode_list(parts, hms.Partition)
     result = hms.ThriftHiveMetastore.get_partitions_result(success=parts)
-    assert wire.field_header(listed.ttype, 0) + listed + wire.STOP == serialize(result, FACTORY)
+    assert thrift_bytes.field_header(listed.ttype, 0) + listed + thrift_bytes.STOP == serialize(
+        result, FACTORY
+    )
 
 
 def _part(values: tuple[str, ...]) -> Part:
@@ -157,13 +159,13 @@ def _entry(name: str, n: int, as_of: int) -> TableEntry:
     for i in range(n):
         parts.put(f"p={i}", _part((str(i),)))
     return TableEntry(
-        TableKey("hive", "d", name), table, b"x" * 100, as_of=as_of, write_ids=None, parts=parts
+        TableName("hive", "d", name), table, b"x" * 100, as_of=as_of, write_ids=None, parts=parts
     )
 
 
 def test_installs_never_replace_newer_state_or_miss_an_event() -> None:
     cache = Cache(10**9)
-    key = TableKey("hive", "d", "a")
+    key = TableName("hive", "d", "a")
     assert cache.install(_entry("a", 1, 0), 10, cache.begin_load(key))
     newer = _entry("a", 2, 0)
     with cache.lock:
@@ -180,7 +182,7 @@ def test_installs_never_replace_newer_state_or_miss_an_event() -> None:
 def test_two_loads_of_one_table_each_see_the_events_that_touched_it() -> None:
     """Issue 14, finding 1: the first load to end must not take the second's record away."""
     cache = Cache(10**9)
-    key = TableKey("hive", "d", "a")
+    key = TableName("hive", "d", "a")
     slow = cache.begin_load(key)  # reads the table at event 10, then is slow
     quick = cache.begin_load(key)
     with cache.lock:
@@ -194,8 +196,8 @@ def test_two_loads_of_one_table_each_see_the_events_that_touched_it() -> None:
 
 def test_an_event_about_a_database_makes_loads_of_its_tables_stale() -> None:
     cache = Cache(10**9)
-    ticket = cache.begin_load(TableKey("hive", "d", "a"))
-    other = cache.begin_load(TableKey("hive", "e", "a"))
+    ticket = cache.begin_load(TableName("hive", "d", "a"))
+    other = cache.begin_load(TableName("hive", "e", "a"))
     with cache.lock:
         cache.touched_db_locked("hive", "d", 20)
     assert not cache.install(_entry("a", 1, 0), 19, ticket)
@@ -203,25 +205,25 @@ def test_an_event_about_a_database_makes_loads_of_its_tables_stale() -> None:
 
 
 def test_eviction_keeps_the_budget_dropping_least_recently_used_tables() -> None:
-    evicted: list[TableKey] = []
+    evicted: list[TableName] = []
     one = _entry("a", 50, 0).size()
     cache = Cache(int(one * 2.5), on_evict=evicted.append)
     for name in ("a", "b"):
-        assert cache.install(_entry(name, 50, 0), 1, cache.begin_load(TableKey("hive", "d", name)))
+        assert cache.install(_entry(name, 50, 0), 1, cache.begin_load(TableName("hive", "d", name)))
     with cache.lock:
-        cache.get_locked(TableKey("hive", "d", "a"))  # a is now the most recently used
-    assert cache.install(_entry("c", 50, 0), 1, cache.begin_load(TableKey("hive", "d", "c")))
-    assert evicted == [TableKey("hive", "d", "b")]
+        cache.get_locked(TableName("hive", "d", "a"))  # a is now the most recently used
+    assert cache.install(_entry("c", 50, 0), 1, cache.begin_load(TableName("hive", "d", "c")))
+    assert evicted == [TableName("hive", "d", "b")]
     assert cache.nbytes <= cache.max_bytes
     assert cache.partitions == 100
     with cache.lock:
-        assert cache.was_evicted_locked(TableKey("hive", "d", "b"))
+        assert cache.was_evicted_locked(TableName("hive", "d", "b"))
 
 
 class _NoLoads:
     """The applier's loader, for tests that only look at the cache."""
 
-    def request(self, key: TableKey, *, front: bool = False) -> None:
+    def request(self, key: TableName, *, front: bool = False) -> None:
         pass
 
     def request_databases(self) -> None:
@@ -232,7 +234,7 @@ def test_an_event_of_another_writer_about_a_database_makes_a_databases_load_stal
     """Issue 14, also noticed: the database entry goes, and the databases map's as_of moves,
     so a databases load that read the old database cannot put it back."""
     from hms_cache_proxy.store.cached.apply import EventApplier
-    from hms_cache_proxy.store.events import messages as m
+    from hms_cache_proxy.store.events import messages
 
     cache = Cache(10**9)
     database = hms.Database(name="d")
@@ -244,7 +246,7 @@ def test_an_event_of_another_writer_about_a_database_makes_a_databases_load_stal
         dbName="d",
         tableName=None,
         message="{}",
-        messageFormat=m.JSON_FORMAT,
+        messageFormat=messages.JSON_FORMAT,
         catName="hive",
     )
     EventApplier(cache, _NoLoads()).apply([event])  # type: ignore[arg-type]
@@ -255,7 +257,7 @@ def test_an_event_of_another_writer_about_a_database_makes_a_databases_load_stal
 
 def test_constraints_install_only_when_nothing_since_may_have_changed_them() -> None:
     cache = Cache(10**9)
-    parent, child = TableKey("hive", "d", "p"), TableKey("hive", "d", "c")
+    parent, child = TableName("hive", "d", "p"), TableName("hive", "d", "c")
     with cache.lock:
         for name in ("p", "c"):
             cache.put_locked(_entry(name, 0, 5))

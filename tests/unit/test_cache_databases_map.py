@@ -11,10 +11,10 @@ import pytest
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cached.apply import EventApplier
-from hms_cache_proxy.store.events import messages as m
+from hms_cache_proxy.store.events import messages
 
-OURS = m.MessageBuilder(writer=m.WRITER_NAME)
-STOCK = m.MessageBuilder()  # a stock metastore's messages: no writer marker
+OURS = messages.MessageBuilder(writer=messages.WRITER_NAME)
+STOCK = messages.MessageBuilder()  # a stock metastore's messages: no writer marker
 
 
 class _NoLoads:
@@ -46,8 +46,8 @@ def _event(event_id: int, kind: str, body: dict[str, Any], name: str) -> hms.Not
         eventType=kind,
         dbName=name,
         tableName=None,
-        message=m.encode(body),
-        messageFormat=m.DEFAULT_FORMAT,
+        message=messages.encode(body),
+        messageFormat=messages.DEFAULT_FORMAT,
         catName="hive",
     )
 
@@ -73,9 +73,9 @@ def test_our_own_database_events_keep_the_list_complete() -> None:
     after.description = "changed"
     _apply(
         cache,
-        _event(4, m.CREATE_DATABASE, OURS.create_database(_db("c")), "c"),
-        _event(5, m.ALTER_DATABASE, OURS.alter_database(before, after), "a"),
-        _event(6, m.DROP_DATABASE, OURS.drop_database(_db("b")), "b"),
+        _event(4, messages.CREATE_DATABASE, OURS.create_database(_db("c")), "c"),
+        _event(5, messages.ALTER_DATABASE, OURS.alter_database(before, after), "a"),
+        _event(6, messages.DROP_DATABASE, OURS.drop_database(_db("b")), "b"),
     )
     assert cache.database_names("hive") == ["a", "c"]
     assert cache.databases[("hive", "a")][0].description == "changed"
@@ -84,9 +84,9 @@ def test_our_own_database_events_keep_the_list_complete() -> None:
 @pytest.mark.parametrize(
     "kind,body",
     [
-        (m.CREATE_DATABASE, STOCK.create_database(_db("c"))),
-        (m.ALTER_DATABASE, STOCK.alter_database(_db("a"), _db("a"))),
-        (m.DROP_DATABASE, STOCK.drop_database(_db("a"))),
+        (messages.CREATE_DATABASE, STOCK.create_database(_db("c"))),
+        (messages.ALTER_DATABASE, STOCK.alter_database(_db("a"), _db("a"))),
+        (messages.DROP_DATABASE, STOCK.drop_database(_db("a"))),
         ("SOMETHING_NEW", {}),
     ],
 )
@@ -94,7 +94,7 @@ def test_an_event_of_another_writer_makes_the_list_incomplete_until_a_load(
     kind: str, body: dict[str, Any]
 ) -> None:
     cache = _loaded()
-    loads = _apply(cache, _event(4, kind, body, "c" if kind == m.CREATE_DATABASE else "a"))
+    loads = _apply(cache, _event(4, kind, body, "c" if kind == messages.CREATE_DATABASE else "a"))
     assert cache.database_names("hive") is None
     assert loads.databases_requested == 1
     assert cache.install_databases({("hive", "c"): (_db("c"), b"")}, 4)

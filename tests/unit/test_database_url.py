@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hms_cache_proxy.dburl import resolve
-from hms_cache_proxy.store.sql.engine import Database
+from hms_cache_proxy.store.db.engine import Database
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,7 @@ import json
 import pytest
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.events import messages as m
-from hms_cache_proxy.store.events import tjson
+from hms_cache_proxy.store.events import messages, tjson
 
 NOW = 1700000123
 SERVER = "thrift://hms-1:9083"
@@ -25,8 +24,8 @@ VWIL = "sales.events:5:9223372036854775807::"
 
 
 @pytest.fixture
-def mb() -> m.MessageBuilder:
-    return m.MessageBuilder(server=SERVER, service_principal="", clock=lambda: NOW + 0.9)
+def mb() -> messages.MessageBuilder:
+    return messages.MessageBuilder(server=SERVER, service_principal="", clock=lambda: NOW + 0.9)
 
 
 def table() -> object:
@@ -101,9 +100,9 @@ CATALOG = hms.Catalog(name="spark", description="c", locationUri="file:/w/spark"
 
 LAYOUTS = {
     # JSONCreateDatabaseMessage: String server, servicePrincipal, db, dbJson; Long timestamp
-    m.CREATE_DATABASE: ["server", "servicePrincipal", "db", "dbJson", "timestamp"],
+    messages.CREATE_DATABASE: ["server", "servicePrincipal", "db", "dbJson", "timestamp"],
     # JSONAlterDatabaseMessage: server, servicePrincipal, db, dbObjBeforeJson, dbObjAfterJson
-    m.ALTER_DATABASE: [
+    messages.ALTER_DATABASE: [
         "server",
         "servicePrincipal",
         "db",
@@ -112,10 +111,10 @@ LAYOUTS = {
         "timestamp",
     ],
     # JSONDropDatabaseMessage
-    m.DROP_DATABASE: ["server", "servicePrincipal", "db", "dbJson", "timestamp"],
+    messages.DROP_DATABASE: ["server", "servicePrincipal", "db", "dbJson", "timestamp"],
     # JSONCreateTableMessage: server, servicePrincipal, db, table, tableType, tableObjJson;
     # timestamp; List<String> files
-    m.CREATE_TABLE: [
+    messages.CREATE_TABLE: [
         "server",
         "servicePrincipal",
         "db",
@@ -127,7 +126,7 @@ LAYOUTS = {
     ],
     # JSONAlterTableMessage: ..., tableObjBeforeJson, tableObjAfterJson; String isTruncateOp;
     # Long timestamp, writeId (the Hive 3.1 message below has exactly this order)
-    m.ALTER_TABLE: [
+    messages.ALTER_TABLE: [
         "server",
         "servicePrincipal",
         "db",
@@ -140,7 +139,7 @@ LAYOUTS = {
         "writeId",
     ],
     # JSONDropTableMessage
-    m.DROP_TABLE: [
+    messages.DROP_TABLE: [
         "server",
         "servicePrincipal",
         "db",
@@ -150,7 +149,7 @@ LAYOUTS = {
         "timestamp",
     ],
     # JSONAddPartitionMessage: ...; timestamp; partitions; partitionListJson; partitionFiles
-    m.ADD_PARTITION: [
+    messages.ADD_PARTITION: [
         "server",
         "servicePrincipal",
         "db",
@@ -164,7 +163,7 @@ LAYOUTS = {
     ],
     # JSONAlterPartitionMessage: ..., tableObjJson; isTruncateOp; timestamp, writeId;
     # Map keyValues; partitionObjBeforeJson, partitionObjAfterJson
-    m.ALTER_PARTITION: [
+    messages.ALTER_PARTITION: [
         "server",
         "servicePrincipal",
         "db",
@@ -179,7 +178,7 @@ LAYOUTS = {
         "partitionObjAfterJson",
     ],
     # JSONAlterPartitionsMessage (HIVE-27746): ...; partitions; partitionListJson
-    m.ALTER_PARTITIONS: [
+    messages.ALTER_PARTITIONS: [
         "server",
         "servicePrincipal",
         "db",
@@ -193,7 +192,7 @@ LAYOUTS = {
         "partitionListJson",
     ],
     # JSONDropPartitionMessage: ..., tableObjJson; timestamp; partitions
-    m.DROP_PARTITION: [
+    messages.DROP_PARTITION: [
         "server",
         "servicePrincipal",
         "db",
@@ -204,11 +203,11 @@ LAYOUTS = {
         "partitions",
     ],
     # JSONCreateFunctionMessage: server, servicePrincipal, db, functionObjJson; timestamp
-    m.CREATE_FUNCTION: ["server", "servicePrincipal", "db", "functionObjJson", "timestamp"],
+    messages.CREATE_FUNCTION: ["server", "servicePrincipal", "db", "functionObjJson", "timestamp"],
     # JSONDropFunctionMessage: server, servicePrincipal, db, functionName; timestamp
-    m.DROP_FUNCTION: ["server", "servicePrincipal", "db", "functionName", "timestamp"],
+    messages.DROP_FUNCTION: ["server", "servicePrincipal", "db", "functionName", "timestamp"],
     # JSONInsertMessage: ..., tableObjJson, ptnObjJson; timestamp; String replace; files
-    m.INSERT: [
+    messages.INSERT: [
         "server",
         "servicePrincipal",
         "db",
@@ -222,7 +221,7 @@ LAYOUTS = {
     ],
     # JSONUpdateTableColumnStatMessage: Long writeId, timestamp; String server,
     # servicePrincipal, database; colStatsJson; Map parameters; tableObjJson
-    m.UPDATE_TBL_COL_STAT_EVENT: [
+    messages.UPDATE_TBL_COL_STAT_EVENT: [
         "writeId",
         "timestamp",
         "server",
@@ -234,10 +233,16 @@ LAYOUTS = {
     ],
     # JSONDeleteTableColumnStatMessage: Long timestamp; server, servicePrincipal, database,
     # colName
-    m.DELETE_TBL_COL_STAT_EVENT: ["timestamp", "server", "servicePrincipal", "database", "colName"],
+    messages.DELETE_TBL_COL_STAT_EVENT: [
+        "timestamp",
+        "server",
+        "servicePrincipal",
+        "database",
+        "colName",
+    ],
     # JSONUpdatePartitionColumnStatMessage: ..., colStatsJson; parameters; List partVals;
     # tableObjJson
-    m.UPDATE_PART_COL_STAT_EVENT: [
+    messages.UPDATE_PART_COL_STAT_EVENT: [
         "writeId",
         "timestamp",
         "server",
@@ -250,7 +255,7 @@ LAYOUTS = {
     ],
     # JSONDeletePartitionColumnStatMessage: timestamp; server, servicePrincipal, database,
     # colName, partName; List partValues
-    m.DELETE_PART_COL_STAT_EVENT: [
+    messages.DELETE_PART_COL_STAT_EVENT: [
         "timestamp",
         "server",
         "servicePrincipal",
@@ -260,9 +265,9 @@ LAYOUTS = {
         "partValues",
     ],
     # JSONCreateCatalogMessage: server, servicePrincipal, catalog; timestamp
-    m.CREATE_CATALOG: ["server", "servicePrincipal", "catalog", "timestamp"],
+    messages.CREATE_CATALOG: ["server", "servicePrincipal", "catalog", "timestamp"],
     # JSONAlterCatalogMessage: server, servicePrincipal, catObjBeforeJson, catObjAfterJson
-    m.ALTER_CATALOG: [
+    messages.ALTER_CATALOG: [
         "server",
         "servicePrincipal",
         "catObjBeforeJson",
@@ -270,13 +275,20 @@ LAYOUTS = {
         "timestamp",
     ],
     # JSONDropCatalogMessage
-    m.DROP_CATALOG: ["server", "servicePrincipal", "catalog", "timestamp"],
+    messages.DROP_CATALOG: ["server", "servicePrincipal", "catalog", "timestamp"],
     # JSONOpenTxnMessage: List txnIds; Long timestamp, fromTxnId, toTxnId; server;
     # servicePrincipal
-    m.OPEN_TXN: ["txnIds", "timestamp", "fromTxnId", "toTxnId", "server", "servicePrincipal"],
+    messages.OPEN_TXN: [
+        "txnIds",
+        "timestamp",
+        "fromTxnId",
+        "toTxnId",
+        "server",
+        "servicePrincipal",
+    ],
     # JSONCommitTxnMessage: txnid; timestamp; server; servicePrincipal; List writeIds;
     # List databases, tables, partitions, tableObjs, partitionObjs, files
-    m.COMMIT_TXN: [
+    messages.COMMIT_TXN: [
         "txnid",
         "timestamp",
         "server",
@@ -290,10 +302,10 @@ LAYOUTS = {
         "files",
     ],
     # JSONAbortTxnMessage: txnid; timestamp; server; servicePrincipal; List dbsUpdated
-    m.ABORT_TXN: ["txnid", "timestamp", "server", "servicePrincipal", "dbsUpdated"],
+    messages.ABORT_TXN: ["txnid", "timestamp", "server", "servicePrincipal", "dbsUpdated"],
     # JSONAllocWriteIdMessage: server, servicePrincipal, dbName, tableName; List txnIdList,
     # writeIdList; timestamp (txnToWriteIdList has no @JsonProperty)
-    m.ALLOC_WRITE_ID_EVENT: [
+    messages.ALLOC_WRITE_ID_EVENT: [
         "server",
         "servicePrincipal",
         "dbName",
@@ -304,7 +316,7 @@ LAYOUTS = {
     ],
     # JSONReloadMessage: Long timestamp; server, servicePrincipal, db, table, tableObjJson,
     # ptnObjJson, refreshEvent; List partitionListJson
-    m.RELOAD: [
+    messages.RELOAD: [
         "timestamp",
         "server",
         "servicePrincipal",
@@ -318,141 +330,152 @@ LAYOUTS = {
 }
 
 
-def build_all(mb: m.MessageBuilder, vwil: str | None = None) -> dict[str, dict]:
+def build_all(mb: messages.MessageBuilder, vwil: str | None = None) -> dict[str, dict]:
     t, p1, p2 = table(), partition("2024-01-01", "1"), partition("2024-01-02", "2")
     t2 = table()
     t2.parameters = {"transactional": "true", "numRows": "4"}
     kw = {} if vwil is None else {"valid_write_ids": vwil}
     return {
-        m.CREATE_DATABASE: mb.create_database(DATABASE),
-        m.ALTER_DATABASE: mb.alter_database(DATABASE, DATABASE),
-        m.DROP_DATABASE: mb.drop_database(DATABASE),
-        m.CREATE_TABLE: mb.create_table(t, **kw),
-        m.ALTER_TABLE: mb.alter_table(t, t2, write_id=6, **kw),
-        m.DROP_TABLE: mb.drop_table(t, **kw),
-        m.ADD_PARTITION: mb.add_partition(t, [p1, p2], [("ds=2024-01-01/hr=1", ["f1"])], **kw),
-        m.ALTER_PARTITION: mb.alter_partition(t, p1, p1, write_id=6, **kw),
-        m.ALTER_PARTITIONS: mb.alter_partitions(t, [p1, p2], write_id=6, **kw),
-        m.DROP_PARTITION: mb.drop_partition(t, [p1, p2], **kw),
-        m.CREATE_FUNCTION: mb.create_function(FUNCTION),
-        m.DROP_FUNCTION: mb.drop_function(FUNCTION),
-        m.INSERT: mb.insert(t, p1, replace=True, files=["f1", "f2"], **kw),
-        m.UPDATE_TBL_COL_STAT_EVENT: mb.update_table_column_stats(
+        messages.CREATE_DATABASE: mb.create_database(DATABASE),
+        messages.ALTER_DATABASE: mb.alter_database(DATABASE, DATABASE),
+        messages.DROP_DATABASE: mb.drop_database(DATABASE),
+        messages.CREATE_TABLE: mb.create_table(t, **kw),
+        messages.ALTER_TABLE: mb.alter_table(t, t2, write_id=6, **kw),
+        messages.DROP_TABLE: mb.drop_table(t, **kw),
+        messages.ADD_PARTITION: mb.add_partition(
+            t, [p1, p2], [("ds=2024-01-01/hr=1", ["f1"])], **kw
+        ),
+        messages.ALTER_PARTITION: mb.alter_partition(t, p1, p1, write_id=6, **kw),
+        messages.ALTER_PARTITIONS: mb.alter_partitions(t, [p1, p2], write_id=6, **kw),
+        messages.DROP_PARTITION: mb.drop_partition(t, [p1, p2], **kw),
+        messages.CREATE_FUNCTION: mb.create_function(FUNCTION),
+        messages.DROP_FUNCTION: mb.drop_function(FUNCTION),
+        messages.INSERT: mb.insert(t, p1, replace=True, files=["f1", "f2"], **kw),
+        messages.UPDATE_TBL_COL_STAT_EVENT: mb.update_table_column_stats(
             stats(), t, {"COLUMN_STATS_ACCURATE": "{}"}, write_id=6, **kw
         ),
-        m.DELETE_TBL_COL_STAT_EVENT: mb.delete_table_column_stats("sales", "id", **kw),
-        m.UPDATE_PART_COL_STAT_EVENT: mb.update_partition_column_stats(
+        messages.DELETE_TBL_COL_STAT_EVENT: mb.delete_table_column_stats("sales", "id", **kw),
+        messages.UPDATE_PART_COL_STAT_EVENT: mb.update_partition_column_stats(
             stats("ds=2024-01-01/hr=1"), ["2024-01-01", "1"], {}, t, write_id=6, **kw
         ),
-        m.DELETE_PART_COL_STAT_EVENT: mb.delete_partition_column_stats(
+        messages.DELETE_PART_COL_STAT_EVENT: mb.delete_partition_column_stats(
             "sales", "id", "ds=2024-01-01/hr=1", ["2024-01-01", "1"], **kw
         ),
-        m.CREATE_CATALOG: mb.create_catalog(CATALOG),
-        m.ALTER_CATALOG: mb.alter_catalog(CATALOG, CATALOG),
-        m.DROP_CATALOG: mb.drop_catalog(CATALOG),
-        m.OPEN_TXN: mb.open_txn(10, 12),
-        m.COMMIT_TXN: mb.commit_txn(10),
-        m.ABORT_TXN: mb.abort_txn(11, ["sales"]),
-        m.ALLOC_WRITE_ID_EVENT: mb.alloc_write_id(
+        messages.CREATE_CATALOG: mb.create_catalog(CATALOG),
+        messages.ALTER_CATALOG: mb.alter_catalog(CATALOG, CATALOG),
+        messages.DROP_CATALOG: mb.drop_catalog(CATALOG),
+        messages.OPEN_TXN: mb.open_txn(10, 12),
+        messages.COMMIT_TXN: mb.commit_txn(10),
+        messages.ABORT_TXN: mb.abort_txn(11, ["sales"]),
+        messages.ALLOC_WRITE_ID_EVENT: mb.alloc_write_id(
             [hms.TxnToWriteId(txnId=10, writeId=6)], "sales", "events", **kw
         ),
-        m.RELOAD: mb.reload(t, p1, **kw),
+        messages.RELOAD: mb.reload(t, p1, **kw),
     }
 
 
 @pytest.mark.parametrize("event_type", sorted(LAYOUTS))
-def test_field_names_and_order_are_hives(mb: m.MessageBuilder, event_type: str) -> None:
+def test_field_names_and_order_are_hives(mb: messages.MessageBuilder, event_type: str) -> None:
     body = build_all(mb)[event_type]
     assert list(body) == LAYOUTS[event_type]
     assert body["server"] == SERVER and body["servicePrincipal"] == ""
     assert body["timestamp"] == NOW  # seconds, truncated
-    assert event_type in m.ALL_EVENT_TYPES
+    assert event_type in messages.ALL_EVENT_TYPES
 
 
 TABLE_EVENTS = [
-    m.CREATE_TABLE,
-    m.ALTER_TABLE,
-    m.DROP_TABLE,
-    m.ADD_PARTITION,
-    m.ALTER_PARTITION,
-    m.ALTER_PARTITIONS,
-    m.DROP_PARTITION,
-    m.INSERT,
-    m.UPDATE_TBL_COL_STAT_EVENT,
-    m.DELETE_TBL_COL_STAT_EVENT,
-    m.UPDATE_PART_COL_STAT_EVENT,
-    m.DELETE_PART_COL_STAT_EVENT,
-    m.ALLOC_WRITE_ID_EVENT,
-    m.RELOAD,
+    messages.CREATE_TABLE,
+    messages.ALTER_TABLE,
+    messages.DROP_TABLE,
+    messages.ADD_PARTITION,
+    messages.ALTER_PARTITION,
+    messages.ALTER_PARTITIONS,
+    messages.DROP_PARTITION,
+    messages.INSERT,
+    messages.UPDATE_TBL_COL_STAT_EVENT,
+    messages.DELETE_TBL_COL_STAT_EVENT,
+    messages.UPDATE_PART_COL_STAT_EVENT,
+    messages.DELETE_PART_COL_STAT_EVENT,
+    messages.ALLOC_WRITE_ID_EVENT,
+    messages.RELOAD,
 ]
 
 
 @pytest.mark.parametrize("event_type", TABLE_EVENTS)
 def test_table_messages_end_with_our_valid_write_id_list(
-    mb: m.MessageBuilder, event_type: str
+    mb: messages.MessageBuilder, event_type: str
 ) -> None:
     body = build_all(mb, VWIL)[event_type]
     assert list(body) == [*LAYOUTS[event_type], "validWriteIdList"]
-    assert m.valid_write_ids(body) == VWIL
-    assert m.valid_write_ids(build_all(mb)[event_type]) is None
+    assert messages.valid_write_ids(body) == VWIL
+    assert messages.valid_write_ids(build_all(mb)[event_type]) is None
 
 
 def test_event_type_strings() -> None:
     # MessageBuilder.*_EVENT; the write-id, acid-write, column-stat and compaction ones end
     # in _EVENT. EVENT_TYPE is VARCHAR(32).
-    assert m.ALLOC_WRITE_ID_EVENT == "ALLOC_WRITE_ID_EVENT"
-    assert m.UPDATE_PART_COL_STAT_EVENT_BATCH == "UPDATE_PART_COL_STAT_EVENT_BATCH"
-    assert m.CREATE_TABLE == "CREATE_TABLE" and m.ALTER_PARTITIONS == "ALTER_PARTITIONS"
-    assert len(m.ALL_EVENT_TYPES) == 45
-    assert max(map(len, m.ALL_EVENT_TYPES)) == 32
+    assert messages.ALLOC_WRITE_ID_EVENT == "ALLOC_WRITE_ID_EVENT"
+    assert messages.UPDATE_PART_COL_STAT_EVENT_BATCH == "UPDATE_PART_COL_STAT_EVENT_BATCH"
+    assert (
+        messages.CREATE_TABLE == "CREATE_TABLE" and messages.ALTER_PARTITIONS == "ALTER_PARTITIONS"
+    )
+    assert len(messages.ALL_EVENT_TYPES) == 45
+    assert max(map(len, messages.ALL_EVENT_TYPES)) == 32
 
 
-def test_values_and_embedded_objects(mb: m.MessageBuilder) -> None:
+def test_values_and_embedded_objects(mb: messages.MessageBuilder) -> None:
     b = build_all(mb)
     t = table()
-    at = b[m.ALTER_TABLE]
+    at = b[messages.ALTER_TABLE]
     assert (at["db"], at["table"], at["tableType"]) == ("sales", "events", "MANAGED_TABLE")
     assert at["isTruncateOp"] == "false" and at["writeId"] == 6
-    assert m.table_before(at) == t and m.table_after(at).parameters["numRows"] == "4"
+    assert messages.table_before(at) == t and messages.table_after(at).parameters["numRows"] == "4"
 
-    ap = b[m.ADD_PARTITION]
+    ap = b[messages.ADD_PARTITION]
     assert ap["partitions"] == [{"ds": "2024-01-01", "hr": "1"}, {"ds": "2024-01-02", "hr": "2"}]
     assert list(ap["partitions"][0]) == ["ds", "hr"]  # partition-key order
-    assert m.partitions(ap) == [partition("2024-01-01", "1"), partition("2024-01-02", "2")]
+    assert messages.partitions(ap) == [partition("2024-01-01", "1"), partition("2024-01-02", "2")]
     assert ap["partitionFiles"] == [{"partitionName": "ds=2024-01-01/hr=1", "files": ["f1"]}]
-    assert m.table(ap) == t
+    assert messages.table(ap) == t
 
-    alp = b[m.ALTER_PARTITION]
+    alp = b[messages.ALTER_PARTITION]
     assert alp["keyValues"] == {"ds": "2024-01-01", "hr": "1"}
-    assert m.partition_before(alp) == m.partition_after(alp) == partition("2024-01-01", "1")
-    assert m.partitions(b[m.ALTER_PARTITIONS])[1].values == ["2024-01-02", "2"]
-    assert b[m.DROP_PARTITION]["partitions"][1] == {"ds": "2024-01-02", "hr": "2"}
+    assert (
+        messages.partition_before(alp)
+        == messages.partition_after(alp)
+        == partition("2024-01-01", "1")
+    )
+    assert messages.partitions(b[messages.ALTER_PARTITIONS])[1].values == ["2024-01-02", "2"]
+    assert b[messages.DROP_PARTITION]["partitions"][1] == {"ds": "2024-01-02", "hr": "2"}
 
-    ins = b[m.INSERT]
+    ins = b[messages.INSERT]
     assert ins["replace"] == "true" and ins["files"] == ["f1", "f2"]
-    assert m.partition(ins) == partition("2024-01-01", "1")
+    assert messages.partition(ins) == partition("2024-01-01", "1")
     assert mb.insert(t)["ptnObjJson"] is None
 
-    assert m.database(b[m.CREATE_DATABASE]) == DATABASE
-    assert m.database_after(b[m.ALTER_DATABASE]) == DATABASE
-    assert m.function(b[m.CREATE_FUNCTION]) == FUNCTION
-    assert b[m.DROP_FUNCTION]["functionName"] == "f"
-    assert m.catalog_after(b[m.ALTER_CATALOG]) == CATALOG
-    assert b[m.CREATE_CATALOG]["catalog"] == "spark"
+    assert messages.database(b[messages.CREATE_DATABASE]) == DATABASE
+    assert messages.database_after(b[messages.ALTER_DATABASE]) == DATABASE
+    assert messages.function(b[messages.CREATE_FUNCTION]) == FUNCTION
+    assert b[messages.DROP_FUNCTION]["functionName"] == "f"
+    assert messages.catalog_after(b[messages.ALTER_CATALOG]) == CATALOG
+    assert b[messages.CREATE_CATALOG]["catalog"] == "spark"
 
-    us = b[m.UPDATE_PART_COL_STAT_EVENT]
-    assert m.column_statistics(us) == stats("ds=2024-01-01/hr=1")
+    us = b[messages.UPDATE_PART_COL_STAT_EVENT]
+    assert messages.column_statistics(us) == stats("ds=2024-01-01/hr=1")
     assert us["partVals"] == ["2024-01-01", "1"] and us["database"] == "sales"
 
-    assert b[m.OPEN_TXN]["txnIds"] is None and b[m.OPEN_TXN]["toTxnId"] == 12
-    assert b[m.COMMIT_TXN]["writeIds"] is None and b[m.COMMIT_TXN]["txnid"] == 10
-    assert b[m.ABORT_TXN]["dbsUpdated"] == ["sales"]
-    aw = b[m.ALLOC_WRITE_ID_EVENT]
+    assert b[messages.OPEN_TXN]["txnIds"] is None and b[messages.OPEN_TXN]["toTxnId"] == 12
+    assert b[messages.COMMIT_TXN]["writeIds"] is None and b[messages.COMMIT_TXN]["txnid"] == 10
+    assert b[messages.ABORT_TXN]["dbsUpdated"] == ["sales"]
+    aw = b[messages.ALLOC_WRITE_ID_EVENT]
     assert (aw["txnIdList"], aw["writeIdList"]) == ([10], [6])
-    assert b[m.RELOAD]["refreshEvent"] == "true" and b[m.RELOAD]["partitionListJson"] is None
+    assert (
+        b[messages.RELOAD]["refreshEvent"] == "true"
+        and b[messages.RELOAD]["partitionListJson"] is None
+    )
 
 
-def test_commit_txn_with_write_events(mb: m.MessageBuilder) -> None:
+def test_commit_txn_with_write_events(mb: messages.MessageBuilder) -> None:
     t = table()
     info = hms.WriteEventInfo(
         writeId=6,
@@ -466,57 +489,57 @@ def test_commit_txn_with_write_events(mb: m.MessageBuilder) -> None:
     body = mb.commit_txn(10, [info])
     assert body["writeIds"] == [6] and body["partitions"] == ["ds=1"]
     assert body["partitionObjs"] == [None]
-    assert m.commit_table_objs(body) == [t]
+    assert messages.commit_table_objs(body) == [t]
 
 
 def test_excluded_parameters_leave_caller_objects_alone() -> None:
-    mb = m.MessageBuilder(exclude_parameters=[r"^secret\."])
+    mb = messages.MessageBuilder(exclude_parameters=[r"^secret\."])
     t, p = table(), partition("2024-01-01", "1")
     body = mb.add_partition(t, [p])
-    assert m.table(body).parameters == {"transactional": "true", "numRows": "3"}
-    assert m.partitions(body)[0].parameters == {"numFiles": "1"}
+    assert messages.table(body).parameters == {"transactional": "true", "numRows": "3"}
+    assert messages.partitions(body)[0].parameters == {"numFiles": "1"}
     assert t.parameters["secret.key"] == "hidden" and p.parameters["secret.key"] == "hidden"
 
 
 # -- MESSAGE column -----------------------------------------------------------------------------
 
 
-def test_json_is_compact_like_jackson(mb: m.MessageBuilder) -> None:
+def test_json_is_compact_like_jackson(mb: messages.MessageBuilder) -> None:
     body = {"a": "x/y é 😀", "b": None, "c": [1, {"d": "\x01\x1f\t"}], "e": 'quote " \\'}
-    text = m.encode(body, "json-0.2")
+    text = messages.encode(body, "json-0.2")
     # Jackson: no spaces, '/' and non-ASCII raw, control characters as \b \t \n \f \r or
     # \u00XX with UPPER-case hex (Python's json writes lower case; TJSON inside is lower).
     assert (
         text == '{"a":"x/y é 😀","b":null,"c":[1,{"d":"\\u0001\\u001F\\t"}],"e":"quote \\" \\\\"}'
     )
-    assert m.decode(text, "json-0.2") == body
+    assert messages.decode(text, "json-0.2") == body
     # An escaped backslash before "u001f" is text, not an escape, and is left alone.
     tricky = {"t": tjson.dumps(hms.FieldSchema(name="\x1f"))}
-    assert m.decode(m.encode(tricky, "json-0.2"), "json-0.2") == tricky
-    assert "\\\\u001f" in m.encode(tricky, "json-0.2")
+    assert messages.decode(messages.encode(tricky, "json-0.2"), "json-0.2") == tricky
+    assert "\\\\u001f" in messages.encode(tricky, "json-0.2")
 
 
-def test_gzip_round_trip_and_plain_python_reads_it(mb: m.MessageBuilder) -> None:
-    body = build_all(mb, VWIL)[m.ADD_PARTITION]
-    msg = m.encode(body, "gzip(json-2.0)")
+def test_gzip_round_trip_and_plain_python_reads_it(mb: messages.MessageBuilder) -> None:
+    body = build_all(mb, VWIL)[messages.ADD_PARTITION]
+    msg = messages.encode(body, "gzip(json-2.0)")
     assert "\n" not in msg and set(msg) <= set(
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
     )
     assert json.loads(gzip.decompress(base64.b64decode(msg))) == body
-    assert gzip.decompress(base64.b64decode(msg)).decode("utf-8") == m.to_json(body)
+    assert gzip.decompress(base64.b64decode(msg)).decode("utf-8") == messages.to_json(body)
     for fmt in ("gzip(json-2.0)", "GZIP(JSON-2.0)", "gzip", "Gzip"):
-        assert m.decode(msg, fmt) == body
-    assert m.decode(m.encode(body, "JSON-0.2"), "json-0.2") == body
-    assert m.decode(m.to_json(body), None) == body
+        assert messages.decode(msg, fmt) == body
+    assert messages.decode(messages.encode(body, "JSON-0.2"), "json-0.2") == body
+    assert messages.decode(messages.to_json(body), None) == body
 
 
 def test_unknown_formats_are_named() -> None:
     with pytest.raises(ValueError, match="avro-1.0"):
-        m.encode({}, "avro-1.0")
+        messages.encode({}, "avro-1.0")
     with pytest.raises(ValueError, match="json-9"):
-        m.decode("{}", "json-9")
+        messages.decode("{}", "json-9")
     with pytest.raises(ValueError, match="gzip"):
-        m.decode("not base64!", "gzip")
+        messages.decode("not base64!", "gzip")
 
 
 # -- a message Hive wrote -----------------------------------------------------------------------
@@ -557,10 +580,10 @@ HIVE_DROP_PARTITION = (
 
 
 def test_decodes_a_message_hive_wrote() -> None:
-    body = m.decode(HIVE_DROP_PARTITION, "json-0.2")
-    assert list(body) == LAYOUTS[m.DROP_PARTITION]
+    body = messages.decode(HIVE_DROP_PARTITION, "json-0.2")
+    assert list(body) == LAYOUTS[messages.DROP_PARTITION]
     assert body["partitions"] == [{"day": "2021-03-17"}]
-    t = m.table(body)
+    t = messages.table(body)
     assert (t.dbName, t.tableName, t.writeId, t.rewriteEnabled) == (
         "tmp_db",
         "notification_test",
@@ -571,20 +594,20 @@ def test_decodes_a_message_hive_wrote() -> None:
     assert t.parameters["last_modified_by"] == "hive"
     # Our writers give back the very same text: Jackson's JSON and Java's TJSON.
     assert tjson.dumps(t) == body["tableObjJson"]
-    assert m.encode(body, "json-0.2") == HIVE_DROP_PARTITION
+    assert messages.encode(body, "json-0.2") == HIVE_DROP_PARTITION
     # ... and the same bytes from our builder, given the same inputs.
-    mb = m.MessageBuilder(
+    mb = messages.MessageBuilder(
         server=body["server"], service_principal=body["servicePrincipal"], clock=lambda: 1616071104
     )
     gone = hms.Partition(values=["2021-03-17"], dbName="tmp_db", tableName="notification_test")
-    assert m.encode(mb.drop_partition(t, [gone]), "json-0.2") == HIVE_DROP_PARTITION
+    assert messages.encode(mb.drop_partition(t, [gone]), "json-0.2") == HIVE_DROP_PARTITION
 
 
 def test_module_level_shortcuts_build_with_hives_unset_defaults() -> None:
-    body = m.drop_function(FUNCTION)
-    assert list(body) == LAYOUTS[m.DROP_FUNCTION]
+    body = messages.drop_function(FUNCTION)
+    assert list(body) == LAYOUTS[messages.DROP_FUNCTION]
     assert (body["server"], body["servicePrincipal"]) == ("", "")
-    assert m.alter_table(table(), table(), False, 3, VWIL)["validWriteIdList"] == VWIL
+    assert messages.alter_table(table(), table(), False, 3, VWIL)["validWriteIdList"] == VWIL
 
 
 # -- our store's builder: extra fields and the writer mark --------------------------------------
@@ -592,29 +615,33 @@ def test_module_level_shortcuts_build_with_hives_unset_defaults() -> None:
 
 @pytest.mark.parametrize("event_type", sorted(LAYOUTS))
 def test_our_store_marks_every_message_last_with_its_writer(event_type: str) -> None:
-    ours = m.MessageBuilder(server=SERVER, clock=lambda: NOW, writer=m.WRITER_NAME)
+    ours = messages.MessageBuilder(server=SERVER, clock=lambda: NOW, writer=messages.WRITER_NAME)
     body = build_all(ours, VWIL)[event_type]
     extra = ["validWriteIdList"] if event_type in TABLE_EVENTS else []
-    assert list(body) == [*LAYOUTS[event_type], *extra, m.WRITER]
-    assert m.written_by_us(body) and not m.written_by_us(build_all(m.MessageBuilder())[event_type])
+    assert list(body) == [*LAYOUTS[event_type], *extra, messages.WRITER]
+    assert messages.written_by_us(body) and not messages.written_by_us(
+        build_all(messages.MessageBuilder())[event_type]
+    )
 
 
 def test_extra_fields_of_writes_in_transactions() -> None:
-    ours = m.MessageBuilder(writer=m.WRITER_NAME)
+    ours = messages.MessageBuilder(writer=messages.WRITER_NAME)
     t, p = table(), partition("2024-01-01", "1")
     created = ours.create_table(t, valid_write_ids=VWIL, write_id=5)
     assert list(created)[-3:] == ["validWriteIdList", "writeId", "writer"]
-    assert m.write_id(created) == 5 and m.write_id(ours.create_table(t)) is None
+    assert messages.write_id(created) == 5 and messages.write_id(ours.create_table(t)) is None
     added = ours.add_partition(t, [p], write_id=5)
-    assert m.write_id(added) == 5 and "writeId" not in ours.add_partition(t, [p], write_id=-1)
+    assert messages.write_id(added) == 5 and "writeId" not in ours.add_partition(
+        t, [p], write_id=-1
+    )
     altered = ours.alter_table(t, t, write_id=-1, partitions_changed=True)
-    assert m.partitions_changed(altered) and m.write_id(altered) is None
-    assert not m.partitions_changed(m.alter_table(t, t))  # absent: false
+    assert messages.partitions_changed(altered) and messages.write_id(altered) is None
+    assert not messages.partitions_changed(messages.alter_table(t, t))  # absent: false
     stats_body = ours.update_partition_column_stats(
         stats("ds=2024-01-01/hr=1"), p.values, p.parameters, t, write_id=5, partition=p
     )
-    assert m.partition_obj(stats_body) == p
+    assert messages.partition_obj(stats_body) == p
     assert list(stats_body)[-2:] == ["partitionObjJson", "writer"]
     # Filtered parameters are not what the database reads back: no writer mark then.
-    filtered = m.MessageBuilder(writer=m.WRITER_NAME, exclude_parameters=["secret"])
-    assert not m.written_by_us(filtered.create_table(t))
+    filtered = messages.MessageBuilder(writer=messages.WRITER_NAME, exclude_parameters=["secret"])
+    assert not messages.written_by_us(filtered.create_table(t))

@@ -16,24 +16,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hms_cache_proxy.store.filter import (
+from hms_cache_proxy.store.partition_filter.binder import compile_filter, type_name
+from hms_cache_proxy.store.partition_filter.parser import parse, to_text
+from hms_cache_proxy.store.partition_filter.pushdown import KeyCondition, pushdown
+from hms_cache_proxy.store.partition_filter.syntax_tree import (
     DEFAULT_PARTITION_NAME,
     And,
     Between,
     Comparison,
     FilterError,
     In,
-    KeyCondition,
     Literal,
     MatchAll,
     Node,
     Not,
     Or,
-    compile_filter,
-    parse,
-    pushdown,
-    to_text,
-    type_name,
 )
 
 DEFAULT = DEFAULT_PARTITION_NAME

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from hms_cache_proxy import warehouse
-from hms_cache_proxy.handler import basic_stats as bs
+from hms_cache_proxy.handler import basic_stats
 from hms_cache_proxy.handler.java_text import java_list, java_struct, with_java_defaults
 from hms_cache_proxy.handler.names import filter_names
 from hms_cache_proxy.handler.validate import (
@@ -228,50 +228,62 @@ def test_hive_patterns():
 
 def test_stats_accurate_json_like_jackson():
     params = {}
-    bs.set_basic_stats_state(params, True)
+    basic_stats.set_basic_stats_state(params, True)
     assert params["COLUMN_STATS_ACCURATE"] == '{"BASIC_STATS":"true"}'
     params["COLUMN_STATS_ACCURATE"] = '{"COLUMN_STATS":{"b":"true","a":"true"}}'
-    bs.set_basic_stats_state(params, True)
+    basic_stats.set_basic_stats_state(params, True)
     assert params["COLUMN_STATS_ACCURATE"] == (
         '{"BASIC_STATS":"true","COLUMN_STATS":{"a":"true","b":"true"}}'
     )
-    bs.clear_column_stats_state(params)
+    basic_stats.clear_column_stats_state(params)
     assert params["COLUMN_STATS_ACCURATE"] == '{"BASIC_STATS":"true"}'
-    bs.set_basic_stats_state(params, False)
+    basic_stats.set_basic_stats_state(params, False)
     assert "COLUMN_STATS_ACCURATE" not in params
-    assert bs.parse_stats_accurate("TRUE") == (True, {})
-    assert bs.parse_stats_accurate("garbage") == (False, {})
+    assert basic_stats.parse_stats_accurate("TRUE") == (True, {})
+    assert basic_stats.parse_stats_accurate("garbage") == (False, {})
 
 
 def test_require_cal_stats():
     fast = {"numFiles": "1", "totalSize": "5"}
-    assert bs.require_cal_stats(None, None, is_view=False, env=None, table_level=True)
-    assert not bs.require_cal_stats(
+    assert basic_stats.require_cal_stats(None, None, is_view=False, env=None, table_level=True)
+    assert not basic_stats.require_cal_stats(
         None, None, is_view=False, env={"DO_NOT_UPDATE_STATS": "true"}, table_level=True
     )
-    assert not bs.require_cal_stats(None, None, is_view=True, env=None, table_level=True)
-    assert bs.require_cal_stats(fast, {"numFiles": "1"}, is_view=False, env=None)
-    assert not bs.require_cal_stats(fast, dict(fast), is_view=False, env=None)
-    assert bs.require_cal_stats(fast, dict(fast), is_view=False, env={"STATS_GENERATED": "USER"})
-    assert bs.require_cal_stats(fast, {**fast, "totalSize": "6"}, is_view=False, env=None)
+    assert not basic_stats.require_cal_stats(None, None, is_view=True, env=None, table_level=True)
+    assert basic_stats.require_cal_stats(fast, {"numFiles": "1"}, is_view=False, env=None)
+    assert not basic_stats.require_cal_stats(fast, dict(fast), is_view=False, env=None)
+    assert basic_stats.require_cal_stats(
+        fast, dict(fast), is_view=False, env={"STATS_GENERATED": "USER"}
+    )
+    assert basic_stats.require_cal_stats(fast, {**fast, "totalSize": "6"}, is_view=False, env=None)
 
 
 def test_update_table_stats_rules():
     listed = lambda _loc: (3, 15)  # noqa: E731
     params = {"DO_NOT_UPDATE_STATS": "True", "x": "1"}
-    bs.update_table_stats(params, "l", None, listed, partitioned=False, new_dir=False, force=True)
+    basic_stats.update_table_stats(
+        params, "l", None, listed, partitioned=False, new_dir=False, force=True
+    )
     assert params == {"x": "1"}  # the transient flag goes, nothing else happens
     params = {}
-    bs.update_table_stats(params, "l", None, listed, partitioned=False, new_dir=True, force=True)
+    basic_stats.update_table_stats(
+        params, "l", None, listed, partitioned=False, new_dir=True, force=True
+    )
     assert params == {}
-    bs.update_table_stats(params, "l", None, listed, partitioned=True, new_dir=False, force=True)
+    basic_stats.update_table_stats(
+        params, "l", None, listed, partitioned=True, new_dir=False, force=True
+    )
     assert params == {}
     params = {"numFiles": "9", "totalSize": "9", "COLUMN_STATS_ACCURATE": '{"BASIC_STATS":"true"}'}
-    bs.update_table_stats(params, "l", None, listed, partitioned=False, new_dir=False, force=False)
+    basic_stats.update_table_stats(
+        params, "l", None, listed, partitioned=False, new_dir=False, force=False
+    )
     assert params["numFiles"] == "9"  # already has the fast stats
-    bs.update_table_stats(params, "l", None, listed, partitioned=False, new_dir=False, force=True)
+    basic_stats.update_table_stats(
+        params, "l", None, listed, partitioned=False, new_dir=False, force=True
+    )
     assert params == {"numFiles": "3", "totalSize": "15"}
-    bs.update_table_stats(
+    basic_stats.update_table_stats(
         params,
         "l",
         {"STATS_GENERATED": "TASK"},
@@ -282,7 +294,7 @@ def test_update_table_stats_rules():
     )
     assert json.loads(params["COLUMN_STATS_ACCURATE"]) == {"BASIC_STATS": "true"}
     params = {}
-    bs.update_table_stats(
+    basic_stats.update_table_stats(
         params, "s3a://b/t", None, lambda _l: None, partitioned=False, new_dir=False, force=True
     )
     assert params == {}  # not listable here: left alone
@@ -292,17 +304,17 @@ def test_update_partition_stats_rules():
     listed = lambda _loc: (2, 7)  # noqa: E731
     params = {}
     kw = {"force": False, "is_create": True, "transactional": False}
-    bs.update_partition_stats(params, "l", None, listed, made_dir=True, **kw)
+    basic_stats.update_partition_stats(params, "l", None, listed, made_dir=True, **kw)
     assert params == {}
-    bs.update_partition_stats(params, "l", None, listed, made_dir=False, **kw)
+    basic_stats.update_partition_stats(params, "l", None, listed, made_dir=False, **kw)
     assert params == {"numFiles": "2", "totalSize": "7"}
     params = {}
-    bs.update_partition_stats(
+    basic_stats.update_partition_stats(
         params, "l", None, listed, made_dir=False, force=True, is_create=False, transactional=True
     )
     assert params == {}
-    assert bs.can_update_stats({"DO_NOT_UPDATE_STATS": "TRUE"}, is_view=False) is False
-    assert bs.can_update_stats({}, is_view=True) is False
+    assert basic_stats.can_update_stats({"DO_NOT_UPDATE_STATS": "TRUE"}, is_view=False) is False
+    assert basic_stats.can_update_stats({}, is_view=True) is False
 
 
 def test_reset_for_truncate():
@@ -312,7 +324,7 @@ def test_reset_for_truncate():
         "other": "x",
         "COLUMN_STATS_ACCURATE": '{"COLUMN_STATS":{"a":"true"}}',
     }
-    bs.reset_for_truncate(params)
+    basic_stats.reset_for_truncate(params)
     assert params == {
         "numFiles": "0",
         "rawDataSize": "0",

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import argparse
 import builtins
-import datetime as dt
+import datetime
 import json
 from pathlib import Path
 
 import pytest
 
 from hms_cache_proxy.cli import main
-from hms_cache_proxy.pipeline import manifest as mf
-from hms_cache_proxy.pipeline import session
+from hms_cache_proxy.pipeline import manifest, session
 from hms_cache_proxy.pipeline.__main__ import main as module_main
 from hms_cache_proxy.pipeline.args import manifest_path, parse_uri, resolve_dates, spark_conf
 from hms_cache_proxy.pipeline.errors import PipelineError
 from hms_cache_proxy.pipeline.source import events_sql, partition_name
 
 
-def _entry(name: str = "ds=2024-03-01", t: float = 100.0, **kw: object) -> mf.Entry:
-    return mf.Entry(table="events", partition=name, rows=10, job="etl", committed_at=t, **kw)
+def _entry(name: str = "ds=2024-03-01", t: float = 100.0, **kw: object) -> manifest.Entry:
+    return manifest.Entry(table="events", partition=name, rows=10, job="etl", committed_at=t, **kw)
 
 
 def _dates(**kw: object) -> argparse.Namespace:
@@ -29,24 +28,24 @@ def _dates(**kw: object) -> argparse.Namespace:
     return argparse.Namespace(**base)
 
 
-D = dt.date
+D = datetime.date
 
 
 # -- manifest ------------------------------------------------------------------------------------
 
 
 def test_manifest_round_trips_through_its_file(tmp_path: Path) -> None:
-    m = mf.Manifest(database="shop")
+    m = manifest.Manifest(database="shop")
     m.record(_entry(stats=True, visible_at=100.5, observed_on="thrift://b:1"))
     m.tables["events"] = {"column_stats": ["amount"]}
     path = tmp_path / "sub" / "shop.json"
-    mf.save(path, m)
-    assert mf.load(path, "shop") == m
+    manifest.save(path, m)
+    assert manifest.load(path, "shop") == m
     assert not list(path.parent.glob("shop.json.*"))  # the temporary file was renamed
 
 
 def test_recording_a_partition_again_replaces_its_entry() -> None:
-    m = mf.Manifest(database="shop")
+    m = manifest.Manifest(database="shop")
     m.record(_entry(t=1.0))
     m.record(_entry(t=2.0))
     assert list(m.partitions) == ["events/ds=2024-03-01"]
@@ -54,24 +53,24 @@ def test_recording_a_partition_again_replaces_its_entry() -> None:
 
 
 def test_a_missing_manifest_loads_empty(tmp_path: Path) -> None:
-    assert mf.load(tmp_path / "none.json", "shop") == mf.Manifest(database="shop")
+    assert manifest.load(tmp_path / "none.json", "shop") == manifest.Manifest(database="shop")
 
 
 def test_a_manifest_of_another_database_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
-    mf.save(path, mf.Manifest(database="other"))
+    manifest.save(path, manifest.Manifest(database="other"))
     with pytest.raises(PipelineError, match="is for database 'other', not 'shop'"):
-        mf.load(path, "shop")
+        manifest.load(path, "shop")
 
 
 def test_a_file_that_is_not_a_manifest_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     path.write_text("{not json")
     with pytest.raises(PipelineError, match="cannot read the manifest"):
-        mf.load(path, "shop")
+        manifest.load(path, "shop")
     path.write_text(json.dumps({"partitions": {}}))
     with pytest.raises(PipelineError, match="not a pipeline manifest"):
-        mf.load(path, "shop")
+        manifest.load(path, "shop")
 
 
 # -- lag -----------------------------------------------------------------------------------------
@@ -79,36 +78,36 @@ def test_a_file_that_is_not_a_manifest_is_refused(tmp_path: Path) -> None:
 
 def test_percentiles_are_nearest_rank() -> None:
     values = [float(i) for i in range(1, 101)]
-    assert mf.percentile(values, 50) == 50.0
-    assert mf.percentile(values, 99) == 99.0
-    assert mf.percentile(values, 100) == 100.0
-    assert mf.percentile([3.0], 99) == 3.0
+    assert manifest.percentile(values, 50) == 50.0
+    assert manifest.percentile(values, 99) == 99.0
+    assert manifest.percentile(values, 100) == 100.0
+    assert manifest.percentile([3.0], 99) == 3.0
     with pytest.raises(ValueError):
-        mf.percentile([], 50)
+        manifest.percentile([], 50)
 
 
 def test_summary_of_lags() -> None:
-    assert mf.summarize([0.3, 0.1, 0.2]) == {"count": 3, "p50": 0.2, "p99": 0.3, "max": 0.3}
-    assert mf.summarize([]) == {"count": 0}
+    assert manifest.summarize([0.3, 0.1, 0.2]) == {"count": 3, "p50": 0.2, "p99": 0.3, "max": 0.3}
+    assert manifest.summarize([]) == {"count": 0}
 
 
 def test_lag_is_exact_when_the_writer_observed_the_same_instance() -> None:
     e = _entry(t=100.0, visible_at=100.25, observed_on="thrift://b:1")
-    v = mf.visibility(e, seen_at=160.0, uri="thrift://b:1")
+    v = manifest.visibility(e, seen_at=160.0, uri="thrift://b:1")
     assert v.exact and v.visible_at == 100.25 and v.lag == pytest.approx(0.25)
 
 
 def test_lag_is_bounded_by_verifys_first_sight_otherwise() -> None:
     observed_elsewhere = _entry(t=100.0, visible_at=100.25, observed_on="thrift://a:1")
-    v = mf.visibility(observed_elsewhere, seen_at=160.0, uri="thrift://b:1")
+    v = manifest.visibility(observed_elsewhere, seen_at=160.0, uri="thrift://b:1")
     assert not v.exact and v.lag == pytest.approx(60.0)
-    never = mf.visibility(_entry(t=100.0), seen_at=None, uri="thrift://b:1")
+    never = manifest.visibility(_entry(t=100.0), seen_at=None, uri="thrift://b:1")
     assert never.lag is None and never.visible_at is None
 
 
 def test_a_partition_verify_cannot_see_has_no_lag_even_if_the_writer_saw_it() -> None:
     gone = _entry(t=100.0, visible_at=100.25, observed_on="thrift://b:1")
-    v = mf.visibility(gone, seen_at=None, uri="thrift://b:1")
+    v = manifest.visibility(gone, seen_at=None, uri="thrift://b:1")
     assert v.visible_at is None and v.lag is None
 
 

@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import TextClause
 
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
 from tests.support.schematool import load_schema_facts
 
 FACTS = load_schema_facts()
@@ -78,14 +78,14 @@ def _fact_default(fact: dict[str, Any]) -> str | None:
 
 
 def _table(name: str) -> Table:
-    table = s.metadata.tables.get(name)
+    table = schema.metadata.tables.get(name)
     assert table is not None, f"table {name} missing from schema.metadata"
     return table
 
 
 def test_every_table_and_no_other() -> None:
     assert len(FACTS["tables"]) == FACTS["counts"]["tables"] == 85
-    ours = set(s.metadata.tables)
+    ours = set(schema.metadata.tables)
     theirs = set(TABLES)
     assert not theirs - ours, f"missing tables: {sorted(theirs - ours)}"
     assert not ours - theirs, f"tables Hive does not have: {sorted(ours - theirs)}"
@@ -93,7 +93,7 @@ def test_every_table_and_no_other() -> None:
 
 @pytest.mark.parametrize("name", list(TABLES))
 def test_module_variable(name: str) -> None:
-    assert getattr(s, name, None) is _table(name), f"schema.{name} is not the {name} table"
+    assert getattr(schema, name, None) is _table(name), f"schema.{name} is not the {name} table"
 
 
 @pytest.mark.parametrize("name", list(TABLES))
@@ -215,7 +215,7 @@ def test_foreign_keys(name: str) -> None:
 def test_totals_match_the_facts() -> None:
     """A last guard that nothing was counted twice or skipped by the per-table tests."""
     counts = FACTS["counts"]
-    tables = s.metadata.tables.values()
+    tables = schema.metadata.tables.values()
     assert sum(len(t.columns) for t in tables) == counts["columns"]
     assert sum(1 for t in tables if t.primary_key.columns) == counts["tables_with_primary_key"]
     assert sum(len(t.foreign_key_constraints) for t in tables) == counts["foreign_keys"]

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from hms_cache_proxy.store import filter as pfilter
+from hms_cache_proxy.store.partition_filter.parser import parse
+from hms_cache_proxy.store.partition_filter.syntax_tree import FilterError
 from hms_cache_proxy.store.table_filter import compile_table_filter
 
 TABLES = [
@@ -17,7 +18,7 @@ TABLES = [
 
 
 def matching(text: str) -> list[str]:
-    test = compile_table_filter(pfilter.parse(text))
+    test = compile_table_filter(parse(text))
     return [t.tableName for t in TABLES if test(t)]
 
 
@@ -53,5 +54,5 @@ def test_fields_and_null_parameters(text: str, expected: list[str]) -> None:
     ],
 )
 def test_bad_filters(text: str, message: str) -> None:
-    with pytest.raises(pfilter.FilterError, match=message):
-        compile_table_filter(pfilter.parse(text))
+    with pytest.raises(FilterError, match=message):
+        compile_table_filter(parse(text))

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from hms_cache_proxy.store.txn.equivalence import check_equivalent_write_ids, compare
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, bitset_from_bytes
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, bitset_from_bytes
+from hms_cache_proxy.store.write_id_equivalence import check_equivalent_write_ids, compare
 
 T1 = "default.table1"
 

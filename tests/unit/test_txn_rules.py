@@ -19,19 +19,19 @@ import pytest
 from sqlalchemy import insert, select
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog
 from hms_cache_proxy.store.events.messages import MessageBuilder
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.engine import Database
-from hms_cache_proxy.store.sql.ids import IdAllocator
-from hms_cache_proxy.store.txn.common import TxnConfig, raise_unexpected_state
 from hms_cache_proxy.store.txn.locks import LockRow, conflict_condition, conflicts
 from hms_cache_proxy.store.txn.locks import normalize_partition_name as norm
-from hms_cache_proxy.store.txn.service import TxnService
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidReadTxnList
+from hms_cache_proxy.store.txn.txn_base import TxnConfig, raise_unexpected_state
+from hms_cache_proxy.store.txn.txn_service import TxnService
 from hms_cache_proxy.store.txn.txns import OpenTxnList, TxnRow
 from hms_cache_proxy.store.txn.writeids import split_table_name
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
 
 NOW_MS = 1_700_000_000_000
 
@@ -64,7 +64,7 @@ def _row(ext: int, txn: int, kind: str, place: tuple, db: str = "db") -> LockRow
 
 
 def test_sql_rule_equals_python_rule_for_every_combination(svc: TxnService) -> None:
-    hl = s.HIVE_LOCKS
+    hl = schema.HIVE_LOCKS
     cases = []
     ext = 0
     for ex_kind, req_kind, ex_place, req_place, owners, req_db in itertools.product(
@@ -158,7 +158,7 @@ def test_partition_names_are_normalised_like_hive() -> None:
 def _txns(svc: TxnService, rows: list[tuple[int, str, int]]) -> None:
     with svc.db.write_engine.begin() as conn:
         conn.execute(
-            insert(s.TXNS),
+            insert(schema.TXNS),
             [
                 {
                     "TXN_ID": txn,
@@ -222,7 +222,7 @@ def test_settled_floor_skips_old_committed_rows_and_lists_the_same(svc: TxnServi
     assert settled.unsettled == {1, 2}
     # Below the floor the open txn commits; above it old and young rows (with gaps) arrive.
     with svc.db.write_engine.begin() as conn:
-        conn.execute(s.TXNS.update().where(s.TXNS.c.TXN_ID == 2).values(TXN_STATE="c"))
+        conn.execute(schema.TXNS.update().where(schema.TXNS.c.TXN_ID == 2).values(TXN_STATE="c"))
     _txns(svc, [(53, "a", 60_000), (54, "c", 60_000), (57, "c", 100), (58, "o", 100)])
     expected = _full_list(svc)
     assert expected == [(1, "a"), (53, "a"), (55, "o"), (56, "o"), (58, "o")]
@@ -248,7 +248,7 @@ def test_settled_floor_keeps_the_row_before_the_first_young_one(svc: TxnService)
     assert svc.get_open_txns().open_txns == [11, 12]
     # Cleaning removes row 10: the row before the young one now lies below the floor.
     with svc.db.write_engine.begin() as conn:
-        conn.execute(s.TXNS.delete().where(s.TXNS.c.TXN_ID == 10))
+        conn.execute(schema.TXNS.delete().where(schema.TXNS.c.TXN_ID == 10))
     assert _full_list(svc) == [(10, "o"), (11, "o"), (12, "o")]
     assert svc.get_open_txns().open_txns == [10, 11, 12]
 
@@ -274,14 +274,14 @@ def test_min_open_counts_excluded_txns_and_aborted_bits_follow_the_list() -> Non
 def _t2w(svc: TxnService, rows: list[tuple[int, int]], table: str = "t") -> None:
     with svc.db.write_engine.begin() as conn:
         conn.execute(
-            insert(s.TXN_TO_WRITE_ID),
+            insert(schema.TXN_TO_WRITE_ID),
             [
                 {"T2W_TXNID": txn, "T2W_DATABASE": "db", "T2W_TABLE": table, "T2W_WRITEID": w}
                 for txn, w in rows
             ],
         )
         conn.execute(
-            insert(s.NEXT_WRITE_ID).values(
+            insert(schema.NEXT_WRITE_ID).values(
                 NWI_DATABASE="db", NWI_TABLE=table, NWI_NEXT=max(w for _, w in rows) + 1
             )
         )

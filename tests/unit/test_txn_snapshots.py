@@ -16,8 +16,8 @@ from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.utils import deserialize, serialize
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.txn import snapshots
-from hms_cache_proxy.store.txn.snapshots import (
+from hms_cache_proxy.store import txn_snapshots
+from hms_cache_proxy.store.txn_snapshots import (
     LONG_MAX,
     LONG_MIN,
     MAX_EXPANDED_IDS,
@@ -501,7 +501,7 @@ def test_malformed_txn_strings_raise(text: str) -> None:
 
 def test_txn_range_expansion_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert MAX_EXPANDED_IDS >= 100_000  # Hive's hive.max.open.txns default
-    monkeypatch.setattr(snapshots, "MAX_EXPANDED_IDS", 100)
+    monkeypatch.setattr(txn_snapshots, "MAX_EXPANDED_IDS", 100)
     assert len(ValidReadTxnList.parse("200:1:1-99:100").exceptions) == 100
     with pytest.raises(ValueError, match="more than"):
         ValidReadTxnList.parse("200:1:1-100:101")

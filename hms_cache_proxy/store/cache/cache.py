@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
+from hms_cache_proxy.store.cache.entries import TableEntry, TableName
 
 EVICTED_MEMORY = 10_000
 """How many evicted table names are remembered (to tell "evicted" from "not cached")."""
@@ -32,7 +32,7 @@ class LoadTicket:
 
     __slots__ = ("key", "touched")
 
-    def __init__(self, key: TableKey) -> None:
+    def __init__(self, key: TableName) -> None:
         self.key = key
         self.touched = 0
 
@@ -40,10 +40,10 @@ class LoadTicket:
 class Cache:
     """Entries of whole tables, a byte budget, and the databases map."""
 
-    def __init__(self, max_bytes: int, on_evict: Callable[[TableKey], None] | None = None):
+    def __init__(self, max_bytes: int, on_evict: Callable[[TableName], None] | None = None):
         self.lock = threading.RLock()
         self.max_bytes = max_bytes
-        self.entries: OrderedDict[TableKey, TableEntry] = OrderedDict()
+        self.entries: OrderedDict[TableName, TableEntry] = OrderedDict()
         self.nbytes = 0
         self.partitions = 0
         # databases: (cat, name) -> (Database, its bytes); None until loaded whole.
@@ -59,24 +59,24 @@ class Cache:
         # renamed a table (a load read before it may name it), and the entries holding
         # foreign keys (their answer depends on the referenced tables).
         self.constraints_epoch = 0
-        self.fk_holders: set[TableKey] = set()
-        self._loading: dict[TableKey, set[LoadTicket]] = {}
-        self._evicted: OrderedDict[TableKey, None] = OrderedDict()
+        self.fk_holders: set[TableName] = set()
+        self._loading: dict[TableName, set[LoadTicket]] = {}
+        self._evicted: OrderedDict[TableName, None] = OrderedDict()
         self._on_evict = on_evict
 
     # -- reading (caller holds the lock) -------------------------------------------------------
 
-    def get_locked(self, key: TableKey) -> TableEntry | None:
+    def get_locked(self, key: TableName) -> TableEntry | None:
         """The entry, marked most recently used."""
         entry = self.entries.get(key)
         if entry is not None:
             self.entries.move_to_end(key)
         return entry
 
-    def was_evicted_locked(self, key: TableKey) -> bool:
+    def was_evicted_locked(self, key: TableName) -> bool:
         return key in self._evicted
 
-    def table_keys(self) -> list[TableKey]:
+    def table_keys(self) -> list[TableName]:
         with self.lock:
             return list(self.entries)
 
@@ -87,7 +87,7 @@ class Cache:
 
     # -- loads ---------------------------------------------------------------------------------
 
-    def begin_load(self, key: TableKey) -> LoadTicket:
+    def begin_load(self, key: TableName) -> LoadTicket:
         """A load of ``key`` is starting: its ticket records every event that touches the table
         from now on. Each load has a ticket of its own, so loads of one table running side by
         side (a miss, a refresh, prewarm) never hide events from one another."""
@@ -108,7 +108,7 @@ class Cache:
             if not tickets:
                 del self._loading[ticket.key]
 
-    def loading_locked(self, key: TableKey) -> int:
+    def loading_locked(self, key: TableName) -> int:
         """How many loads of ``key`` are under way (tests, and the loader's one-at-a-time rule)."""
         return len(self._loading.get(key, ()))
 
@@ -129,7 +129,7 @@ class Cache:
 
     # -- changes (caller holds the lock) -------------------------------------------------------
 
-    def touched_locked(self, key: TableKey, event_id: int) -> None:
+    def touched_locked(self, key: TableName, event_id: int) -> None:
         """An event about ``key`` was applied (or skipped, the table being absent)."""
         tickets = self._loading.get(key)
         if tickets:
@@ -165,13 +165,13 @@ class Cache:
         self.partitions += (len(entry.parts) if entry.parts is not None else 0) - old_partitions
         self.evict_locked(keep=entry.key)
 
-    def drop_locked(self, key: TableKey) -> TableEntry | None:
+    def drop_locked(self, key: TableName) -> TableEntry | None:
         old = self.entries.pop(key, None)
         if old is not None:
             self._forget(old)
         return old
 
-    def constraints_changed_locked(self, key: TableKey, event_id: int) -> None:
+    def constraints_changed_locked(self, key: TableName, event_id: int) -> None:
         """The constraints of ``key`` changed, or it was dropped or renamed: forget them, and
         those of every entry with a foreign key referencing it; loads read before are stale."""
         self.constraints_epoch = max(self.constraints_epoch, event_id)
@@ -203,7 +203,7 @@ class Cache:
         self.resized_locked(entry, before)
 
     def install_constraints_locked(
-        self, key: TableKey, data: bytes, refs: frozenset[TableKey], at: int
+        self, key: TableName, data: bytes, refs: frozenset[TableName], at: int
     ) -> bool:
         """Constraints read at position ``at``, kept only if the entry reflects that position
         for them: the poller has applied every event up to ``at``, and no event since may have
@@ -220,7 +220,7 @@ class Cache:
         self.resized_locked(entry, before)
         return True
 
-    def clear_locked(self) -> list[TableKey]:
+    def clear_locked(self) -> list[TableName]:
         """Forget everything; loads made before the current position are refused."""
         keys = list(self.entries)
         self.entries.clear()
@@ -236,7 +236,7 @@ class Cache:
                 ticket.touched = STALE  # every load under way is now stale
         return keys
 
-    def evict_locked(self, keep: TableKey | None = None) -> None:
+    def evict_locked(self, keep: TableName | None = None) -> None:
         while self.nbytes > self.max_bytes and self.entries:
             key = next(iter(self.entries))
             if key == keep:

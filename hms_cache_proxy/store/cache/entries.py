@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, NamedTuple
 
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 
 # Fixed per-object costs (CPython 3.11, 64-bit): a bytes object's header, a str's, a tuple's,
 # a Part's slots, and one dict slot with its share of the table's spare room.
@@ -28,7 +28,7 @@ _PER_VALUE = 8 + _STR  # a tuple slot and a string object per partition value
 PART_FIXED = _PART + 2 * _BYTES + _TUPLE + _STR + _DICT_SLOT + 16  # + index/order slots
 
 
-class TableKey(NamedTuple):
+class TableName(NamedTuple):
     """A table's normalised names (lower case), as every cache map keys it (a tuple: hashing
     and comparing it is C code on the read path)."""
 
@@ -224,7 +224,7 @@ class TableEntry:
 
     def __init__(
         self,
-        key: TableKey,
+        key: TableName,
         table: Any,
         table_bytes: bytes,
         *,
@@ -242,7 +242,7 @@ class TableEntry:
         # The table's constraints as encoded SQLAllTableConstraints (None: not loaded), the
         # tables its foreign keys reference, and the last event that changed them or may have.
         self.constraints: bytes | None = None
-        self.constraint_refs: frozenset[TableKey] = frozenset()
+        self.constraint_refs: frozenset[TableName] = frozenset()
         self.constraints_changed = as_of
         self.nbytes = 0
         self.set_table(table, table_bytes)

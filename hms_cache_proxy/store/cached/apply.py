@@ -24,17 +24,17 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store import partnames
-from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
-from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, TableKey
-from hms_cache_proxy.store.cached.patterns import TablePatterns
+from hms_cache_proxy.store.cache.entries import Part, PartitionSet, TableEntry, TableName
 from hms_cache_proxy.store.cached.prewarm import Loader, empty_write_ids
+from hms_cache_proxy.store.cached.table_selection import TablePatterns
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events import tjson
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +143,10 @@ class _Batch:
         self.cache = cache
         self.applier = applier
         self.event_id = 0
-        self.reload: set[TableKey] = set()
+        self.reload: set[TableName] = set()
         self.databases = False
 
-    def entry(self, key: TableKey) -> TableEntry | None:
+    def entry(self, key: TableName) -> TableEntry | None:
         """The entry this event may change (None: absent, or it already reflects the event)."""
         self.cache.touched_locked(key, self.event_id)
         entry = self.cache.entries.get(key)
@@ -160,7 +160,7 @@ class _Batch:
 
     def update(
         self,
-        key: TableKey,
+        key: TableName,
         write_id: int | None,
         change: Callable[[_Batch, TableEntry], None],
     ) -> None:
@@ -175,7 +175,7 @@ class _Batch:
             entry.pending[write_id] = None
         self.changed(entry, n)
 
-    def drop(self, key: TableKey, reason: str, reload: bool = True) -> None:
+    def drop(self, key: TableName, reason: str, reload: bool = True) -> None:
         self.cache.touched_locked(key, self.event_id)
         self.cache.constraints_changed_locked(key, self.event_id)
         if self.cache.drop_locked(key) is not None:
@@ -278,7 +278,7 @@ class EventApplier:
         if t == msg.ALTER_TABLE:
             return self._alter_table(cat, body, write_id)
         if t == msg.DROP_TABLE:
-            key = TableKey(cat, _norm(ev.dbName), _norm(ev.tableName))
+            key = TableName(cat, _norm(ev.dbName), _norm(ev.tableName))
             return lambda b: b.drop(key, "dropped", reload=False)
         if t in (msg.ADD_PARTITION, msg.ALTER_PARTITIONS):
             if len(body.get("partitionListJson") or ()) > LARGE_EVENT:
@@ -292,14 +292,14 @@ class EventApplier:
             return self._stats(t, cat, ev, body, write_id)
         return self._invalidate_scope(ev, body)  # RELOAD and anything new: reload the table
 
-    def _key(self, cat: str, table: Any) -> TableKey:
-        return TableKey(cat, _norm(table.dbName), _norm(table.tableName))
+    def _key(self, cat: str, table: Any) -> TableName:
+        return TableName(cat, _norm(table.dbName), _norm(table.tableName))
 
     # -- tables --------------------------------------------------------------------------------
 
     def _create_table(self, cat: str, table: Any, write_id: int | None) -> Op:
         key = self._key(cat, table)
-        data = wire.encode(table)
+        data = thrift_bytes.encode(table)
         cached = self.patterns.cached(key)
 
         def op(b: _Batch) -> None:
@@ -321,7 +321,7 @@ class EventApplier:
     def _alter_table(self, cat: str, body: dict[str, Any], write_id: int | None) -> Op:
         before, after = msg.table_before(body), msg.table_after(body)
         old_key, new_key = self._key(cat, before), self._key(cat, after)
-        data = wire.encode(after)
+        data = thrift_bytes.encode(after)
         parts_changed = msg.partitions_changed(body)
         columns_changed = (before.sd.cols if before.sd else None) != (
             after.sd.cols if after.sd else None
@@ -361,11 +361,11 @@ class EventApplier:
     def _constraints(self, cat: str, ev: Any, body: dict[str, Any]) -> Op:
         """The event names the table (a foreign key's: the referenced one); a foreign key's
         own table is in its message."""
-        keys = {TableKey(cat, _norm(ev.dbName), _norm(ev.tableName))}
+        keys = {TableName(cat, _norm(ev.dbName), _norm(ev.tableName))}
         for text in body.get("foreignKeyListJson") or ():
             fk = tjson.loads(text, hms.SQLForeignKey)
             keys.add(
-                TableKey(_norm(fk.catName) or cat, _norm(fk.fktable_db), _norm(fk.fktable_name))
+                TableName(_norm(fk.catName) or cat, _norm(fk.fktable_db), _norm(fk.fktable_name))
             )
 
         def op(b: _Batch) -> None:
@@ -378,7 +378,7 @@ class EventApplier:
 
     @staticmethod
     def _part(keys: list[str], p: Any) -> tuple[str, Part]:
-        head, cols, tail = wire.partition_pieces(p)
+        head, cols, tail = thrift_bytes.partition_pieces(p)
         values = tuple(p.values or ())
         return partnames.make_part_name(keys, list(values)), Part(values, head, cols, tail)
 
@@ -445,9 +445,9 @@ class EventApplier:
     # -- statistics ----------------------------------------------------------------------------
 
     def _stats(self, t: str, cat: str, ev: Any, body: dict[str, Any], write_id: int | None) -> Op:
-        key = TableKey(cat, _norm(ev.dbName), _norm(ev.tableName))
+        key = TableName(cat, _norm(ev.dbName), _norm(ev.tableName))
         table = msg.table(body) if body.get("tableObjJson") else None
-        table_data = wire.encode(table) if table is not None else None
+        table_data = thrift_bytes.encode(table) if table is not None else None
         part = msg.partition_obj(body) if t == msg.UPDATE_PART_COL_STAT_EVENT else None
         if t == msg.UPDATE_PART_COL_STAT_EVENT and part is None:
             return self._invalidate_scope(ev, body)
@@ -475,7 +475,7 @@ class EventApplier:
             obj = msg.database(body)
         elif ours and t == msg.ALTER_DATABASE:
             obj = msg.database_after(body)
-        data = wire.encode(obj) if obj is not None else None
+        data = thrift_bytes.encode(obj) if obj is not None else None
 
         def op(b: _Batch) -> None:
             cache = b.cache
@@ -516,7 +516,7 @@ class EventApplier:
         dbs = body.get("databases") or []
         tables = body.get("tables") or []
         writes = [(_norm(d), _norm(t), int(w)) for w, d, t in zip(ids, dbs, tables, strict=False)]
-        altered = [TableKey(*names) for names in msg.tables_altered(body)]
+        altered = [TableName(*names) for names in msg.tables_altered(body)]
 
         def op(b: _Batch) -> None:
             for db, table, wid in writes:
@@ -572,7 +572,7 @@ class EventApplier:
     def _entries_named(self, b: _Batch, db: str, table: str) -> list[TableEntry]:
         out = []
         for cat in b.cache.catalogs:
-            key = TableKey(cat, db, table)
+            key = TableName(cat, db, table)
             b.cache.touched_locked(key, b.event_id)
             entry = b.cache.entries.get(key)
             if entry is not None and entry.as_of < b.event_id:
@@ -585,13 +585,13 @@ class EventApplier:
         """Forget what an event names (its table, or its database's tables, or everything)."""
         cat = _norm(ev.catName) or "hive"
         db, table = _norm(ev.dbName), _norm(ev.tableName)
-        others: list[TableKey] = []
+        others: list[TableName] = []
         if body is not None and ev.eventType == msg.ALTER_TABLE:
-            others = [TableKey(cat, _norm(body.get("db")), _norm(body.get("table")))]
+            others = [TableName(cat, _norm(body.get("db")), _norm(body.get("table")))]
 
         def op(b: _Batch) -> None:
             if db and table:
-                for key in [TableKey(cat, db, table), *others]:
+                for key in [TableName(cat, db, table), *others]:
                     b.drop(key, "other_writer")
             elif db:
                 b.cache.forget_constraints_locked(b.event_id, (cat, db))

@@ -20,20 +20,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hms_cache_proxy import failpoints
-from hms_cache_proxy.store.cache import wire
+from hms_cache_proxy import failpoints, thrift_bytes
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import (
     Part,
     PartitionSet,
     StatsRows,
     TableEntry,
-    TableKey,
+    TableName,
     row_size,
 )
-from hms_cache_proxy.store.cached.patterns import TablePatterns
+from hms_cache_proxy.store.cached.table_selection import TablePatterns
 from hms_cache_proxy.store.sql import cacheload
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +50,7 @@ BATCH_PARTITIONS = 20_000
 since a query round trip costs as much as encoding a few hundred partitions."""
 
 Item = tuple[str, Any]
-"""(kind, TableKey | tuple of TableKeys | None) of one queued load."""
+"""(kind, TableName | tuple of ResolvedTable | None) of one queued load."""
 
 
 class Loader:
@@ -79,7 +78,7 @@ class Loader:
         self.ready_after_prewarm = ready_after_prewarm
         self._queue: deque[Item] = deque()
         self._queued: set[Item] = set()
-        self._prewarm_left: set[TableKey] = set()
+        self._prewarm_left: set[TableName] = set()
         self._prewarm_running = False
         self._cond = threading.Condition()
         self._stop = False
@@ -90,15 +89,15 @@ class Loader:
 
     # -- queue ---------------------------------------------------------------------------------
 
-    def request(self, key: TableKey, *, front: bool = False) -> None:
+    def request(self, key: TableName, *, front: bool = False) -> None:
         if not self.patterns.cached(key):
             return
         self._put((TABLE, key), front)
 
-    def request_stats(self, key: TableKey) -> None:
+    def request_stats(self, key: TableName) -> None:
         self._put((STATS, key), True)
 
-    def request_constraints(self, key: TableKey) -> None:
+    def request_constraints(self, key: TableName) -> None:
         self._put((CONSTRAINTS, key), True)
 
     def request_databases(self) -> None:
@@ -168,7 +167,7 @@ class Loader:
                 self.readiness.mark_ready()
             return
         sizes = {
-            k: n for k, n in ((TableKey(*t[:3]), t[3]) for t in sized) if self.patterns.cached(k)
+            k: n for k, n in ((TableName(*t[:3]), t[3]) for t in sized) if self.patterns.cached(k)
         }
         keys = list(sizes)
         self._prewarm_started = time.monotonic()
@@ -192,7 +191,7 @@ class Loader:
                 self._put((TABLE, key), False)
         self._prewarm_done_check()
 
-    def _prewarm_loaded(self, key: TableKey, partitions: int) -> None:
+    def _prewarm_loaded(self, key: TableName, partitions: int) -> None:
         with self._cond:
             if key not in self._prewarm_left:
                 return
@@ -236,7 +235,7 @@ class Loader:
                 self._run(item)
             except Exception:  # noqa: BLE001 - one failed load must not stop the loader
                 log.warning("loading %s failed", item, exc_info=True)
-                if isinstance(item[1], TableKey):
+                if isinstance(item[1], TableName):
                     self._prewarm_loaded(item[1], 0)
             finally:
                 with self._cond:
@@ -267,7 +266,7 @@ class Loader:
             log.info("gave up loading %s: the table kept changing", key.qualified())
             self._prewarm_loaded(key, 0)
 
-    def load(self, key: TableKey) -> int | None:
+    def load(self, key: TableName) -> int | None:
         """Load one table now; the number of partitions loaded (0 for a table that no longer
         exists), or None when an event overtook the load (try again)."""
         ticket = self.cache.begin_load(key)
@@ -286,7 +285,7 @@ class Loader:
             return None
         return len(loaded.partitions or ())
 
-    def load_batch(self, keys: tuple[TableKey, ...]) -> None:
+    def load_batch(self, keys: tuple[TableName, ...]) -> None:
         """Load several tables in one snapshot (prewarm). Each installs with its own ticket; a
         table an event overtook, or the whole batch if it fails, is queued again on its own."""
         tickets = [self.cache.begin_load(k) for k in keys]
@@ -327,22 +326,24 @@ class Loader:
 
     def load_databases(self) -> bool:
         at, found = cacheload.load_databases(self.sql)
-        return self.cache.install_databases({k: (v, wire.encode(v)) for k, v in found.items()}, at)
+        return self.cache.install_databases(
+            {k: (v, thrift_bytes.encode(v)) for k, v in found.items()}, at
+        )
 
-    def load_constraints(self, key: TableKey) -> bool:
+    def load_constraints(self, key: TableName) -> bool:
         """Constraints of a cached table, kept only if nothing may have changed them since
         (Cache.install_constraints_locked); else the next read asks again."""
         loaded = cacheload.load_constraints(self.sql, key.cat, key.db, key.table)
         refs = frozenset(
-            TableKey(fk.catName or key.cat, fk.pktable_db, fk.pktable_name)
+            TableName(fk.catName or key.cat, fk.pktable_db, fk.pktable_name)
             for fk in loaded.constraints.foreignKeys or ()
         )
-        data = wire.encode(loaded.constraints)
+        data = thrift_bytes.encode(loaded.constraints)
         failpoints.hit("load.constraints_after_snapshot", key.qualified())
         with self.cache.lock:
             return self.cache.install_constraints_locked(key, data, refs, loaded.at)
 
-    def load_stats(self, key: TableKey) -> bool:
+    def load_stats(self, key: TableName) -> bool:
         """Statistics rows of a cached table, kept only if nothing changed them since."""
         loaded = cacheload.load_stats(self.sql, key.cat, key.db, key.table)
         if loaded is None:
@@ -398,11 +399,11 @@ def _collection_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def batches(keys: list[TableKey], sizes: dict[TableKey, int]) -> list[tuple[TableKey, ...]]:
+def batches(keys: list[TableName], sizes: dict[TableName, int]) -> list[tuple[TableName, ...]]:
     """``keys`` in order, cut into runs of at most BATCH_TABLES tables and BATCH_PARTITIONS
     partitions (a table larger than that makes a batch of its own)."""
-    out: list[tuple[TableKey, ...]] = []
-    run: list[TableKey] = []
+    out: list[tuple[TableName, ...]] = []
+    run: list[TableName] = []
     parts = 0
     for key in keys:
         n = sizes.get(key, 0)
@@ -416,7 +417,7 @@ def batches(keys: list[TableKey], sizes: dict[TableKey, int]) -> list[tuple[Tabl
     return out
 
 
-def build_entry(key: TableKey, loaded: cacheload.LoadedTable) -> TableEntry:
+def build_entry(key: TableName, loaded: cacheload.LoadedTable) -> TableEntry:
     table = loaded.table
     write_ids = None
     if loaded.write_ids is not None:
@@ -434,13 +435,13 @@ def build_entry(key: TableKey, loaded: cacheload.LoadedTable) -> TableEntry:
             ordered=True,
         )
     entry = TableEntry(
-        key, table, wire.encode(table), as_of=loaded.at, write_ids=write_ids, parts=parts
+        key, table, thrift_bytes.encode(table), as_of=loaded.at, write_ids=write_ids, parts=parts
     )
     if entry.transactional and write_ids is None:
         entry.write_ids = empty_write_ids(key)
     return entry
 
 
-def empty_write_ids(key: TableKey) -> ValidReaderWriteIdList:
+def empty_write_ids(key: TableName) -> ValidReaderWriteIdList:
     """W of a table no transaction has written yet (Hive's design writes it ``[1:]``)."""
     return ValidReaderWriteIdList(key.qualified(), (), 0, 0)

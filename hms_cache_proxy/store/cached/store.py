@@ -49,21 +49,23 @@ from typing import Any
 
 from thriftpy2.thrift import TType
 
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
-from hms_cache_proxy.store import filter as pfilter
 from hms_cache_proxy.store import partnames
-from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.cache import Cache
-from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
-from hms_cache_proxy.store.cache.wire import Encoded
+from hms_cache_proxy.store.cache.entries import TableEntry, TableName
 from hms_cache_proxy.store.cached.direct import partitions_from_database
-from hms_cache_proxy.store.cached.patterns import TablePatterns
-from hms_cache_proxy.store.cached.stats import StatsReads
+from hms_cache_proxy.store.cached.stats_cache import StatsReads
+from hms_cache_proxy.store.cached.table_selection import TablePatterns
+from hms_cache_proxy.store.partition_filter.binder import compile_filter
+from hms_cache_proxy.store.partition_filter.parser import parse
+from hms_cache_proxy.store.partition_filter.pushdown import pushdown
 from hms_cache_proxy.store.patterns import filter_names
-from hms_cache_proxy.store.sql.common import java_list, table_ref
-from hms_cache_proxy.store.txn.equivalence import check_equivalent_write_ids
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.sql.sql_base import java_list, table_ref
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
+from hms_cache_proxy.store.write_id_equivalence import check_equivalent_write_ids
+from hms_cache_proxy.thrift_bytes import Encoded
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +166,7 @@ class CachedStore(StatsReads):
         self._caught_up = caught_up
         self.counters = _Counters()
         self._snapshots: dict[str, ValidReaderWriteIdList] = {}
-        self._refreshed: dict[TableKey, float] = {}
+        self._refreshed: dict[TableName, float] = {}
         self.txn = _TxnWrites(sql.txn, self._after_write, absorb)
         self._lock = threading.Lock()
 
@@ -208,7 +210,7 @@ class CachedStore(StatsReads):
         return found
 
     def _check_locked(
-        self, key: TableKey, snapshot: str | None, *, partitions: bool = False
+        self, key: TableName, snapshot: str | None, *, partitions: bool = False
     ) -> TableEntry:
         """The entry if the rules let the cache answer this read, else Miss (lock held)."""
         entry = self.cache.get_locked(key)
@@ -237,7 +239,7 @@ class CachedStore(StatsReads):
             raise Miss(metrics.MISS_NOT_CACHED)
         return entry
 
-    def _maybe_refresh(self, key: TableKey) -> None:
+    def _maybe_refresh(self, key: TableName) -> None:
         """A reader newer than the entry's W while the poller is caught up: W no longer
         matches how the database lists write ids (cleaned txn rows); reload, at most 1/s."""
         if not self._caught_up():
@@ -259,7 +261,7 @@ class CachedStore(StatsReads):
     def _read(
         self,
         method: str,
-        key: TableKey,
+        key: TableName,
         snapshot: str | None,
         from_cache: Callable[[TableEntry], Any],
         from_db: Callable[[], Any],
@@ -301,7 +303,7 @@ class CachedStore(StatsReads):
         valid_write_id_list: str | None = None,
         encoded: bool = False,
     ) -> Any:
-        key = TableKey(cat, db, name)
+        key = TableName(cat, db, name)
 
         def cached(entry: TableEntry) -> Any:
             data = entry.table_bytes
@@ -312,7 +314,7 @@ class CachedStore(StatsReads):
 
         result = self._read("get_table", key, valid_write_id_list, cached, database)
         if isinstance(result, bytes) and not encoded:
-            return wire.decode(hms.Table, result)
+            return thrift_bytes.decode(hms.Table, result)
         return result
 
     def get_table_constraints(
@@ -320,7 +322,7 @@ class CachedStore(StatsReads):
     ) -> hms.SQLAllTableConstraints:
         """From the table's entry, under the table's rules; constraints are loaded on the first
         read (not with the table: few tables have any, fewer clients ask)."""
-        key = TableKey(cat, db, name)
+        key = TableName(cat, db, name)
         method = "get_table_constraints"
 
         def cached(entry: TableEntry) -> Any:
@@ -338,7 +340,7 @@ class CachedStore(StatsReads):
             self.counters.miss(method, metrics.MISS_NOT_CACHED)
             return database()
         if isinstance(result, bytes):
-            return wire.decode(hms.SQLAllTableConstraints, result)
+            return thrift_bytes.decode(hms.SQLAllTableConstraints, result)
         return result
 
     def get_tables_by_names(self, cat: str, db: str, names: Sequence[str]) -> list[hms.Table]:
@@ -349,7 +351,7 @@ class CachedStore(StatsReads):
         if self._barrier is None or self._strong("get_table_objects_by_name"):
             with self.cache.lock:
                 for n in wanted:
-                    entry = self.cache.get_locked(TableKey(cat, db, n))
+                    entry = self.cache.get_locked(TableName(cat, db, n))
                     if entry is not None and not entry.transactional:
                         found[n] = entry.table_bytes
                 known_db = (cat, db) in self.cache.databases
@@ -365,7 +367,7 @@ class CachedStore(StatsReads):
         out = []
         for n in wanted:
             if n in found:
-                out.append(wire.decode(hms.Table, found[n]))
+                out.append(thrift_bytes.decode(hms.Table, found[n]))
             elif n in from_db:
                 out.append(from_db[n])
         return out
@@ -380,7 +382,7 @@ class CachedStore(StatsReads):
             self.counters.miss("get_database", metrics.MISS_NOT_CACHED)
             return self.sql.get_database(cat, name)
         self.counters.hit("get_database")
-        return wire.decode(hms.Database, found[1])
+        return thrift_bytes.decode(hms.Database, found[1])
 
     def get_databases(self, cat: str, pattern: str | None = None) -> list[str]:
         """From the databases map while it lists every database, else from the database."""
@@ -406,7 +408,7 @@ class CachedStore(StatsReads):
         pick: Callable[[TableEntry], Any],
         from_db: Callable[[], Any],
     ) -> Any:
-        return self._read(method, TableKey(cat, db, tbl), snapshot, pick, from_db, partitions=True)
+        return self._read(method, TableName(cat, db, tbl), snapshot, pick, from_db, partitions=True)
 
     @staticmethod
     def _parts(entry: TableEntry, names: Sequence[str], encoded: bool) -> Any:
@@ -420,7 +422,7 @@ class CachedStore(StatsReads):
             pieces.append(p.cols)
             pieces.append(p.tail)
         if encoded:
-            return wire.join_list(pieces, len(names))
+            return thrift_bytes.join_list(pieces, len(names))
         return _PartitionList(pieces, len(names))
 
     @staticmethod
@@ -448,7 +450,7 @@ class CachedStore(StatsReads):
             if part is None:
                 raise hms.NoSuchObjectException(message=f"partition values={java_list(values)}")
             data = part.encoded()
-            return Encoded(data) if encoded else wire.decode(hms.Partition, data)
+            return Encoded(data) if encoded else thrift_bytes.decode(hms.Partition, data)
 
         return self._partition_read(
             "get_partition",
@@ -469,7 +471,7 @@ class CachedStore(StatsReads):
                 raise hms.NoSuchObjectException(
                     message=f"partition {name} not found in {table_ref(cat, db, tbl)}"
                 )
-            return wire.decode(hms.Partition, part.encoded())
+            return thrift_bytes.decode(hms.Partition, part.encoded())
 
         return self._partition_read(
             "get_partition_by_name",
@@ -541,9 +543,9 @@ class CachedStore(StatsReads):
     def _filtered(self, entry: TableEntry, filter_text: str, max_parts: int | None) -> list[str]:
         """Names of the partitions the filter accepts, in order (the database path's rules:
         the same evaluator, narrowed first by the exact values the filter pins)."""
-        node = pfilter.parse(filter_text or "")
-        accept = pfilter.compile_filter(node, entry.key_names, entry.key_types)
-        conditions = pfilter.pushdown(node, entry.key_names, entry.key_types)
+        node = parse(filter_text or "")
+        accept = compile_filter(node, entry.key_names, entry.key_types)
+        conditions = pushdown(node, entry.key_names, entry.key_types)
         parts = entry.parts
         assert parts is not None
         candidates = parts.candidates(
@@ -771,7 +773,7 @@ class _PartitionList:
         # Each partition is head + cols + tail: three pieces per partition.
         for i in range(0, len(self.pieces), 3):
             n = len(self.pieces[i]) + len(self.pieces[i + 1]) + len(self.pieces[i + 2])
-            out.append(wire.decode(hms.Partition, data[pos : pos + n]))
+            out.append(thrift_bytes.decode(hms.Partition, data[pos : pos + n]))
             pos += n
         return out
 

@@ -26,11 +26,11 @@ from sqlalchemy import Connection, and_, delete, func, insert, or_, select, upda
 from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import ids as ids_module
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import commit_after
+from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events import messages
-from hms_cache_proxy.store.sql import ids as ids_module
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import commit_after
-from hms_cache_proxy.store.sql.ids import IdAllocator
 
 DEFAULT_CATALOG = "hive"
 DEFAULT_MAX_EVENT_RESPONSE = 1_000_000
@@ -249,7 +249,7 @@ class EventLog:
             }
             for nl_id, event_id, e, body in zip(nl_ids, event_ids, events, bodies, strict=True)
         ]
-        conn.execute(insert(s.NOTIFICATION_LOG), rows)
+        conn.execute(insert(schema.NOTIFICATION_LOG), rows)
         if self.notify_channel and conn.dialect.name == "postgresql":
             conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
         if self._recording:
@@ -318,7 +318,7 @@ class EventLog:
     @staticmethod
     def _previous_time(conn: Connection, first: int) -> int:
         """EVENT_TIME of the event just before ``first`` (0 when purged or none)."""
-        nl = s.NOTIFICATION_LOG
+        nl = schema.NOTIFICATION_LOG
         value = conn.execute(select(nl.c.EVENT_TIME).where(nl.c.EVENT_ID == first - 1)).scalar()
         return 0 if value is None else int(value)
 
@@ -330,7 +330,7 @@ class EventLog:
         order) and moves the sequence: a round trip less than select-for-update, then update.
         The row (1) is created if the table is empty.
         """
-        seq = s.NOTIFICATION_SEQUENCE
+        seq = schema.NOTIFICATION_SEQUENCE
         advance = (
             update(seq).values(NEXT_EVENT_ID=seq.c.NEXT_EVENT_ID + n).returning(seq.c.NEXT_EVENT_ID)
         )
@@ -348,7 +348,7 @@ class EventLog:
 
     def current_event_id(self, conn: Connection) -> int:
         """The id of the last event handed out: NEXT_EVENT_ID - 1, or 0 when there is none."""
-        value = conn.execute(select(s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar()
+        value = conn.execute(select(schema.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar()
         return 0 if value is None else int(value) - 1
 
     @staticmethod
@@ -368,19 +368,19 @@ class EventLog:
     @staticmethod
     def newest_event_id(conn: Connection) -> int | None:
         """The largest EVENT_ID in the log, None when it is empty."""
-        value = conn.execute(select(func.max(s.NOTIFICATION_LOG.c.EVENT_ID))).scalar()
+        value = conn.execute(select(func.max(schema.NOTIFICATION_LOG.c.EVENT_ID))).scalar()
         return None if value is None else int(value)
 
     @staticmethod
     def purge_before(conn: Connection, event_id: int) -> int:
         """Delete the events older than ``event_id``, as Hive's event cleaner does by age, and
         return how many went (the consistency checker purges behind a lagging instance)."""
-        log_table = s.NOTIFICATION_LOG
+        log_table = schema.NOTIFICATION_LOG
         return conn.execute(delete(log_table).where(log_table.c.EVENT_ID < event_id)).rowcount
 
     def oldest_event_id(self, conn: Connection) -> int | None:
         """The smallest EVENT_ID still in the log (older ones were purged), None when empty."""
-        value = conn.execute(select(func.min(s.NOTIFICATION_LOG.c.EVENT_ID))).scalar()
+        value = conn.execute(select(func.min(schema.NOTIFICATION_LOG.c.EVENT_ID))).scalar()
         return None if value is None else int(value)
 
     def next_events(
@@ -400,7 +400,7 @@ class EventLog:
         the maximum. Filters: catalog, database, any of ``table_names``, any of
         ``event_types``, none of ``skip_types``; names are compared in lower case.
         """
-        nl = s.NOTIFICATION_LOG
+        nl = schema.NOTIFICATION_LOG
         cond = [nl.c.EVENT_ID > last_event]
         if cat_name is not None:
             cond.append(nl.c.CAT_NAME == _normalize(cat_name))
@@ -460,7 +460,7 @@ class EventLog:
         catalog (transaction events) are counted for any; the catalog defaults to "hive";
         the count is capped at ``limit`` when one is given.
         """
-        nl = s.NOTIFICATION_LOG
+        nl = schema.NOTIFICATION_LOG
         cat = DEFAULT_CATALOG if cat_name is None else cat_name
         cond = [
             nl.c.EVENT_ID > from_event,

@@ -26,8 +26,8 @@ from typing import Any
 
 from hms_cache_proxy import failpoints
 from hms_cache_proxy.observability import metrics
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events.log import NOTIFY_CHANNEL, EventLog
-from hms_cache_proxy.store.sql.engine import Database
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, insert, inspect, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from hms_cache_proxy.store.sql import ids
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
-from hms_cache_proxy.store.sql.ids import IdAllocator
+from hms_cache_proxy.store.db import ids, schema
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.sql.roles import ADMIN_ROLE, PUBLIC_ROLE
 
 SCHEMA_VERSION = "4.0.0"
@@ -54,7 +53,7 @@ class _State:
 
     @property
     def missing(self) -> list[str]:
-        return sorted(set(s.metadata.tables) - self.tables)
+        return sorted(set(schema.metadata.tables) - self.tables)
 
 
 # -- public ------------------------------------------------------------------------------------
@@ -73,7 +72,7 @@ def init_db(db: Database, warehouse_uri: str) -> str:
         state = _read_state(conn)
         if not state.empty:
             return _already_initialised(db, state)
-        s.metadata.create_all(conn, checkfirst=False)
+        schema.metadata.create_all(conn, checkfirst=False)
         _insert_seed_rows(conn)
         _first_start(db, conn, warehouse_uri, tables_are_new=True)
         return (
@@ -123,10 +122,12 @@ def ensure_ready(db: Database, warehouse_uri: str, auto_create: bool) -> None:
 
 
 def _read_state(conn: Connection) -> _State:
-    present = frozenset(inspect(conn).get_table_names()) & frozenset(s.metadata.tables)
+    present = frozenset(inspect(conn).get_table_names()) & frozenset(schema.metadata.tables)
     versions: tuple[str, ...] = ()
-    if s.VERSION.name in present:
-        rows = conn.execute(select(s.VERSION.c.SCHEMA_VERSION).order_by(s.VERSION.c.VER_ID))
+    if schema.VERSION.name in present:
+        rows = conn.execute(
+            select(schema.VERSION.c.SCHEMA_VERSION).order_by(schema.VERSION.c.VER_ID)
+        )
         versions = tuple(str(v) for v in rows.scalars())
     return _State(present, versions)
 
@@ -140,10 +141,10 @@ def _describe_versions(state: _State) -> str:
 
 
 def _already_initialised(db: Database, state: _State) -> str:
-    if s.VERSION.name not in state.tables or not state.versions:
+    if schema.VERSION.name not in state.tables or not state.versions:
         raise SchemaError(
             f"{db.describe()} already has metastore tables but {_describe_versions(state)}"
-            f"{'' if s.VERSION.name in state.tables else ' (no VERSION table)'}; "
+            f"{'' if schema.VERSION.name in state.tables else ' (no VERSION table)'}; "
             "init-db changes nothing on a database it did not find empty."
         )
     found = _describe_versions(state)
@@ -160,11 +161,11 @@ def _already_initialised(db: Database, state: _State) -> str:
 
 def _check_compatible(db: Database, state: _State) -> None:
     where = db.describe()
-    if s.VERSION.name not in state.tables or not state.versions:
+    if schema.VERSION.name not in state.tables or not state.versions:
         raise SchemaError(
             f"{where} has metastore tables but {_describe_versions(state)}"
-            f"{'' if s.VERSION.name in state.tables else ' (no VERSION table)'}, so its schema "
-            f"version is unknown; hms-cache-proxy needs a Hive {SCHEMA_VERSION} schema. "
+            f"{'' if schema.VERSION.name in state.tables else ' (no VERSION table)'}, so its "
+            f"schema version is unknown; hms-cache-proxy needs a Hive {SCHEMA_VERSION} schema. "
             "Finish or repair it with Hive's schematool."
         )
     if state.versions != (SCHEMA_VERSION,):
@@ -201,7 +202,7 @@ def _lock_for_init(db: Database, conn: Connection) -> None:
 def _insert_seed_rows(conn: Connection) -> None:
     """The rows Hive's 4.0.0 script inserts, in its order."""
     conn.execute(
-        insert(s.CTLGS).values(
+        insert(schema.CTLGS).values(
             CTLG_ID=1,
             NAME=HIVE_CATALOG,
             DESC=HIVE_CATALOG_COMMENT,
@@ -210,25 +211,25 @@ def _insert_seed_rows(conn: Connection) -> None:
         )
     )
     conn.execute(
-        insert(s.SEQUENCE_TABLE).values(SEQUENCE_NAME=ids.NOTIFICATION_LOG.name, NEXT_VAL=1)
+        insert(schema.SEQUENCE_TABLE).values(SEQUENCE_NAME=ids.NOTIFICATION_LOG.name, NEXT_VAL=1)
     )
-    conn.execute(insert(s.NOTIFICATION_SEQUENCE).values(NNI_ID=1, NEXT_EVENT_ID=1))
+    conn.execute(insert(schema.NOTIFICATION_SEQUENCE).values(NNI_ID=1, NEXT_EVENT_ID=1))
     # Transaction 0, committed: the floor every txn snapshot starts from.
     conn.execute(
-        insert(s.TXNS).values(
+        insert(schema.TXNS).values(
             TXN_ID=0, TXN_STATE="c", TXN_STARTED=0, TXN_LAST_HEARTBEAT=0, TXN_USER="", TXN_HOST=""
         )
     )
-    conn.execute(insert(s.TXN_LOCK_TBL).values(TXN_LOCK=1))
-    conn.execute(insert(s.NEXT_LOCK_ID).values(NL_NEXT=1))
-    conn.execute(insert(s.NEXT_COMPACTION_QUEUE_ID).values(NCQ_NEXT=1))
+    conn.execute(insert(schema.TXN_LOCK_TBL).values(TXN_LOCK=1))
+    conn.execute(insert(schema.NEXT_LOCK_ID).values(NL_NEXT=1))
+    conn.execute(insert(schema.NEXT_COMPACTION_QUEUE_ID).values(NCQ_NEXT=1))
     conn.execute(
-        insert(s.SEQUENCE_TABLE).values(
+        insert(schema.SEQUENCE_TABLE).values(
             SEQUENCE_NAME=ids.TXN_WRITE_NOTIFICATION_LOG.name, NEXT_VAL=1
         )
     )
     conn.execute(
-        insert(s.VERSION).values(
+        insert(schema.VERSION).values(
             VER_ID=1, SCHEMA_VERSION=SCHEMA_VERSION, VERSION_COMMENT=VERSION_COMMENT
         )
     )
@@ -236,7 +237,7 @@ def _insert_seed_rows(conn: Connection) -> None:
 
 def _first_start_needed(conn: Connection) -> bool:
     location = conn.execute(
-        select(s.CTLGS.c.LOCATION_URI).where(s.CTLGS.c.NAME == HIVE_CATALOG)
+        select(schema.CTLGS.c.LOCATION_URI).where(schema.CTLGS.c.NAME == HIVE_CATALOG)
     ).scalar()
     return (
         location in (None, UNSET_LOCATION)
@@ -247,7 +248,9 @@ def _first_start_needed(conn: Connection) -> bool:
 
 def _missing_default_roles(conn: Connection) -> list[str]:
     found = set(
-        conn.execute(select(s.ROLES.c.ROLE_NAME).where(s.ROLES.c.ROLE_NAME.in_(DEFAULT_ROLES)))
+        conn.execute(
+            select(schema.ROLES.c.ROLE_NAME).where(schema.ROLES.c.ROLE_NAME.in_(DEFAULT_ROLES))
+        )
         .scalars()
         .all()
     )
@@ -256,8 +259,8 @@ def _missing_default_roles(conn: Connection) -> list[str]:
 
 def _default_database_exists(conn: Connection) -> bool:
     row = conn.execute(
-        select(s.DBS.c.DB_ID).where(
-            s.DBS.c.NAME == DEFAULT_DATABASE, s.DBS.c.CTLG_NAME == HIVE_CATALOG
+        select(schema.DBS.c.DB_ID).where(
+            schema.DBS.c.NAME == DEFAULT_DATABASE, schema.DBS.c.CTLG_NAME == HIVE_CATALOG
         )
     ).first()
     return row is not None
@@ -271,11 +274,13 @@ def _first_start(db: Database, conn: Connection, warehouse_uri: str, tables_are_
     """
     now = int(time.time())
     catalog = conn.execute(
-        select(s.CTLGS.c.LOCATION_URI).where(s.CTLGS.c.NAME == HIVE_CATALOG).with_for_update()
+        select(schema.CTLGS.c.LOCATION_URI)
+        .where(schema.CTLGS.c.NAME == HIVE_CATALOG)
+        .with_for_update()
     ).first()
     if catalog is None:
         conn.execute(
-            insert(s.CTLGS).values(
+            insert(schema.CTLGS).values(
                 CTLG_ID=_new_id(db, conn, ids.CATALOG, tables_are_new),
                 NAME=HIVE_CATALOG,
                 DESC=HIVE_CATALOG_COMMENT,
@@ -285,12 +290,14 @@ def _first_start(db: Database, conn: Connection, warehouse_uri: str, tables_are_
         )
     elif catalog.LOCATION_URI == UNSET_LOCATION:
         conn.execute(
-            update(s.CTLGS).where(s.CTLGS.c.NAME == HIVE_CATALOG).values(LOCATION_URI=warehouse_uri)
+            update(schema.CTLGS)
+            .where(schema.CTLGS.c.NAME == HIVE_CATALOG)
+            .values(LOCATION_URI=warehouse_uri)
         )
     _create_default_roles(db, conn, now, tables_are_new)
     if not _default_database_exists(conn):
         conn.execute(
-            insert(s.DBS).values(
+            insert(schema.DBS).values(
                 DB_ID=_new_id(db, conn, ids.DATABASE, tables_are_new),
                 DESC=DEFAULT_DATABASE_COMMENT,
                 DB_LOCATION_URI=warehouse_uri,
@@ -311,7 +318,7 @@ def _create_default_roles(db: Database, conn: Connection, now: int, tables_are_n
     missing = _missing_default_roles(conn)
     for name in missing:
         conn.execute(
-            insert(s.ROLES).values(
+            insert(schema.ROLES).values(
                 ROLE_ID=_new_id(db, conn, ids.ROLE, tables_are_new),
                 ROLE_NAME=name,
                 OWNER_NAME=name,
@@ -320,7 +327,7 @@ def _create_default_roles(db: Database, conn: Connection, now: int, tables_are_n
         )
     if ADMIN_ROLE not in missing:
         return
-    g = s.GLOBAL_PRIVS.c
+    g = schema.GLOBAL_PRIVS.c
     held = conn.execute(
         select(g.USER_GRANT_ID).where(
             g.PRINCIPAL_NAME == ADMIN_ROLE, g.PRINCIPAL_TYPE == "ROLE", g.USER_PRIV == "All"
@@ -328,7 +335,7 @@ def _create_default_roles(db: Database, conn: Connection, now: int, tables_are_n
     ).first()
     if held is None:
         conn.execute(
-            insert(s.GLOBAL_PRIVS).values(
+            insert(schema.GLOBAL_PRIVS).values(
                 USER_GRANT_ID=_new_id(db, conn, ids.GLOBAL_PRIVILEGE, tables_are_new),
                 CREATE_TIME=now,
                 GRANT_OPTION=1,

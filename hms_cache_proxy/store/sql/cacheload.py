@@ -6,7 +6,7 @@ for a transactional table, its committed write ids are all read in one ``Databas
 snapshot (REPEATABLE READ on PostgreSQL), so the cache can tell which later events are already
 in it. Partitions skip the Thrift objects the database path builds: the same rows (the same
 queries as ``PartitionsMixin._load_partitions``) become the binary-protocol bytes the cache
-keeps, as ``head + cols + tail`` (store/cache/wire.py), byte for byte what encoding the
+keeps, as ``head + cols + tail`` (hms_cache_proxy/thrift_bytes.py), byte for byte what encoding the
 database path's objects gives. Repeated parts (formats, serde, column lists) are encoded once
 per load.
 """
@@ -22,9 +22,9 @@ from typing import Any
 
 from sqlalchemy import func, select, tuple_
 
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.cache import wire
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.sql.databases import _database, _db_params
 from hms_cache_proxy.store.sql.details import Details, load_details
 from hms_cache_proxy.store.sql.partitions import _partitions_of_table
@@ -62,7 +62,7 @@ def current_event(store: Any, conn: Any) -> int:
 
 def list_tables(store: Any) -> list[tuple[str, str, str]]:
     """(catalog, database, table) of every table, in that order."""
-    t, d = s.TBLS, s.DBS
+    t, d = schema.TBLS, schema.DBS
     stmt = (
         select(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME)
         .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID))
@@ -76,7 +76,7 @@ def load_databases(store: Any) -> tuple[int, dict[tuple[str, str], hms.Database]
     """Every database, and the event position they reflect."""
     with store.db.read() as conn:
         at = current_event(store, conn)
-        rows = conn.execute(select(s.DBS)).all()
+        rows = conn.execute(select(schema.DBS)).all()
         params = _db_params(conn, [r.DB_ID for r in rows]) if rows else {}
         return at, {(r.CTLG_NAME, r.NAME): _database(r, params.get(r.DB_ID, {})) for r in rows}
 
@@ -108,7 +108,7 @@ def load_table(
 def table_sizes(store: Any) -> list[tuple[str, str, str, int]]:
     """(catalog, database, table, partition count) of every table, in that order: prewarm puts
     small tables together into batches."""
-    t, d, p = s.TBLS, s.DBS, s.PARTITIONS
+    t, d, p = schema.TBLS, schema.DBS, schema.PARTITIONS
     counts = select(p.c.TBL_ID, func.count().label("n")).group_by(p.c.TBL_ID).subquery()
     stmt = (
         select(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME, func.coalesce(counts.c.n, 0))
@@ -130,7 +130,7 @@ def load_tables(
     trips, not by rows."""
     if not keys:
         return {}
-    d, t = s.DBS, s.TBLS
+    d, t = schema.DBS, schema.TBLS
     stmt = table_select(tuple_(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME).in_(list(keys)))
     out: dict[tuple[str, str, str], LoadedTable] = {}
     with store.db.read() as conn:
@@ -160,7 +160,13 @@ def load_tables(
 
 def load_stats(store: Any, cat: str, db: str, name: str) -> LoadedStats | None:
     """Every column-statistics row of the table and its partitions (None: no such table)."""
-    tcs, pcs, p, t, d = s.TAB_COL_STATS, s.PART_COL_STATS, s.PARTITIONS, s.TBLS, s.DBS
+    tcs, pcs, p, t, d = (
+        schema.TAB_COL_STATS,
+        schema.PART_COL_STATS,
+        schema.PARTITIONS,
+        schema.TBLS,
+        schema.DBS,
+    )
     with store.db.read() as conn:
         at = current_event(store, conn)
         tbl_id = conn.execute(
@@ -193,16 +199,16 @@ def _transactional(params: dict[str, str] | None) -> bool:
 # -- partitions as bytes -------------------------------------------------------------------------
 
 # Field ids below are Partition's (1-10) and StorageDescriptor's (location: 2).
-_H_VALUES = wire.field_header(15, 1) + b"\x0b"
-_H_DB = wire.field_header(11, 2)
-_H_TBL = wire.field_header(11, 3)
-_H_CREATE = wire.field_header(8, 4)
-_H_ACCESS = wire.field_header(8, 5)
-_H_SD = wire.field_header(12, 6)
-_H_PARAMS = wire.field_header(13, 7)
-_H_CAT = wire.field_header(11, 9)
-_H_WRITE_ID = wire.field_header(10, 10)
-_H_LOCATION = wire.field_header(11, 2)
+_H_VALUES = thrift_bytes.field_header(15, 1) + b"\x0b"
+_H_DB = thrift_bytes.field_header(11, 2)
+_H_TBL = thrift_bytes.field_header(11, 3)
+_H_CREATE = thrift_bytes.field_header(8, 4)
+_H_ACCESS = thrift_bytes.field_header(8, 5)
+_H_SD = thrift_bytes.field_header(12, 6)
+_H_PARAMS = thrift_bytes.field_header(13, 7)
+_H_CAT = thrift_bytes.field_header(11, 9)
+_H_WRITE_ID = thrift_bytes.field_header(10, 10)
+_H_LOCATION = thrift_bytes.field_header(11, 2)
 _STOP = b"\x00"
 
 
@@ -235,8 +241,8 @@ class _Encoder:
     ) -> None:
         self.d = details
         self.skew = skew
-        self.names = _H_DB + wire.string(db) + _H_TBL + wire.string(name)
-        self.cat = _H_CAT + wire.string(cat)
+        self.names = _H_DB + thrift_bytes.string(db) + _H_TBL + thrift_bytes.string(name)
+        self.cat = _H_CAT + thrift_bytes.string(cat)
         self.keys: dict[str, bytes] = {}
         self.cols: dict[Any, bytes] = {}
         self.sd_rest: dict[Any, bytes] = {}
@@ -246,12 +252,12 @@ class _Encoder:
         d = self.d
         pid = r.PART_ID
         values = tuple(d.key_values.get(pid, ()))
-        head = [_H_VALUES, wire.pack_i32(len(values))]
+        head = [_H_VALUES, thrift_bytes.pack_i32(len(values))]
         for v in values:
-            head.append(wire.string(v))
+            head.append(thrift_bytes.string(v))
         head.append(self.names)
-        head.append(_H_CREATE + wire.pack_i32(r.CREATE_TIME))
-        head.append(_H_ACCESS + wire.pack_i32(r.LAST_ACCESS_TIME))
+        head.append(_H_CREATE + thrift_bytes.pack_i32(r.CREATE_TIME))
+        head.append(_H_ACCESS + thrift_bytes.pack_i32(r.LAST_ACCESS_TIME))
         tail: list[bytes] = []
         cols = b""
         if r.SD_ID is not None:
@@ -259,19 +265,21 @@ class _Encoder:
             cols = self._cols(r.CD_ID)
             if r.LOCATION is not None:
                 tail.append(_H_LOCATION)
-                tail.append(wire.string(r.LOCATION))
+                tail.append(thrift_bytes.string(r.LOCATION))
             tail.append(self._sd_rest(r))
         tail.append(_H_PARAMS)
-        tail.append(wire.string_map(d.part_params.get(pid, {}), self.keys))
+        tail.append(thrift_bytes.string_map(d.part_params.get(pid, {}), self.keys))
         tail.append(self.cat)
-        tail.append(_H_WRITE_ID + wire.pack_i64(r.WRITE_ID if r.WRITE_ID is not None else 0))
+        tail.append(
+            _H_WRITE_ID + thrift_bytes.pack_i64(r.WRITE_ID if r.WRITE_ID is not None else 0)
+        )
         tail.append(_STOP)
         return r.PART_NAME, values, b"".join(head), cols, b"".join(tail)
 
     def _cols(self, cd_id: Any) -> bytes:
         found = self.cols.get(cd_id)
         if found is None:
-            found = self.cols[cd_id] = wire.encode_columns(self.d.columns.get(cd_id, []))
+            found = self.cols[cd_id] = thrift_bytes.encode_columns(self.d.columns.get(cd_id, []))
         return found
 
     def _sd_rest(self, r: Any) -> bytes:
@@ -332,7 +340,7 @@ class _Encoder:
             ),
             storedAsSubDirectories=bool(r.IS_STOREDASSUBDIRECTORIES),
         )
-        return wire.encode(sd)
+        return thrift_bytes.encode(sd)
 
 
 # -- PostgreSQL: whole-table reads ---------------------------------------------------------------
@@ -452,8 +460,8 @@ class _RowEncoder:
 
     def __init__(self, conn: Any, children: Sequence[tuple[Any, ...]]) -> None:
         self.conn = conn
-        i32 = wire.pack_i32
-        string = wire.string
+        i32 = thrift_bytes.pack_i32
+        string = thrift_bytes.string
         values: dict[int, list[tuple[int, str]]] = {}
         # Partition parameters go straight to their encoded map entries (key, value); an
         # entry met again (numFiles=1, the same statistics flags) is the same bytes object.
@@ -505,7 +513,7 @@ class _RowEncoder:
             return
         found = load_details(self.conn, cds=wanted).columns
         for cd in wanted:
-            self.cols[cd] = wire.encode_columns(found.get(cd, []))
+            self.cols[cd] = thrift_bytes.encode_columns(found.get(cd, []))
 
     def encode(
         self, cat: str, db: str, name: str, rows: Iterable[tuple[Any, ...]]
@@ -515,8 +523,8 @@ class _RowEncoder:
         cols, rests = self.cols, self.rests
         # Descriptor parameters, bucket and sort columns are rare: look them up only if any.
         sd_children = bool(other)
-        i32 = wire.pack_i32
-        string = wire.string
+        i32 = thrift_bytes.pack_i32
+        string = thrift_bytes.string
         names = _H_DB + string(db) + _H_TBL + string(name)
         ending = _H_CAT + string(cat) + _H_WRITE_ID
         times = _TIMES
@@ -589,9 +597,9 @@ class _RowEncoder:
 
 
 _TIMES = struct.Struct(">bhibhi").pack
-_I64 = wire.pack_i64
+_I64 = thrift_bytes.pack_i64
 _H_PARAMS_MAP = _H_PARAMS + b"\x0b\x0b"
-_PARAM_HEADS = [_H_PARAMS_MAP + wire.pack_i32(n) for n in range(32)]
+_PARAM_HEADS = [_H_PARAMS_MAP + thrift_bytes.pack_i32(n) for n in range(32)]
 """The parameters field's header and map header for maps of up to 31 entries."""
 
 
@@ -601,16 +609,18 @@ def _idx(item: tuple[Any, ...]) -> Any:
 
 def _columns(conn: Any, cd_id: Any) -> bytes:
     if cd_id is None:
-        return wire.encode_columns([])
-    return wire.encode_columns(load_details(conn, cds=[cd_id]).columns.get(cd_id, []))
+        return thrift_bytes.encode_columns([])
+    return thrift_bytes.encode_columns(load_details(conn, cds=[cd_id]).columns.get(cd_id, []))
 
 
 def _sd_rest_of(conn: Any, sd_id: int) -> bytes:
     """Fields 3..12 of one storage descriptor, read the database path's way."""
     row = conn.execute(
         select(*SD_COLUMNS)
-        .select_from(s.SDS.outerjoin(s.SERDES, s.SERDES.c.SERDE_ID == s.SDS.c.SERDE_ID))
-        .where(s.SDS.c.SD_ID == sd_id)
+        .select_from(
+            schema.SDS.outerjoin(schema.SERDES, schema.SERDES.c.SERDE_ID == schema.SDS.c.SERDE_ID)
+        )
+        .where(schema.SDS.c.SD_ID == sd_id)
     ).one()
     details = load_details(
         conn,

@@ -19,15 +19,15 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, insert, or_, select
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.common import SqlStoreBase, table_ref
+from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, table_ref
 
 PRIMARY_KEY, FOREIGN_KEY, UNIQUE, NOT_NULL, DEFAULT, CHECK = range(6)
 """KEY_CONSTRAINTS.CONSTRAINT_TYPE, as MConstraint numbers them."""
 
-_KC = s.KEY_CONSTRAINTS
+_KC = schema.KEY_CONSTRAINTS
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class ConstraintsMixin(SqlStoreBase):
         return [_foreign_key(r, pk_names) for r in rows]
 
     def _find_table(self, conn: Connection, cat: str, db: str, name: str) -> int | None:
-        t, d = s.TBLS, s.DBS
+        t, d = schema.TBLS, schema.DBS
         return conn.execute(
             select(t.c.TBL_ID)
             .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID))
@@ -173,8 +173,11 @@ class ConstraintsMixin(SqlStoreBase):
         descriptor is gone reads as None)."""
         side = {}
         for prefix in ("PARENT", "CHILD"):
-            tbl, dbs = s.TBLS.alias(f"{prefix}_t"), s.DBS.alias(f"{prefix}_d")
-            col, key = s.COLUMNS_V2.alias(f"{prefix}_c"), s.PARTITION_KEYS.alias(f"{prefix}_k")
+            tbl, dbs = schema.TBLS.alias(f"{prefix}_t"), schema.DBS.alias(f"{prefix}_d")
+            col, key = (
+                schema.COLUMNS_V2.alias(f"{prefix}_c"),
+                schema.PARTITION_KEYS.alias(f"{prefix}_k"),
+            )
             side[prefix] = (tbl, dbs, col, key)
         joined = _KC
         columns: list[Any] = [_KC]
@@ -361,15 +364,15 @@ class ConstraintsMixin(SqlStoreBase):
         return rows
 
     def _table_cols(self, conn: Connection, cat: str, db: str, name: str) -> _TableCols:
-        t = s.TBLS
+        t = schema.TBLS
         row = conn.execute(
-            select(t.c.TBL_ID, s.SDS.c.CD_ID)
+            select(t.c.TBL_ID, schema.SDS.c.CD_ID)
             .select_from(
-                t.join(s.DBS, s.DBS.c.DB_ID == t.c.DB_ID).outerjoin(
-                    s.SDS, s.SDS.c.SD_ID == t.c.SD_ID
+                t.join(schema.DBS, schema.DBS.c.DB_ID == t.c.DB_ID).outerjoin(
+                    schema.SDS, schema.SDS.c.SD_ID == t.c.SD_ID
                 )
             )
-            .where(s.DBS.c.CTLG_NAME == cat, s.DBS.c.NAME == db, t.c.TBL_NAME == name)
+            .where(schema.DBS.c.CTLG_NAME == cat, schema.DBS.c.NAME == db, t.c.TBL_NAME == name)
         ).first()
         if row is None:
             raise hms.InvalidObjectException(
@@ -377,10 +380,10 @@ class ConstraintsMixin(SqlStoreBase):
             )
         cols: dict[str, int] = {}
         if row.CD_ID is not None:
-            c = s.COLUMNS_V2.c
+            c = schema.COLUMNS_V2.c
             found = conn.execute(select(c.COLUMN_NAME, c.INTEGER_IDX).where(c.CD_ID == row.CD_ID))
             cols = {r[0]: r[1] for r in found}
-        k = s.PARTITION_KEYS.c
+        k = schema.PARTITION_KEYS.c
         found = conn.execute(select(k.PKEY_NAME, k.INTEGER_IDX).where(k.TBL_ID == row.TBL_ID))
         return _TableCols(row.TBL_ID, row.CD_ID, cols, {r[0]: r[1] for r in found})
 

@@ -7,13 +7,13 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.batch import group
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import filter_names
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.batch import group
-from hms_cache_proxy.store.sql.common import (
+from hms_cache_proxy.store.sql.sql_base import (
     DEFAULT_CATALOG,
     SqlStoreBase,
     now,
@@ -47,7 +47,7 @@ class DatabasesMixin(SqlStoreBase):
                 createTime=catalog.createTime or now(),
             )
             conn.execute(
-                insert(s.CTLGS).values(
+                insert(schema.CTLGS).values(
                     CTLG_ID=cat_id,
                     NAME=name,
                     DESC=created.description,
@@ -72,7 +72,10 @@ class DatabasesMixin(SqlStoreBase):
 
     def get_catalogs(self) -> list[str]:
         with self.db.read() as conn:
-            return [r[0] for r in conn.execute(select(s.CTLGS.c.NAME).order_by(s.CTLGS.c.NAME))]
+            return [
+                r[0]
+                for r in conn.execute(select(schema.CTLGS.c.NAME).order_by(schema.CTLGS.c.NAME))
+            ]
 
     def alter_catalog(self, name: str, catalog: hms.Catalog) -> None:
         def run(conn: Connection) -> None:
@@ -91,8 +94,8 @@ class DatabasesMixin(SqlStoreBase):
                 createTime=before.createTime,
             )
             conn.execute(
-                update(s.CTLGS)
-                .where(s.CTLGS.c.NAME == name)
+                update(schema.CTLGS)
+                .where(schema.CTLGS.c.NAME == name)
                 .values(DESC=after.description, LOCATION_URI=after.locationUri)
             )
             after = _catalog(self._catalog_row(conn, name))  # as stored
@@ -110,13 +113,15 @@ class DatabasesMixin(SqlStoreBase):
                 raise hms.NoSuchObjectException(message=f"No catalog {name}")
             if name == DEFAULT_CATALOG:
                 raise hms.MetaException(message="Can not drop hive catalog")
-            dbs = conn.execute(select(s.DBS.c.NAME).where(s.DBS.c.CTLG_NAME == name)).all()
+            dbs = conn.execute(
+                select(schema.DBS.c.NAME).where(schema.DBS.c.CTLG_NAME == name)
+            ).all()
             if dbs:
                 raise hms.InvalidOperationException(
                     message=f"Cannot drop a catalog with databases in it ({name}): "
                     + ", ".join(sorted(r[0] for r in dbs))
                 )
-            conn.execute(delete(s.CTLGS).where(s.CTLGS.c.NAME == name))
+            conn.execute(delete(schema.CTLGS).where(schema.CTLGS.c.NAME == name))
             self._emit(
                 conn, [NewEvent(msg.DROP_CATALOG, self.messages.drop_catalog(_catalog(row)), name)]
             )
@@ -124,7 +129,7 @@ class DatabasesMixin(SqlStoreBase):
         self.db.transaction(run)
 
     def _catalog_row(self, conn: Connection, name: str, *, lock: bool = False) -> Any:
-        stmt = select(s.CTLGS).where(s.CTLGS.c.NAME == name)
+        stmt = select(schema.CTLGS).where(schema.CTLGS.c.NAME == name)
         if lock:
             stmt = stmt.with_for_update()
         return conn.execute(stmt).first()
@@ -151,8 +156,8 @@ class DatabasesMixin(SqlStoreBase):
         def run(conn: Connection) -> hms.Database:
             self._require_catalog(conn, cat)
             exists = conn.execute(
-                select(s.DBS.c.DB_ID).where(
-                    and_(s.DBS.c.CTLG_NAME == cat, s.DBS.c.NAME == database.name)
+                select(schema.DBS.c.DB_ID).where(
+                    and_(schema.DBS.c.CTLG_NAME == cat, schema.DBS.c.NAME == database.name)
                 )
             ).first()
             if exists is not None:
@@ -173,8 +178,10 @@ class DatabasesMixin(SqlStoreBase):
                 remote_dbname=database.remote_dbname,
             )
             (db_id,) = self.ids.allocate(conn, idseq.DATABASE)
-            conn.execute(insert(s.DBS).values(DB_ID=db_id, **_db_values(created)))
-            insert_rows(conn, s.DATABASE_PARAMS, param_rows("DB_ID", db_id, created.parameters))
+            conn.execute(insert(schema.DBS).values(DB_ID=db_id, **_db_values(created)))
+            insert_rows(
+                conn, schema.DATABASE_PARAMS, param_rows("DB_ID", db_id, created.parameters)
+            )
             created = self._load_database(conn, cat, database.name)  # as stored
             self._emit(
                 conn,
@@ -205,7 +212,7 @@ class DatabasesMixin(SqlStoreBase):
     def database_locations(self) -> list[tuple[str, str, str | None, str | None]]:
         """(catalog, name, location, managed location) of every database, in one query read
         from the database itself (not a cache): the file-confinement checks need all of them."""
-        d = s.DBS.c
+        d = schema.DBS.c
         with self.db.read() as conn:
             rows = conn.execute(
                 select(d.CTLG_NAME, d.NAME, d.DB_LOCATION_URI, d.DB_MANAGED_LOCATION_URI)
@@ -227,7 +234,9 @@ class DatabasesMixin(SqlStoreBase):
                 names = [
                     r[0]
                     for r in conn.execute(
-                        select(s.DBS.c.NAME).where(s.DBS.c.CTLG_NAME == cat).order_by(s.DBS.c.NAME)
+                        select(schema.DBS.c.NAME)
+                        .where(schema.DBS.c.CTLG_NAME == cat)
+                        .order_by(schema.DBS.c.NAME)
                     )
                 ]
         return filter_names(names, pattern)
@@ -262,9 +271,13 @@ class DatabasesMixin(SqlStoreBase):
             )
             values = _db_values(after)
             del values["NAME"], values["CTLG_NAME"], values["CREATE_TIME"]
-            conn.execute(update(s.DBS).where(s.DBS.c.DB_ID == row.DB_ID).values(**values))
-            conn.execute(delete(s.DATABASE_PARAMS).where(s.DATABASE_PARAMS.c.DB_ID == row.DB_ID))
-            insert_rows(conn, s.DATABASE_PARAMS, param_rows("DB_ID", row.DB_ID, after.parameters))
+            conn.execute(update(schema.DBS).where(schema.DBS.c.DB_ID == row.DB_ID).values(**values))
+            conn.execute(
+                delete(schema.DATABASE_PARAMS).where(schema.DATABASE_PARAMS.c.DB_ID == row.DB_ID)
+            )
+            insert_rows(
+                conn, schema.DATABASE_PARAMS, param_rows("DB_ID", row.DB_ID, after.parameters)
+            )
             after = self._load_database(conn, cat, name)  # as stored
             self._emit(
                 conn,
@@ -287,14 +300,14 @@ class DatabasesMixin(SqlStoreBase):
             row = self._db_row(conn, cat, name, lock=True)
             database = _database(row, _db_params(conn, [row.DB_ID]).get(row.DB_ID, {}))
             tables = conn.execute(
-                select(s.TBLS.c.TBL_NAME).where(s.TBLS.c.DB_ID == row.DB_ID).limit(1)
+                select(schema.TBLS.c.TBL_NAME).where(schema.TBLS.c.DB_ID == row.DB_ID).limit(1)
             ).first()
             if tables is not None:
                 raise hms.InvalidOperationException(
                     message=f"Database {name} is not empty. One or more tables exist."
                 )
             funcs = conn.execute(
-                select(s.FUNCS.c.FUNC_ID).where(s.FUNCS.c.DB_ID == row.DB_ID)
+                select(schema.FUNCS.c.FUNC_ID).where(schema.FUNCS.c.DB_ID == row.DB_ID)
             ).all()
             if funcs and not cascade:
                 raise hms.InvalidOperationException(
@@ -302,11 +315,13 @@ class DatabasesMixin(SqlStoreBase):
                 )
             func_ids = [r[0] for r in funcs]
             if func_ids:
-                conn.execute(delete(s.FUNC_RU).where(s.FUNC_RU.c.FUNC_ID.in_(func_ids)))
-                conn.execute(delete(s.FUNCS).where(s.FUNCS.c.FUNC_ID.in_(func_ids)))
-            conn.execute(delete(s.DB_PRIVS).where(s.DB_PRIVS.c.DB_ID == row.DB_ID))
-            conn.execute(delete(s.DATABASE_PARAMS).where(s.DATABASE_PARAMS.c.DB_ID == row.DB_ID))
-            conn.execute(delete(s.DBS).where(s.DBS.c.DB_ID == row.DB_ID))
+                conn.execute(delete(schema.FUNC_RU).where(schema.FUNC_RU.c.FUNC_ID.in_(func_ids)))
+                conn.execute(delete(schema.FUNCS).where(schema.FUNCS.c.FUNC_ID.in_(func_ids)))
+            conn.execute(delete(schema.DB_PRIVS).where(schema.DB_PRIVS.c.DB_ID == row.DB_ID))
+            conn.execute(
+                delete(schema.DATABASE_PARAMS).where(schema.DATABASE_PARAMS.c.DB_ID == row.DB_ID)
+            )
+            conn.execute(delete(schema.DBS).where(schema.DBS.c.DB_ID == row.DB_ID))
             self._emit(
                 conn,
                 [NewEvent(msg.DROP_DATABASE, self.messages.drop_database(database), cat, name)],
@@ -333,7 +348,7 @@ def _db_values(d: hms.Database) -> dict[str, Any]:
 
 
 def _db_params(conn: Connection, db_ids: list[int]) -> dict[int, dict[str, str]]:
-    p = s.DATABASE_PARAMS.c
+    p = schema.DATABASE_PARAMS.c
     rows = conn.execute(select(p.DB_ID, p.PARAM_KEY, p.PARAM_VALUE).where(p.DB_ID.in_(db_ids)))
     return {
         db_id: {r.PARAM_KEY: r.PARAM_VALUE or "" for r in rs}

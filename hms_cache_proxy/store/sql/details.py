@@ -30,13 +30,13 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import schema as s
+from hms_cache_proxy.store.db import schema
 
 # kind -> (table, owner column, a, b, c, idx, which id list selects it)
 _PARTS: dict[str, tuple[Any, str, str | None, str | None, str | None, str | None, str]] = {
-    "tp": (s.TABLE_PARAMS, "TBL_ID", "PARAM_KEY", "PARAM_VALUE", None, None, "tables"),
+    "tp": (schema.TABLE_PARAMS, "TBL_ID", "PARAM_KEY", "PARAM_VALUE", None, None, "tables"),
     "pk": (
-        s.PARTITION_KEYS,
+        schema.PARTITION_KEYS,
         "TBL_ID",
         "PKEY_NAME",
         "PKEY_TYPE",
@@ -44,9 +44,17 @@ _PARTS: dict[str, tuple[Any, str, str | None, str | None, str | None, str | None
         "INTEGER_IDX",
         "tables",
     ),
-    "pp": (s.PARTITION_PARAMS, "PART_ID", "PARAM_KEY", "PARAM_VALUE", None, None, "partitions"),
+    "pp": (
+        schema.PARTITION_PARAMS,
+        "PART_ID",
+        "PARAM_KEY",
+        "PARAM_VALUE",
+        None,
+        None,
+        "partitions",
+    ),
     "kv": (
-        s.PARTITION_KEY_VALS,
+        schema.PARTITION_KEY_VALS,
         "PART_ID",
         "PART_KEY_VAL",
         None,
@@ -54,12 +62,12 @@ _PARTS: dict[str, tuple[Any, str, str | None, str | None, str | None, str | None
         "INTEGER_IDX",
         "partitions",
     ),
-    "sp": (s.SD_PARAMS, "SD_ID", "PARAM_KEY", "PARAM_VALUE", None, None, "sds"),
-    "bc": (s.BUCKETING_COLS, "SD_ID", "BUCKET_COL_NAME", None, None, "INTEGER_IDX", "sds"),
-    "so": (s.SORT_COLS, "SD_ID", "COLUMN_NAME", "ORDER", None, "INTEGER_IDX", "sds"),
-    "sk": (s.SKEWED_COL_NAMES, "SD_ID", "SKEWED_COL_NAME", None, None, "INTEGER_IDX", "sds"),
-    "ep": (s.SERDE_PARAMS, "SERDE_ID", "PARAM_KEY", "PARAM_VALUE", None, None, "serdes"),
-    "co": (s.COLUMNS_V2, "CD_ID", "COLUMN_NAME", "TYPE_NAME", "COMMENT", "INTEGER_IDX", "cds"),
+    "sp": (schema.SD_PARAMS, "SD_ID", "PARAM_KEY", "PARAM_VALUE", None, None, "sds"),
+    "bc": (schema.BUCKETING_COLS, "SD_ID", "BUCKET_COL_NAME", None, None, "INTEGER_IDX", "sds"),
+    "so": (schema.SORT_COLS, "SD_ID", "COLUMN_NAME", "ORDER", None, "INTEGER_IDX", "sds"),
+    "sk": (schema.SKEWED_COL_NAMES, "SD_ID", "SKEWED_COL_NAME", None, None, "INTEGER_IDX", "sds"),
+    "ep": (schema.SERDE_PARAMS, "SERDE_ID", "PARAM_KEY", "PARAM_VALUE", None, None, "serdes"),
+    "co": (schema.COLUMNS_V2, "CD_ID", "COLUMN_NAME", "TYPE_NAME", "COMMENT", "INTEGER_IDX", "cds"),
 }
 _SOURCES = ("tables", "partitions", "sds", "serdes", "cds")
 

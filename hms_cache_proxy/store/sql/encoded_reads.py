@@ -7,23 +7,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from hms_cache_proxy.store.cache import wire
-from hms_cache_proxy.store.cache.wire import Encoded
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.store.sql import cacheload
+from hms_cache_proxy.thrift_bytes import Encoded
 
 
 def all_partitions_encoded(store: Any, cat: str, db: str, tbl: str) -> Encoded:
     """Every partition of the table, in name order, as one encoded LIST of Partition structs
     (NoSuchObjectException when the table does not exist)."""
     with store.db.read() as conn:
-        keys = store._table_keys(conn, cat, db, tbl)
+        keys = store._resolve_table(conn, cat, db, tbl)
         parts = cacheload._partition_bytes(conn, store.db.dialect, keys.tbl_id, cat, db, tbl)
     parts.sort(key=_name)  # code-point order on every database (the cache's order too)
     pieces: list[bytes] = []
     extend = pieces.extend
     for part in parts:
         extend(part[2:])  # head, cols, tail
-    return wire.join_list(pieces, len(parts))
+    return thrift_bytes.join_list(pieces, len(parts))
 
 
 def _name(part: cacheload.PartitionBytes) -> str:

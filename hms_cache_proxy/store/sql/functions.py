@@ -16,13 +16,13 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.batch import fetch_in, group
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import filter_names
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.batch import fetch_in, group
-from hms_cache_proxy.store.sql.common import (
+from hms_cache_proxy.store.sql.sql_base import (
     DEFAULT_CATALOG,
     SqlStoreBase,
     now,
@@ -31,7 +31,7 @@ from hms_cache_proxy.store.sql.common import (
 )
 from hms_cache_proxy.store.sql.storage import insert_rows
 
-_F, _RU, _D = s.FUNCS, s.FUNC_RU, s.DBS
+_F, _RU, _D = schema.FUNCS, schema.FUNC_RU, schema.DBS
 
 _FUNCTION_COLUMNS = (
     _F.c.FUNC_ID,

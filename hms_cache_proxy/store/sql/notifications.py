@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, insert, select
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
 
 UUID_KEY = "guid"
@@ -60,7 +60,7 @@ class NotificationsMixin(PartitionsMixin):
         """INSERT events for data a client wrote itself (one per partition or the table)."""
 
         def run(conn: Connection) -> list[int]:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             table = self._load_table_by_id(conn, tk.tbl_id)
             events = []
             for values, data in inserts:
@@ -89,7 +89,7 @@ class NotificationsMixin(PartitionsMixin):
 
     def metastore_db_uuid(self) -> str:
         """The database's identity (METASTORE_DB_PROPERTIES 'guid'), created on first use."""
-        p = s.METASTORE_DB_PROPERTIES.c
+        p = schema.METASTORE_DB_PROPERTIES.c
         with self.db.read() as conn:
             found = conn.execute(
                 select(p.PROPERTY_VALUE).where(p.PROPERTY_KEY == UUID_KEY)
@@ -105,7 +105,7 @@ class NotificationsMixin(PartitionsMixin):
                 return current
             value = str(uuid.uuid4())
             conn.execute(
-                insert(s.METASTORE_DB_PROPERTIES).values(
+                insert(schema.METASTORE_DB_PROPERTIES).values(
                     PROPERTY_KEY=UUID_KEY, PROPERTY_VALUE=value, DESCRIPTION="Metastore DB GUID"
                 )
             )

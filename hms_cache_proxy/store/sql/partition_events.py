@@ -16,11 +16,11 @@ import time
 
 from sqlalchemy import Connection, insert, or_, select
 
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.common import DEFAULT_CATALOG, SqlStoreBase
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.sql.sql_base import DEFAULT_CATALOG, SqlStoreBase
 
-_PE = s.PARTITION_EVENTS
+_PE = schema.PARTITION_EVENTS
 
 
 class PartitionEventsMixin(SqlStoreBase):

@@ -3,8 +3,9 @@
 Reading N partitions takes five queries whatever N is: the partitions joined to their
 descriptors and serdes, their key values, all their parameters (partition, descriptor, serde)
 in one UNION ALL, the distinct column lists, and the bucket/sort/skew lists. Filters are
-decided by the one Python evaluator in store/filter.py (the cache uses the same one), after the
-database has narrowed the candidates with whatever the filter pins to exact string values.
+decided by the one Python evaluator in store/partition_filter/ (the cache uses the same one),
+after the database has narrowed the candidates with whatever the filter pins to exact string
+values.
 """
 
 from __future__ import annotations
@@ -29,25 +30,28 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store import filter as pfilter
 from hms_cache_proxy.store import partnames
+from hms_cache_proxy.store.colstats.accuracy import COLUMN_STATS_ACCURATE, stats_valid_for_query
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.batch import chunks, fetch_in
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.batch import chunks, fetch_in
-from hms_cache_proxy.store.sql.common import (
+from hms_cache_proxy.store.partition_filter.binder import compile_filter
+from hms_cache_proxy.store.partition_filter.parser import parse
+from hms_cache_proxy.store.partition_filter.pushdown import KeyCondition, pushdown
+from hms_cache_proxy.store.sql.details import load_details
+from hms_cache_proxy.store.sql.privileges import (
+    copy_table_grants_to_partitions,
+    partition_level,
+)
+from hms_cache_proxy.store.sql.sql_base import (
     SqlStoreBase,
     TxnWrite,
     is_transactional,
     java_list,
     now,
     table_ref,
-)
-from hms_cache_proxy.store.sql.details import load_details
-from hms_cache_proxy.store.sql.privileges import (
-    copy_table_grants_to_partitions,
-    partition_level,
 )
 from hms_cache_proxy.store.sql.storage import (
     SD_COLUMNS,
@@ -62,7 +66,7 @@ from hms_cache_proxy.store.sql.storage import (
 )
 from hms_cache_proxy.store.sql.tables import TablesMixin
 
-_P, _KV = s.PARTITIONS, s.PARTITION_KEY_VALS
+_P, _KV = schema.PARTITIONS, schema.PARTITION_KEY_VALS
 
 PARTITION_COLUMNS = (
     _P.c.PART_ID,
@@ -125,7 +129,7 @@ MISSING_PARTITIONS = "Some partitions to drop are missing"
 """drop_partitions' NoSuchObjectException when a named partition is absent (HMSHandler)."""
 
 
-class TableKeys:
+class ResolvedTable:
     """What partition calls need to know about their table: id, keys and (lazily) itself."""
 
     __slots__ = ("tbl_id", "sd_id", "keys", "cat", "db", "name")
@@ -148,11 +152,11 @@ class TableKeys:
 class PartitionsMixin(TablesMixin, SqlStoreBase):
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _table_keys(
+    def _resolve_table(
         self, conn: Connection, cat: str, db: str, name: str, *, lock: bool = False
-    ) -> TableKeys:
+    ) -> ResolvedTable:
         """The table's row and partition keys in one query (NoSuchObjectException if absent)."""
-        t, d, k = s.TBLS, s.DBS, s.PARTITION_KEYS
+        t, d, k = schema.TBLS, schema.DBS, schema.PARTITION_KEYS
         stmt = (
             select(t.c.TBL_ID, t.c.SD_ID, k.c.PKEY_NAME, k.c.PKEY_TYPE, k.c.PKEY_COMMENT)
             .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID).outerjoin(k, k.c.TBL_ID == t.c.TBL_ID))
@@ -169,7 +173,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             for r in rows
             if r.PKEY_NAME is not None
         ]
-        return TableKeys(rows[0], keys, cat, db, name)
+        return ResolvedTable(rows[0], keys, cat, db, name)
 
     def _name_order(self, col: Any) -> Any:
         return _name_order(self.db.dialect) if col is _P.c.PART_NAME else col
@@ -177,7 +181,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _load_partitions(
         self,
         conn: Connection,
-        tk: TableKeys,
+        tk: ResolvedTable,
         part_ids: Sequence[int] | None,
         *,
         limit: int | None = None,
@@ -226,7 +230,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         return load_details(conn, partitions=part_ids).key_values
 
     def _candidates(
-        self, conn: Connection, tk: TableKeys, conditions: Sequence[pfilter.KeyCondition]
+        self, conn: Connection, tk: ResolvedTable, conditions: Sequence[KeyCondition]
     ) -> list[tuple[int, str, list[str]]]:
         """(id, name, values) of the partitions satisfying every exact-value condition."""
         stmt = select(_P.c.PART_ID, _P.c.PART_NAME).where(_P.c.TBL_ID == tk.tbl_id)
@@ -256,7 +260,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     @staticmethod
     def _exact_names(
-        tk: TableKeys, conditions: Sequence[pfilter.KeyCondition], most: int = 1000
+        tk: ResolvedTable, conditions: Sequence[KeyCondition], most: int = 1000
     ) -> list[str] | None:
         """The partition names the conditions allow when they pin every key, else None."""
         allowed: dict[int, set[str]] = {}
@@ -275,8 +279,8 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _matching(
         self,
         conn: Connection,
-        tk: TableKeys,
-        conditions: Sequence[pfilter.KeyCondition],
+        tk: ResolvedTable,
+        conditions: Sequence[KeyCondition],
         accept: Callable[[Sequence[str]], bool] | None,
         max_parts: int | None,
     ) -> list[tuple[int, str, list[str]]]:
@@ -291,7 +295,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     def get_partition(self, cat: str, db: str, tbl: str, values: Sequence[str]) -> hms.Partition:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             name = self._name_for(tk, values)
             parts = self._by_names(conn, tk, [name])
         if not parts:
@@ -300,7 +304,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     def get_partition_by_name(self, cat: str, db: str, tbl: str, name: str) -> hms.Partition:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             parts = self._by_names(conn, tk, [name])
         if not parts:
             raise hms.NoSuchObjectException(
@@ -312,7 +316,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, cat: str, db: str, tbl: str, max_parts: int = -1
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             if max_parts == 0:
                 return []
             return self._load_partitions(
@@ -323,11 +327,11 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, cat: str, db: str, tbl: str, names: Sequence[str]
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return self._by_names(conn, tk, names)
 
     def _by_names(
-        self, conn: Connection, tk: TableKeys, names: Sequence[str]
+        self, conn: Connection, tk: ResolvedTable, names: Sequence[str]
     ) -> list[hms.Partition]:
         wanted = sorted(set(names))
         ids = (
@@ -349,35 +353,35 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = -1
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             ids = [c[0] for c in self._filtered(conn, tk, filter_text, max_parts)]
             return self._load_partitions(conn, tk, ids) if ids else []
 
     def count_partitions_by_filter(self, cat: str, db: str, tbl: str, filter_text: str) -> int:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return len(self._filtered(conn, tk, filter_text, None))
 
     def get_partition_names_by_filter(
         self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = -1
     ) -> list[str]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return [c[1] for c in self._filtered(conn, tk, filter_text, max_parts)]
 
     def _filtered(
-        self, conn: Connection, tk: TableKeys, filter_text: str, max_parts: int | None
+        self, conn: Connection, tk: ResolvedTable, filter_text: str, max_parts: int | None
     ) -> list[tuple[int, str, list[str]]]:
-        node = pfilter.parse(filter_text or "")
-        accept = pfilter.compile_filter(node, tk.key_names, tk.key_types)
-        conditions = pfilter.pushdown(node, tk.key_names, tk.key_types)
+        node = parse(filter_text or "")
+        accept = compile_filter(node, tk.key_names, tk.key_types)
+        conditions = pushdown(node, tk.key_names, tk.key_types)
         return self._matching(conn, tk, conditions, accept, max_parts)
 
     def get_partitions_ps(
         self, cat: str, db: str, tbl: str, partial: Sequence[str] | None, max_parts: int = -1
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             ids = [c[0] for c in self._ps(conn, tk, partial, max_parts)]
             return self._load_partitions(conn, tk, ids) if ids else []
 
@@ -385,11 +389,15 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, cat: str, db: str, tbl: str, partial: Sequence[str] | None, max_parts: int = -1
     ) -> list[str]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return [c[1] for c in self._ps(conn, tk, partial, max_parts)]
 
     def _ps(
-        self, conn: Connection, tk: TableKeys, partial: Sequence[str] | None, max_parts: int | None
+        self,
+        conn: Connection,
+        tk: ResolvedTable,
+        partial: Sequence[str] | None,
+        max_parts: int | None,
     ) -> list[tuple[int, str, list[str]]]:
         partial = list(partial or [])
         if len(partial) > len(tk.keys):
@@ -397,14 +405,12 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 message=f"Incorrect number of partition values. numPartKeys={len(tk.keys)}, "
                 f"part_val={java_list(partial)}"
             )
-        conditions = [
-            pfilter.KeyCondition(i, (v,)) for i, v in enumerate(partial) if v not in ("", None)
-        ]
+        conditions = [KeyCondition(i, (v,)) for i, v in enumerate(partial) if v not in ("", None)]
         return self._matching(conn, tk, conditions, None, max_parts)
 
     def get_partition_names(self, cat: str, db: str, tbl: str, max_parts: int = -1) -> list[str]:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             if max_parts == 0:
                 return []
             stmt = (
@@ -422,10 +428,10 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         """Every partition's (name, values), with the table's keys: the input of
         get_partition_values, which the handler shapes (projection, distinct, order)."""
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return tk.keys, [(c[1], c[2]) for c in self._candidates(conn, tk, [])]
 
-    def _name_for(self, tk: TableKeys, values: Sequence[str]) -> str:
+    def _name_for(self, tk: ResolvedTable, values: Sequence[str]) -> str:
         """The partition name of ``values`` (Warehouse.makePartName: a count mismatch is
         MetaException ``Invalid partition key & values; keys [a, b, ], values [x, ]``)."""
         try:
@@ -467,7 +473,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         the txn must not trust its statistics. Other tables store 0."""
 
         def run(conn: Connection) -> list[hms.Partition]:
-            tk = self._table_keys(conn, cat, db, tbl, lock=True)
+            tk = self._resolve_table(conn, cat, db, tbl, lock=True)
             table = self._load_table_by_id(conn, tk.tbl_id)
             if prepare is not None:
                 todo = prepare(table, lambda names: self._existing_names(conn, tk, names))
@@ -520,7 +526,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
         return self.db.transaction(run)
 
-    def _existing_names(self, conn: Connection, tk: TableKeys, names: Sequence[str]) -> set[str]:
+    def _existing_names(
+        self, conn: Connection, tk: ResolvedTable, names: Sequence[str]
+    ) -> set[str]:
         return {
             r[0]
             for r in fetch_in(
@@ -534,7 +542,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _insert_partitions(
         self,
         conn: Connection,
-        tk: TableKeys,
+        tk: ResolvedTable,
         table: hms.Table,
         todo: Sequence[tuple[str, hms.Partition]],
         write_id: int | None,
@@ -546,7 +554,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         table_cols = table.sd.cols if table.sd is not None else []
         table_cd = None
         if tk.sd_id is not None:
-            table_cd = conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == tk.sd_id)).scalar()
+            table_cd = conn.execute(
+                select(schema.SDS.c.CD_ID).where(schema.SDS.c.SD_ID == tk.sd_id)
+            ).scalar()
         # Partitions whose columns equal the table's share its column descriptor; the others
         # get one new descriptor per distinct column list.
         cd_for: dict[tuple[tuple[str, str, str | None], ...], int | None] = {}
@@ -622,7 +632,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             param_rows_.extend(param_rows("PART_ID", part_id, part.parameters))
         insert_rows(conn, _P, rows)
         insert_rows(conn, _KV, kv_rows)
-        insert_rows(conn, s.PARTITION_PARAMS, param_rows_)
+        insert_rows(conn, schema.PARTITION_PARAMS, param_rows_)
         if partition_level(table.parameters):
             copy_table_grants_to_partitions(conn, self.ids, tk.tbl_id, part_ids)
         return list(part_ids)
@@ -680,7 +690,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         is_truncate: bool = False,
     ) -> list[tuple[hms.Partition, hms.Partition]]:
         """``alter_partitions`` inside the caller's write transaction ``conn``."""
-        tk = self._table_keys(conn, cat, db, tbl, lock=True)
+        tk = self._resolve_table(conn, cat, db, tbl, lock=True)
         table = self._load_table_by_id(conn, tk.tbl_id)
         names = [self._name_for(tk, p.values) for p in new_parts]
         before = {p_name(tk, p): p for p in self._by_names(conn, tk, names)}
@@ -752,7 +762,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         under the lock means no concurrent write, through any instance, is overwritten."""
 
         def run(conn: Connection) -> None:
-            tk = self._table_keys(conn, cat, db, name, lock=True)
+            tk = self._resolve_table(conn, cat, db, name, lock=True)
             table = self._load_table_by_id(conn, tk.tbl_id)
             wid = write_id if write_id is not None and write_id > 0 else None
             if wid is not None and is_transactional(table.parameters):
@@ -801,7 +811,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _partition_txn_write(
         self,
         conn: Connection,
-        tk: TableKeys,
+        tk: ResolvedTable,
         table: hms.Table,
         write_id: int | None,
         changes: Sequence[tuple[hms.Partition, hms.Partition]],
@@ -821,11 +831,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         if carried is not None:
             return self._txn_write(conn, tk.db, tk.name, params, carried, valid_write_id_list)
         echoes = {w for w, _ in given}
-        still_open = (
-            self.txn.open_write_ids(conn, tk.db, tk.name, echoes)  # type: ignore[attr-defined]
-            if echoes
-            else set()
-        )
+        still_open = self.txn.open_write_ids(conn, tk.db, tk.name, echoes) if echoes else set()
         if len(still_open) != 1:
             return TxnWrite(valid_write_ids=valid_write_id_list)
         (echo,) = still_open
@@ -839,11 +845,6 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         if tw.write_id is None:
             new.writeId = old.writeId
             return
-        from hms_cache_proxy.store.sql.stats import (  # stats builds on this module
-            COLUMN_STATS_ACCURATE,
-            stats_valid_for_query,
-        )
-
         new.writeId = tw.write_id
         if COLUMN_STATS_ACCURATE in (new.parameters or {}) and not stats_valid_for_query(
             old.parameters, old.writeId, tw.valid_write_ids, True
@@ -853,7 +854,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _replace_partitions(
         self,
         conn: Connection,
-        tk: TableKeys,
+        tk: ResolvedTable,
         table: hms.Table,
         pairs: Sequence[tuple[str, hms.Partition, hms.Partition]],
     ) -> dict[str, int]:
@@ -871,20 +872,24 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         part_ids = [by_name[n].PART_ID for n, _, _ in pairs]
         old_sds = [by_name[n].SD_ID for n, _, _ in pairs if by_name[n].SD_ID is not None]
         for part in chunks(part_ids):
-            conn.execute(delete(s.PARTITION_PARAMS).where(s.PARTITION_PARAMS.c.PART_ID.in_(part)))
+            conn.execute(
+                delete(schema.PARTITION_PARAMS).where(schema.PARTITION_PARAMS.c.PART_ID.in_(part))
+            )
             conn.execute(delete(_KV).where(_KV.c.PART_ID.in_(part)))
             conn.execute(update(_P).where(_P.c.PART_ID.in_(part)).values(SD_ID=None))
         # New descriptors first, so a column descriptor the old and new share stays alive.
         table_cd = None
         if tk.sd_id is not None:
-            table_cd = conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == tk.sd_id)).scalar()
+            table_cd = conn.execute(
+                select(schema.SDS.c.CD_ID).where(schema.SDS.c.SD_ID == tk.sd_id)
+            ).scalar()
         old_cd = {
             r.SD_ID: r.CD_ID
             for r in fetch_in(
                 conn,
-                s.SDS.c.SD_ID,
+                schema.SDS.c.SD_ID,
                 old_sds,
-                lambda cond: select(s.SDS.c.SD_ID, s.SDS.c.CD_ID).where(cond),
+                lambda cond: select(schema.SDS.c.SD_ID, schema.SDS.c.CD_ID).where(cond),
             )
         }
         table_cols = table.sd.cols if table.sd is not None else []
@@ -933,7 +938,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             prm.extend(param_rows("PART_ID", pid, new.parameters))
         _update_partition_rows(conn, rows)
         insert_rows(conn, _KV, kv_rows)
-        insert_rows(conn, s.PARTITION_PARAMS, prm)
+        insert_rows(conn, schema.PARTITION_PARAMS, prm)
         delete_storage_descriptors(conn, old_sds)
         return {n: by_name[n].PART_ID for n, _, _ in pairs}
 
@@ -952,7 +957,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         stored. The write id is the new partition's writeId, as in ``alter_partitions``."""
 
         def run(conn: Connection) -> tuple[hms.Partition, hms.Partition]:
-            tk = self._table_keys(conn, cat, db, tbl, lock=True)
+            tk = self._resolve_table(conn, cat, db, tbl, lock=True)
             table = self._load_table_by_id(conn, tk.tbl_id)
             old_name = self._name_for(tk, old_values)
             new_name = self._name_for(tk, new_part.values)
@@ -980,9 +985,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 .values(PART_NAME=new_name)
             )
             conn.execute(
-                update(s.PART_COL_STATS)
+                update(schema.PART_COL_STATS)
                 .where(
-                    s.PART_COL_STATS.c.PART_ID.in_(
+                    schema.PART_COL_STATS.c.PART_ID.in_(
                         select(_P.c.PART_ID)
                         .where(_P.c.TBL_ID == tk.tbl_id, _P.c.PART_NAME == new_name)
                         .scalar_subquery()
@@ -1028,7 +1033,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         A missing name raises NoSuchObjectException unless ``if_exists``."""
 
         def run(conn: Connection) -> tuple[hms.Table, list[hms.Partition]]:
-            tk = self._table_keys(conn, cat, db, tbl, lock=True)
+            tk = self._resolve_table(conn, cat, db, tbl, lock=True)
             table = self._load_table_by_id(conn, tk.tbl_id)
             found = self._by_names(conn, tk, names)
             if not if_exists and len(found) < len(set(names)):
@@ -1059,7 +1064,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     def partition_count(self, cat: str, db: str, tbl: str) -> int:
         with self.db.read() as conn:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             return int(
                 conn.execute(
                     select(func.count()).select_from(_P).where(_P.c.TBL_ID == tk.tbl_id)
@@ -1067,7 +1072,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             )
 
 
-def p_name(tk: TableKeys, p: hms.Partition) -> str:
+def p_name(tk: ResolvedTable, p: hms.Partition) -> str:
     return partnames.make_part_name(tk.key_names, p.values)
 
 

@@ -17,17 +17,17 @@ from typing import Any
 from sqlalchemy import Connection, Table, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.partnames import PartitionNameError, make_part_name, parse_part_name
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.common import (
+from hms_cache_proxy.store.sql.roles import role_row, roles_in_hierarchy
+from hms_cache_proxy.store.sql.sql_base import (
     DEFAULT_CATALOG,
     SqlStoreBase,
     now,
     principal_name,
     principal_type,
 )
-from hms_cache_proxy.store.sql.roles import role_row, roles_in_hierarchy
 
 _T = hms.HiveObjectType
 
@@ -44,15 +44,22 @@ class Level:
     has_column: bool = False
 
 
-GLOBAL = Level(s.GLOBAL_PRIVS, idseq.GLOBAL_PRIVILEGE, "USER_PRIV", None, _T.GLOBAL)
-DATABASE = Level(s.DB_PRIVS, idseq.DB_PRIVILEGE, "DB_PRIV", "DB_ID", _T.DATABASE)
-TABLE = Level(s.TBL_PRIVS, idseq.TABLE_PRIVILEGE, "TBL_PRIV", "TBL_ID", _T.TABLE)
-PARTITION = Level(s.PART_PRIVS, idseq.PARTITION_PRIVILEGE, "PART_PRIV", "PART_ID", _T.PARTITION)
+GLOBAL = Level(schema.GLOBAL_PRIVS, idseq.GLOBAL_PRIVILEGE, "USER_PRIV", None, _T.GLOBAL)
+DATABASE = Level(schema.DB_PRIVS, idseq.DB_PRIVILEGE, "DB_PRIV", "DB_ID", _T.DATABASE)
+TABLE = Level(schema.TBL_PRIVS, idseq.TABLE_PRIVILEGE, "TBL_PRIV", "TBL_ID", _T.TABLE)
+PARTITION = Level(
+    schema.PART_PRIVS, idseq.PARTITION_PRIVILEGE, "PART_PRIV", "PART_ID", _T.PARTITION
+)
 TABLE_COLUMN = Level(
-    s.TBL_COL_PRIVS, idseq.TABLE_COLUMN_PRIVILEGE, "TBL_COL_PRIV", "TBL_ID", _T.COLUMN, True
+    schema.TBL_COL_PRIVS, idseq.TABLE_COLUMN_PRIVILEGE, "TBL_COL_PRIV", "TBL_ID", _T.COLUMN, True
 )
 PARTITION_COLUMN = Level(
-    s.PART_COL_PRIVS, idseq.PARTITION_COLUMN_PRIVILEGE, "PART_COL_PRIV", "PART_ID", _T.COLUMN, True
+    schema.PART_COL_PRIVS,
+    idseq.PARTITION_COLUMN_PRIVILEGE,
+    "PART_COL_PRIV",
+    "PART_ID",
+    _T.COLUMN,
+    True,
 )
 LEVELS = (GLOBAL, DATABASE, TABLE, PARTITION, TABLE_COLUMN, PARTITION_COLUMN)
 
@@ -123,7 +130,7 @@ def _grant_info(level: Level, row: Any) -> hms.PrivilegeGrantInfo:
 
 def _refs_select(level: Level, *conditions: Any) -> Any:
     """Rows of a level with the names of their objects (for HiveObjectRef)."""
-    p, d, t, pt = level.table, s.DBS, s.TBLS, s.PARTITIONS
+    p, d, t, pt = level.table, schema.DBS, schema.TBLS, schema.PARTITIONS
     if level is GLOBAL:
         return select(p).where(*conditions)
     if level is DATABASE:
@@ -282,7 +289,9 @@ class PrivilegesMixin(SqlStoreBase):
             raise hms.MetaException(message="A privilege on a database or table needs a dbName")
         if kind == _T.DATABASE:
             found = conn.execute(
-                select(s.DBS.c.DB_ID).where(s.DBS.c.CTLG_NAME == cat, s.DBS.c.NAME == db)
+                select(schema.DBS.c.DB_ID).where(
+                    schema.DBS.c.CTLG_NAME == cat, schema.DBS.c.NAME == db
+                )
             ).scalar()
             if found is None and must_exist:
                 raise hms.NoSuchObjectException(message=f"database {cat}.{db}")
@@ -310,9 +319,9 @@ class PrivilegesMixin(SqlStoreBase):
             keys = [
                 r[0]
                 for r in conn.execute(
-                    select(s.PARTITION_KEYS.c.PKEY_NAME)
-                    .where(s.PARTITION_KEYS.c.TBL_ID == table.TBL_ID)
-                    .order_by(s.PARTITION_KEYS.c.INTEGER_IDX)
+                    select(schema.PARTITION_KEYS.c.PKEY_NAME)
+                    .where(schema.PARTITION_KEYS.c.TBL_ID == table.TBL_ID)
+                    .order_by(schema.PARTITION_KEYS.c.INTEGER_IDX)
                 )
             ]
             try:
@@ -320,8 +329,9 @@ class PrivilegesMixin(SqlStoreBase):
             except PartitionNameError as exc:
                 raise hms.MetaException(message=str(exc)) from None
             part_id = conn.execute(
-                select(s.PARTITIONS.c.PART_ID).where(
-                    s.PARTITIONS.c.TBL_ID == table.TBL_ID, s.PARTITIONS.c.PART_NAME == part_name
+                select(schema.PARTITIONS.c.PART_ID).where(
+                    schema.PARTITIONS.c.TBL_ID == table.TBL_ID,
+                    schema.PARTITIONS.c.PART_NAME == part_name,
                 )
             ).scalar()
             if part_id is None and must_exist:
@@ -431,19 +441,19 @@ class PrivilegesMixin(SqlStoreBase):
             keys = [
                 r[0]
                 for r in conn.execute(
-                    select(s.PARTITION_KEYS.c.PKEY_NAME)
-                    .where(s.PARTITION_KEYS.c.TBL_ID == table.TBL_ID)
-                    .order_by(s.PARTITION_KEYS.c.INTEGER_IDX)
+                    select(schema.PARTITION_KEYS.c.PKEY_NAME)
+                    .where(schema.PARTITION_KEYS.c.TBL_ID == table.TBL_ID)
+                    .order_by(schema.PARTITION_KEYS.c.INTEGER_IDX)
                 )
             ]
             roles = roles_in_hierarchy(conn, user, groups)
             principals = [(g, "GROUP") for g in groups] + [(r, "ROLE") for r in roles]
             if user is not None:
                 principals.append((user, "USER"))
-            c, pt = s.PART_PRIVS.c, s.PARTITIONS.c
+            c, pt = schema.PART_PRIVS.c, schema.PARTITIONS.c
             rows = conn.execute(
-                select(s.PART_PRIVS, pt.PART_NAME)
-                .select_from(s.PART_PRIVS.join(s.PARTITIONS, pt.PART_ID == c.PART_ID))
+                select(schema.PART_PRIVS, pt.PART_NAME)
+                .select_from(schema.PART_PRIVS.join(schema.PARTITIONS, pt.PART_ID == c.PART_ID))
                 .where(pt.TBL_ID == table.TBL_ID, c.PRINCIPAL_NAME.in_([n for n, _ in principals]))
                 .order_by(c.PART_GRANT_ID)
             ).all()

@@ -14,14 +14,14 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.common import SqlStoreBase, now, principal_name, principal_type
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, now, principal_name, principal_type
 
 ADMIN_ROLE = "admin"
 PUBLIC_ROLE = "public"
 
-_R, _M = s.ROLES, s.ROLE_MAP
+_R, _M = schema.ROLES, schema.ROLE_MAP
 
 
 def _role(row: Any) -> hms.Role:
@@ -179,13 +179,13 @@ class RolesMixin(SqlStoreBase):
                 delete(_M).where(_M.c.PRINCIPAL_NAME == name, _M.c.PRINCIPAL_TYPE == "ROLE")
             )
             for table in (
-                s.GLOBAL_PRIVS,
-                s.DB_PRIVS,
-                s.DC_PRIVS,
-                s.TBL_PRIVS,
-                s.PART_PRIVS,
-                s.TBL_COL_PRIVS,
-                s.PART_COL_PRIVS,
+                schema.GLOBAL_PRIVS,
+                schema.DB_PRIVS,
+                schema.DC_PRIVS,
+                schema.TBL_PRIVS,
+                schema.PART_PRIVS,
+                schema.TBL_COL_PRIVS,
+                schema.PART_COL_PRIVS,
             ):
                 conn.execute(
                     delete(table).where(

@@ -6,11 +6,11 @@ from __future__ import annotations
 from sqlalchemy import Connection, insert, select
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.common import SqlStoreBase, now
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, now
 
-_RS = s.RUNTIME_STATS
+_RS = schema.RUNTIME_STATS
 
 
 class RuntimeStatsMixin(SqlStoreBase):

@@ -18,12 +18,12 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import cron
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.common import SqlStoreBase, now
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, now
 
-_Q = s.SCHEDULED_QUERIES
-_E = s.SCHEDULED_EXECUTIONS
+_Q = schema.SCHEDULED_QUERIES
+_E = schema.SCHEDULED_EXECUTIONS
 ERROR_MESSAGE_MAX = 1000
 """Hive abbreviates an execution's error message to this many characters."""
 _FINAL = ("FAILED", "FINISHED", "TIMED_OUT")

@@ -22,36 +22,36 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.batch import IdSource, chunks, fetch_in
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.batch import IdSource, chunks, fetch_in
+from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.sql.details import Details
-from hms_cache_proxy.store.sql.ids import IdAllocator
 
 SD_COLUMNS = (
-    s.SDS.c.SD_ID,
-    s.SDS.c.CD_ID,
-    s.SDS.c.SERDE_ID,
-    s.SDS.c.INPUT_FORMAT,
-    s.SDS.c.OUTPUT_FORMAT,
-    s.SDS.c.IS_COMPRESSED,
-    s.SDS.c.IS_STOREDASSUBDIRECTORIES,
-    s.SDS.c.LOCATION,
-    s.SDS.c.NUM_BUCKETS,
-    s.SERDES.c.NAME.label("SERDE_NAME"),
-    s.SERDES.c.SLIB,
-    s.SERDES.c.DESCRIPTION.label("SERDE_DESCRIPTION"),
-    s.SERDES.c.SERIALIZER_CLASS,
-    s.SERDES.c.DESERIALIZER_CLASS,
-    s.SERDES.c.SERDE_TYPE,
+    schema.SDS.c.SD_ID,
+    schema.SDS.c.CD_ID,
+    schema.SDS.c.SERDE_ID,
+    schema.SDS.c.INPUT_FORMAT,
+    schema.SDS.c.OUTPUT_FORMAT,
+    schema.SDS.c.IS_COMPRESSED,
+    schema.SDS.c.IS_STOREDASSUBDIRECTORIES,
+    schema.SDS.c.LOCATION,
+    schema.SDS.c.NUM_BUCKETS,
+    schema.SERDES.c.NAME.label("SERDE_NAME"),
+    schema.SERDES.c.SLIB,
+    schema.SERDES.c.DESCRIPTION.label("SERDE_DESCRIPTION"),
+    schema.SERDES.c.SERIALIZER_CLASS,
+    schema.SERDES.c.DESERIALIZER_CLASS,
+    schema.SERDES.c.SERDE_TYPE,
 )
 """Columns to select (with an outer join of SDS and SERDES) to build descriptors from rows."""
 
 
 def sd_join(from_clause: Any, sd_id_col: Any) -> Any:
     """``from_clause`` outer-joined to its SDS row and that row's SERDES row."""
-    return from_clause.outerjoin(s.SDS, s.SDS.c.SD_ID == sd_id_col).outerjoin(
-        s.SERDES, s.SERDES.c.SERDE_ID == s.SDS.c.SERDE_ID
+    return from_clause.outerjoin(schema.SDS, schema.SDS.c.SD_ID == sd_id_col).outerjoin(
+        schema.SERDES, schema.SERDES.c.SERDE_ID == schema.SDS.c.SERDE_ID
     )
 
 
@@ -62,7 +62,11 @@ def _skew_values(
     conn: Connection, sd_ids: Sequence[int]
 ) -> tuple[dict[int, list[list[str]]], dict[int, dict[tuple[str, ...], str]]]:
     """Skewed values and their locations for the (rare) descriptors that have skewed columns."""
-    v, sv, m = s.SKEWED_VALUES.c, s.SKEWED_STRING_LIST_VALUES.c, s.SKEWED_COL_VALUE_LOC_MAP.c
+    v, sv, m = (
+        schema.SKEWED_VALUES.c,
+        schema.SKEWED_STRING_LIST_VALUES.c,
+        schema.SKEWED_COL_VALUE_LOC_MAP.c,
+    )
     value_rows = fetch_in(
         conn,
         v.SD_ID_OID,
@@ -70,8 +74,8 @@ def _skew_values(
         lambda cond: (
             select(v.SD_ID_OID, v.INTEGER_IDX, sv.STRING_LIST_VALUE)
             .select_from(
-                s.SKEWED_VALUES.outerjoin(
-                    s.SKEWED_STRING_LIST_VALUES, sv.STRING_LIST_ID == v.STRING_LIST_ID_EID
+                schema.SKEWED_VALUES.outerjoin(
+                    schema.SKEWED_STRING_LIST_VALUES, sv.STRING_LIST_ID == v.STRING_LIST_ID_EID
                 )
             )
             .where(cond)
@@ -94,8 +98,8 @@ def _skew_values(
         lambda cond: (
             select(m.SD_ID, m.STRING_LIST_ID_KID, m.LOCATION, sv.STRING_LIST_VALUE)
             .select_from(
-                s.SKEWED_COL_VALUE_LOC_MAP.outerjoin(
-                    s.SKEWED_STRING_LIST_VALUES, sv.STRING_LIST_ID == m.STRING_LIST_ID_KID
+                schema.SKEWED_COL_VALUE_LOC_MAP.outerjoin(
+                    schema.SKEWED_STRING_LIST_VALUES, sv.STRING_LIST_ID == m.STRING_LIST_ID_KID
                 )
             )
             .where(cond)
@@ -180,7 +184,7 @@ def insert_column_descriptors(
     cd_ids = alloc.allocate(conn, idseq.COLUMN_DESCRIPTOR, len(col_lists))
     if not cd_ids:
         return []
-    conn.execute(insert(s.CDS), [{"CD_ID": i} for i in cd_ids])
+    conn.execute(insert(schema.CDS), [{"CD_ID": i} for i in cd_ids])
     rows = [
         {
             "CD_ID": cd,
@@ -193,7 +197,7 @@ def insert_column_descriptors(
         for idx, col in enumerate(cols or [])
     ]
     if rows:
-        conn.execute(insert(s.COLUMNS_V2), rows)
+        conn.execute(insert(schema.COLUMNS_V2), rows)
     return cd_ids
 
 
@@ -255,13 +259,13 @@ def insert_storage_descriptors(
                 for i, c in enumerate(info.skewedColNames or [])
             )
             skewed.append((sd_id, info))
-    insert_rows(conn, s.SERDES, serde_rows)
-    insert_rows(conn, s.SERDE_PARAMS, serde_params)
-    insert_rows(conn, s.SDS, sd_rows)
-    insert_rows(conn, s.SD_PARAMS, sd_params)
-    insert_rows(conn, s.BUCKETING_COLS, buckets)
-    insert_rows(conn, s.SORT_COLS, sorts)
-    insert_rows(conn, s.SKEWED_COL_NAMES, skew_names)
+    insert_rows(conn, schema.SERDES, serde_rows)
+    insert_rows(conn, schema.SERDE_PARAMS, serde_params)
+    insert_rows(conn, schema.SDS, sd_rows)
+    insert_rows(conn, schema.SD_PARAMS, sd_params)
+    insert_rows(conn, schema.BUCKETING_COLS, buckets)
+    insert_rows(conn, schema.SORT_COLS, sorts)
+    insert_rows(conn, schema.SKEWED_COL_NAMES, skew_names)
     if skewed:
         _insert_skew_values(conn, alloc, skewed)
     return sd_ids
@@ -280,10 +284,10 @@ def _insert_skew_values(
             lists.append(list(key))
             owners.append(("m", sd_id, location))
     list_ids = alloc.allocate(conn, idseq.STRING_LIST, len(lists))
-    insert_rows(conn, s.SKEWED_STRING_LIST, [{"STRING_LIST_ID": i} for i in list_ids])
+    insert_rows(conn, schema.SKEWED_STRING_LIST, [{"STRING_LIST_ID": i} for i in list_ids])
     insert_rows(
         conn,
-        s.SKEWED_STRING_LIST_VALUES,
+        schema.SKEWED_STRING_LIST_VALUES,
         [
             {"STRING_LIST_ID": list_id, "STRING_LIST_VALUE": v, "INTEGER_IDX": i}
             for list_id, values in zip(list_ids, lists, strict=True)
@@ -292,7 +296,7 @@ def _insert_skew_values(
     )
     insert_rows(
         conn,
-        s.SKEWED_VALUES,
+        schema.SKEWED_VALUES,
         [
             {"SD_ID_OID": sd_id, "STRING_LIST_ID_EID": list_id, "INTEGER_IDX": idx}
             for list_id, (kind, sd_id, idx) in zip(list_ids, owners, strict=True)
@@ -301,7 +305,7 @@ def _insert_skew_values(
     )
     insert_rows(
         conn,
-        s.SKEWED_COL_VALUE_LOC_MAP,
+        schema.SKEWED_COL_VALUE_LOC_MAP,
         [
             {"SD_ID": sd_id, "STRING_LIST_ID_KID": list_id, "LOCATION": loc}
             for list_id, (kind, sd_id, loc) in zip(list_ids, owners, strict=True)
@@ -326,9 +330,11 @@ def delete_storage_descriptors(conn: Connection, sd_ids: IdSource) -> None:
             return
     rows = fetch_in(
         conn,
-        s.SDS.c.SD_ID,
+        schema.SDS.c.SD_ID,
         sd_ids,
-        lambda cond: select(s.SDS.c.SD_ID, s.SDS.c.SERDE_ID, s.SDS.c.CD_ID).where(cond),
+        lambda cond: select(schema.SDS.c.SD_ID, schema.SDS.c.SERDE_ID, schema.SDS.c.CD_ID).where(
+            cond
+        ),
     )
     ids = [r.SD_ID for r in rows]
     serdes = [r.SERDE_ID for r in rows if r.SERDE_ID is not None]
@@ -336,7 +342,7 @@ def delete_storage_descriptors(conn: Connection, sd_ids: IdSource) -> None:
     if not ids:
         return
     # Skewed string lists belong to exactly one descriptor.
-    v, m = s.SKEWED_VALUES.c, s.SKEWED_COL_VALUE_LOC_MAP.c
+    v, m = schema.SKEWED_VALUES.c, schema.SKEWED_COL_VALUE_LOC_MAP.c
     string_lists = [
         r[0]
         for r in fetch_in(
@@ -348,28 +354,30 @@ def delete_storage_descriptors(conn: Connection, sd_ids: IdSource) -> None:
     ]
     for part in chunks(ids):
         for table, col in (
-            (s.SD_PARAMS, "SD_ID"),
-            (s.BUCKETING_COLS, "SD_ID"),
-            (s.SORT_COLS, "SD_ID"),
-            (s.SKEWED_COL_NAMES, "SD_ID"),
-            (s.SKEWED_VALUES, "SD_ID_OID"),
-            (s.SKEWED_COL_VALUE_LOC_MAP, "SD_ID"),
+            (schema.SD_PARAMS, "SD_ID"),
+            (schema.BUCKETING_COLS, "SD_ID"),
+            (schema.SORT_COLS, "SD_ID"),
+            (schema.SKEWED_COL_NAMES, "SD_ID"),
+            (schema.SKEWED_VALUES, "SD_ID_OID"),
+            (schema.SKEWED_COL_VALUE_LOC_MAP, "SD_ID"),
         ):
             conn.execute(delete(table).where(table.c[col].in_(part)))
     for part in chunks(sorted(set(string_lists))):
         conn.execute(
-            delete(s.SKEWED_STRING_LIST_VALUES).where(
-                s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID.in_(part)
+            delete(schema.SKEWED_STRING_LIST_VALUES).where(
+                schema.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID.in_(part)
             )
         )
         conn.execute(
-            delete(s.SKEWED_STRING_LIST).where(s.SKEWED_STRING_LIST.c.STRING_LIST_ID.in_(part))
+            delete(schema.SKEWED_STRING_LIST).where(
+                schema.SKEWED_STRING_LIST.c.STRING_LIST_ID.in_(part)
+            )
         )
     for part in chunks(ids):
-        conn.execute(delete(s.SDS).where(s.SDS.c.SD_ID.in_(part)))
+        conn.execute(delete(schema.SDS).where(schema.SDS.c.SD_ID.in_(part)))
     for part in chunks(sorted(set(serdes))):
-        conn.execute(delete(s.SERDE_PARAMS).where(s.SERDE_PARAMS.c.SERDE_ID.in_(part)))
-        conn.execute(delete(s.SERDES).where(s.SERDES.c.SERDE_ID.in_(part)))
+        conn.execute(delete(schema.SERDE_PARAMS).where(schema.SERDE_PARAMS.c.SERDE_ID.in_(part)))
+        conn.execute(delete(schema.SERDES).where(schema.SERDES.c.SERDE_ID.in_(part)))
     drop_unused_column_descriptors(conn, cds)
 
 
@@ -413,18 +421,22 @@ def drop_unused_column_descriptors(conn: Connection, cd_ids: set[int] | Sequence
     for part in chunks(cds):
         used = {
             r[0]
-            for r in conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.CD_ID.in_(part)).distinct())
+            for r in conn.execute(
+                select(schema.SDS.c.CD_ID).where(schema.SDS.c.CD_ID.in_(part)).distinct()
+            )
         }
         unused = [c for c in part if c not in used]
         if unused:
-            conn.execute(delete(s.COLUMNS_V2).where(s.COLUMNS_V2.c.CD_ID.in_(unused)))
-            conn.execute(delete(s.CDS).where(s.CDS.c.CD_ID.in_(unused)))
+            conn.execute(delete(schema.COLUMNS_V2).where(schema.COLUMNS_V2.c.CD_ID.in_(unused)))
+            conn.execute(delete(schema.CDS).where(schema.CDS.c.CD_ID.in_(unused)))
 
 
 def cd_in_use_elsewhere(conn: Connection, cd_id: int, except_sd: int) -> bool:
     return bool(
         conn.execute(
-            select(exists().where(and_(s.SDS.c.CD_ID == cd_id, s.SDS.c.SD_ID != except_sd)))
+            select(
+                exists().where(and_(schema.SDS.c.CD_ID == cd_id, schema.SDS.c.SD_ID != except_sd))
+            )
         ).scalar()
     )
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hms_cache_proxy.store.sql.databases import DatabasesMixin
-from hms_cache_proxy.store.sql.engine import Database
 from hms_cache_proxy.store.sql.functions import FunctionsMixin
 from hms_cache_proxy.store.sql.notifications import NotificationsMixin
 from hms_cache_proxy.store.sql.partition_events import PartitionEventsMixin
@@ -14,9 +11,8 @@ from hms_cache_proxy.store.sql.privileges import PrivilegesMixin
 from hms_cache_proxy.store.sql.roles import RolesMixin
 from hms_cache_proxy.store.sql.runtime_stats import RuntimeStatsMixin
 from hms_cache_proxy.store.sql.scheduled_queries import ScheduledQueriesMixin
-from hms_cache_proxy.store.sql.stats import StatsMixin
+from hms_cache_proxy.store.sql.stats_writes import StatsMixin
 from hms_cache_proxy.store.sql.write_notes import WriteNotesMixin
-from hms_cache_proxy.store.txn.service import TxnConfig, TxnService
 
 
 class SqlStore(
@@ -32,12 +28,5 @@ class SqlStore(
     RuntimeStatsMixin,
     PartitionsMixin,  # after its subclasses (StatsMixin, NotificationsMixin): a consistent MRO
 ):
-    """Every store call answered from the metastore database.
-
-    ``txn`` is the transaction service (transactions, write ids, locks) over the same database
-    and event log.
-    """
-
-    def __init__(self, db: Database, *, txn_config: TxnConfig | None = None, **kwargs: Any) -> None:
-        super().__init__(db, **kwargs)
-        self.txn = TxnService(db, self.events, self.messages, txn_config)
+    """Every store call answered from the metastore database (its transaction service is
+    ``txn``, made by SqlStoreBase)."""

@@ -21,14 +21,17 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.colstats.accuracy import COLUMN_STATS_ACCURATE, stats_valid_for_query
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.batch import chunks, fetch_in
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import compile_pattern, filter_names
-from hms_cache_proxy.store.sql import ids as idseq
 from hms_cache_proxy.store.sql import privileges
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.batch import chunks, fetch_in
-from hms_cache_proxy.store.sql.common import (
+from hms_cache_proxy.store.sql.constraints import ConstraintsMixin
+from hms_cache_proxy.store.sql.details import load_details
+from hms_cache_proxy.store.sql.sql_base import (
     SqlStoreBase,
     TxnWrite,
     is_transactional,
@@ -36,8 +39,6 @@ from hms_cache_proxy.store.sql.common import (
     principal_type,
     table_ref,
 )
-from hms_cache_proxy.store.sql.constraints import ConstraintsMixin
-from hms_cache_proxy.store.sql.details import load_details
 from hms_cache_proxy.store.sql.storage import (
     SD_COLUMNS,
     build_storage_descriptors,
@@ -51,7 +52,7 @@ from hms_cache_proxy.store.sql.storage import (
     sd_join,
 )
 
-_T, _D = s.TBLS, s.DBS
+_T, _D = schema.TBLS, schema.DBS
 
 TABLE_COLUMNS = (
     _T.c.TBL_ID,
@@ -120,21 +121,23 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         """(catalog, database, table, location) of every table, and every partition's table,
         whose storage location is one of ``exact`` or starts with ``below``: who else has data
         at, around or inside a directory about to be deleted. Two scans of SDS, no objects."""
-        sd = s.SDS.c
+        sd = schema.SDS.c
         match = or_(sd.LOCATION.in_(list(exact)), sd.LOCATION.startswith(below, autoescape=True))
         cols = (_D.c.CTLG_NAME, _D.c.NAME, _T.c.TBL_NAME, sd.LOCATION)
         by_table = (
             select(*cols)
-            .select_from(_T.join(_D, _T.c.DB_ID == _D.c.DB_ID).join(s.SDS, _T.c.SD_ID == sd.SD_ID))
+            .select_from(
+                _T.join(_D, _T.c.DB_ID == _D.c.DB_ID).join(schema.SDS, _T.c.SD_ID == sd.SD_ID)
+            )
             .where(match)
         )
-        p = s.PARTITIONS.c
+        p = schema.PARTITIONS.c
         by_partition = (
             select(*cols)
             .select_from(
-                s.PARTITIONS.join(_T, p.TBL_ID == _T.c.TBL_ID)
+                schema.PARTITIONS.join(_T, p.TBL_ID == _T.c.TBL_ID)
                 .join(_D, _T.c.DB_ID == _D.c.DB_ID)
-                .join(s.SDS, p.SD_ID == sd.SD_ID)
+                .join(schema.SDS, p.SD_ID == sd.SD_ID)
             )
             .where(match)
         )
@@ -180,7 +183,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         ]
 
     def _table_params_for(self, conn: Connection, tbl_ids: list[int], key: str) -> dict[int, str]:
-        p = s.TABLE_PARAMS.c
+        p = schema.TABLE_PARAMS.c
         rows = fetch_in(
             conn,
             p.TBL_ID,
@@ -285,7 +288,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         write_id = table.writeId if table.writeId is not None and table.writeId > 0 else None
         txn_id = table.txnId if table.txnId is not None and table.txnId > 0 else None
         if txn_id is not None and is_transactional(table.parameters):
-            held = self.txn.table_write_id(conn, db, name, txn_id)  # type: ignore[attr-defined]
+            held = self.txn.table_write_id(conn, db, name, txn_id)
             if write_id is None:
                 write_id = held
             elif held != write_id:
@@ -304,8 +307,8 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         conn.execute(
             insert(_T).values(TBL_ID=tbl_id, DB_ID=db_id, SD_ID=sd_id, WRITE_ID=write_id, **values)
         )
-        insert_rows(conn, s.TABLE_PARAMS, param_rows("TBL_ID", tbl_id, table.parameters))
-        insert_rows(conn, s.PARTITION_KEYS, _key_rows(tbl_id, table.partitionKeys))
+        insert_rows(conn, schema.TABLE_PARAMS, param_rows("TBL_ID", tbl_id, table.parameters))
+        insert_rows(conn, schema.PARTITION_KEYS, _key_rows(tbl_id, table.partitionKeys))
         return tbl_id
 
     def alter_table(
@@ -433,11 +436,6 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
     ) -> tuple[hms.Table, TxnWrite]:
         """ObjectStore.alterTable's write-id and stats-state rules; returns the table to store
         (a copy, with writeId and parameters decided) and the write's TxnWrite."""
-        from hms_cache_proxy.store.sql.stats import (  # stats builds on this module
-            COLUMN_STATS_ACCURATE,
-            stats_valid_for_query,
-        )
-
         params = dict(after.parameters or {})
         txn = is_transactional(params)
         tw = TxnWrite(valid_write_ids=valid_write_id_list)
@@ -480,17 +478,19 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             .where(_T.c.TBL_ID == tbl_id)
             .values(DB_ID=new_db_id, WRITE_ID=after.writeId or 0, **values)
         )
-        conn.execute(delete(s.TABLE_PARAMS).where(s.TABLE_PARAMS.c.TBL_ID == tbl_id))
-        insert_rows(conn, s.TABLE_PARAMS, param_rows("TBL_ID", tbl_id, after.parameters))
+        conn.execute(delete(schema.TABLE_PARAMS).where(schema.TABLE_PARAMS.c.TBL_ID == tbl_id))
+        insert_rows(conn, schema.TABLE_PARAMS, param_rows("TBL_ID", tbl_id, after.parameters))
         if not same_columns(before.partitionKeys, after.partitionKeys):
-            conn.execute(delete(s.PARTITION_KEYS).where(s.PARTITION_KEYS.c.TBL_ID == tbl_id))
-            insert_rows(conn, s.PARTITION_KEYS, _key_rows(tbl_id, after.partitionKeys))
+            conn.execute(
+                delete(schema.PARTITION_KEYS).where(schema.PARTITION_KEYS.c.TBL_ID == tbl_id)
+            )
+            insert_rows(conn, schema.PARTITION_KEYS, _key_rows(tbl_id, after.partitionKeys))
         if after.sd is None:
             return False
         old_sd_id = row.SD_ID
         old_cd = before.sd.cols if before.sd is not None else None
         cd_row = (
-            conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID == old_sd_id)).first()
+            conn.execute(select(schema.SDS.c.CD_ID).where(schema.SDS.c.SD_ID == old_sd_id)).first()
             if old_sd_id is not None
             else None
         )
@@ -508,9 +508,11 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             delete_storage_descriptors(conn, [old_sd_id])
         if cascade and cd_id != old_cd_id and old_cd_id is not None:
             # ALTER ... CASCADE: partitions that shared the old columns take the new ones.
-            sub = select(s.PARTITIONS.c.SD_ID).where(s.PARTITIONS.c.TBL_ID == tbl_id)
+            sub = select(schema.PARTITIONS.c.SD_ID).where(schema.PARTITIONS.c.TBL_ID == tbl_id)
             conn.execute(
-                update(s.SDS).where(s.SDS.c.SD_ID.in_(sub.scalar_subquery())).values(CD_ID=cd_id)
+                update(schema.SDS)
+                .where(schema.SDS.c.SD_ID.in_(sub.scalar_subquery()))
+                .values(CD_ID=cd_id)
             )
         if old_cd_id is not None and cd_id != old_cd_id:
             drop_unused_column_descriptors(conn, [old_cd_id])
@@ -522,9 +524,11 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         """Move partition locations below ``old_location``; returns whether any moved."""
         old_prefix = old_location.rstrip("/")
         rows = conn.execute(
-            select(s.SDS.c.SD_ID, s.SDS.c.LOCATION)
-            .select_from(s.PARTITIONS.join(s.SDS, s.SDS.c.SD_ID == s.PARTITIONS.c.SD_ID))
-            .where(s.PARTITIONS.c.TBL_ID == tbl_id)
+            select(schema.SDS.c.SD_ID, schema.SDS.c.LOCATION)
+            .select_from(
+                schema.PARTITIONS.join(schema.SDS, schema.SDS.c.SD_ID == schema.PARTITIONS.c.SD_ID)
+            )
+            .where(schema.PARTITIONS.c.TBL_ID == tbl_id)
         ).all()
         moved = [
             {"sd": r.SD_ID, "loc": new_location.rstrip("/") + r.LOCATION[len(old_prefix) :]}
@@ -533,8 +537,8 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         ]
         if moved:
             conn.execute(
-                update(s.SDS)
-                .where(s.SDS.c.SD_ID == bindparam("sd"))
+                update(schema.SDS)
+                .where(schema.SDS.c.SD_ID == bindparam("sd"))
                 .values(LOCATION=bindparam("loc")),
                 moved,
             )
@@ -543,14 +547,14 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
     def _rename_stats(self, conn: Connection, tbl_id: int, cat: str, db: str, name: str) -> None:
         """Column statistics rows repeat the table's names; keep them in step with a rename."""
         conn.execute(
-            update(s.TAB_COL_STATS)
-            .where(s.TAB_COL_STATS.c.TBL_ID == tbl_id)
+            update(schema.TAB_COL_STATS)
+            .where(schema.TAB_COL_STATS.c.TBL_ID == tbl_id)
             .values(CAT_NAME=cat, DB_NAME=db, TABLE_NAME=name)
         )
-        parts = select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == tbl_id)
+        parts = select(schema.PARTITIONS.c.PART_ID).where(schema.PARTITIONS.c.TBL_ID == tbl_id)
         conn.execute(
-            update(s.PART_COL_STATS)
-            .where(s.PART_COL_STATS.c.PART_ID.in_(parts.scalar_subquery()))
+            update(schema.PART_COL_STATS)
+            .where(schema.PART_COL_STATS.c.PART_ID.in_(parts.scalar_subquery()))
             .values(CAT_NAME=cat, DB_NAME=db, TABLE_NAME=name)
         )
 
@@ -577,10 +581,10 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         return self.db.transaction(run)
 
     def _delete_table_rows(self, conn: Connection, tbl_id: int, sd_id: int | None) -> list[str]:
-        p = s.PARTITIONS.c
+        p = schema.PARTITIONS.c
         part_rows = conn.execute(
-            select(p.PART_ID, p.SD_ID, s.SDS.c.LOCATION)
-            .select_from(s.PARTITIONS.outerjoin(s.SDS, s.SDS.c.SD_ID == p.SD_ID))
+            select(p.PART_ID, p.SD_ID, schema.SDS.c.LOCATION)
+            .select_from(schema.PARTITIONS.outerjoin(schema.SDS, schema.SDS.c.SD_ID == p.SD_ID))
             .where(p.TBL_ID == tbl_id)
         ).all()
         locations = [r.LOCATION for r in part_rows if r.LOCATION]
@@ -588,16 +592,16 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             conn, [r.PART_ID for r in part_rows], [r.SD_ID for r in part_rows]
         )
         for table, col in (
-            (s.TAB_COL_STATS, "TBL_ID"),
-            (s.TBL_COL_PRIVS, "TBL_ID"),
-            (s.TBL_PRIVS, "TBL_ID"),
-            (s.TABLE_PARAMS, "TBL_ID"),
-            (s.PARTITION_KEYS, "TBL_ID"),
+            (schema.TAB_COL_STATS, "TBL_ID"),
+            (schema.TBL_COL_PRIVS, "TBL_ID"),
+            (schema.TBL_PRIVS, "TBL_ID"),
+            (schema.TABLE_PARAMS, "TBL_ID"),
+            (schema.PARTITION_KEYS, "TBL_ID"),
         ):
             conn.execute(delete(table).where(table.c[col] == tbl_id))
-        kc = s.KEY_CONSTRAINTS.c
+        kc = schema.KEY_CONSTRAINTS.c
         conn.execute(
-            delete(s.KEY_CONSTRAINTS).where(
+            delete(schema.KEY_CONSTRAINTS).where(
                 or_(kc.PARENT_TBL_ID == tbl_id, kc.CHILD_TBL_ID == tbl_id)
             )
         )
@@ -612,14 +616,14 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         """Delete partitions and everything that hangs off them (shared with partitions.py)."""
         for part in chunks(sorted(set(part_ids))):
             for table in (
-                s.PART_COL_STATS,
-                s.PART_COL_PRIVS,
-                s.PART_PRIVS,
-                s.PARTITION_PARAMS,
-                s.PARTITION_KEY_VALS,
+                schema.PART_COL_STATS,
+                schema.PART_COL_PRIVS,
+                schema.PART_PRIVS,
+                schema.PARTITION_PARAMS,
+                schema.PARTITION_KEY_VALS,
             ):
                 conn.execute(delete(table).where(table.c.PART_ID.in_(part)))
-            conn.execute(delete(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID.in_(part)))
+            conn.execute(delete(schema.PARTITIONS).where(schema.PARTITIONS.c.PART_ID.in_(part)))
         delete_storage_descriptors(conn, [i for i in sd_ids if i is not None])
 
 

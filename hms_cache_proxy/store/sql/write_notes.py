@@ -16,15 +16,15 @@ from typing import Any
 from sqlalchemy import Connection, insert, select, update
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import ids as idseq
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events import tjson
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql import ids as idseq
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.common import java_list, now, table_ref
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
+from hms_cache_proxy.store.sql.sql_base import java_list, now, table_ref
 
-_W = s.TXN_WRITE_NOTIFICATION_LOG
+_W = schema.TXN_WRITE_NOTIFICATION_LOG
 
 
 def encoded_files(info: hms.InsertEventRequestData) -> list[str]:
@@ -61,7 +61,7 @@ class WriteNotesMixin(PartitionsMixin):
         db, tbl = table.dbName, table.tableName
         if req.fileInfo is None:
             raise hms.MetaException(message="WriteNotificationLogRequest.fileInfo must be set")
-        owner = self.txn.require_open_write_id(conn, db, tbl, req.writeId)  # type: ignore[attr-defined]
+        owner = self.txn.require_open_write_id(conn, db, tbl, req.writeId)
         if owner != req.txnId:
             raise hms.MetaException(
                 message=f"write id {req.writeId} of {table_ref(cat, db, tbl)} belongs to "
@@ -69,7 +69,7 @@ class WriteNotesMixin(PartitionsMixin):
             )
         part_name, partition = "", None
         if req.partitionVals:
-            tk = self._table_keys(conn, cat, db, tbl)
+            tk = self._resolve_table(conn, cat, db, tbl)
             part_name = self._name_for(tk, req.partitionVals)
             found = self._by_names(conn, tk, [part_name])
             if not found:

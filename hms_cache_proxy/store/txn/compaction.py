@@ -39,10 +39,10 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.txn.common import TxnServiceBase
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.txn.txn_base import TxnServiceBase
 
-_CQ, _CC = s.COMPACTION_QUEUE, s.COMPLETED_COMPACTIONS
+_CQ, _CC = schema.COMPACTION_QUEUE, schema.COMPLETED_COMPACTIONS
 
 INITIATED, WORKING, READY_FOR_CLEANING = "i", "w", "r"
 FAILED, SUCCEEDED, DID_NOT_INITIATE, REFUSED, ABORTED_STATE = "f", "s", "a", "c", "x"
@@ -188,14 +188,14 @@ class CompactionMixin(TxnServiceBase):
         return self.db.transaction(lambda conn: self._enqueue_compaction(conn, rqst, code))
 
     def _enqueue_compaction(self, conn: Connection, rqst: Any, code: str) -> Any:
-        ncq = s.NEXT_COMPACTION_QUEUE_ID
+        ncq = schema.NEXT_COMPACTION_QUEUE_ID
         taken = conn.execute(select(ncq.c.NCQ_NEXT).with_for_update()).scalar()
         if taken is None:
             raise hms.MetaException(
                 message="Transaction tables not properly initialized, no record found in "
                 "next_compaction_queue_id"
             )
-        nwi = s.NEXT_WRITE_ID
+        nwi = schema.NEXT_WRITE_ID
         nxt = conn.execute(
             select(nwi.c.NWI_NEXT).where(
                 nwi.c.NWI_DATABASE == rqst.dbname, nwi.c.NWI_TABLE == rqst.tablename

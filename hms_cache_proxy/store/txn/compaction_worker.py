@@ -10,8 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.txn.common import ABORTED, OP_COMPACT
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.txn.compaction import (
     DID_NOT_INITIATE,
     FAILED,
@@ -23,8 +22,9 @@ from hms_cache_proxy.store.txn.compaction import (
     CompactionMixin,
     info_struct,
 )
+from hms_cache_proxy.store.txn.txn_base import ABORTED, OP_COMPACT
 
-_CQ, _CC = s.COMPACTION_QUEUE, s.COMPLETED_COMPACTIONS
+_CQ, _CC = schema.COMPACTION_QUEUE, schema.COMPLETED_COMPACTIONS
 
 
 class CompactionWorkerMixin(CompactionMixin):
@@ -77,7 +77,7 @@ class CompactionWorkerMixin(CompactionMixin):
                 raise hms.MetaException(message=f"No compaction with id {ci.id} in the queue")
             row = conn.execute(select(_CQ).where(_CQ.c.CQ_ID == ci.id)).one()
             conn.execute(
-                insert(s.TXN_COMPONENTS).values(
+                insert(schema.TXN_COMPONENTS).values(
                     TC_TXNID=txn_id,
                     TC_DATABASE=row.CQ_DATABASE,
                     TC_TABLE=row.CQ_TABLE,
@@ -128,7 +128,7 @@ class CompactionWorkerMixin(CompactionMixin):
             high = row.CQ_HIGHEST_WRITE_ID
             if high is None:
                 high = ci.highestWriteId
-            ctc, tc = s.COMPLETED_TXN_COMPONENTS, s.TXN_COMPONENTS
+            ctc, tc = schema.COMPLETED_TXN_COMPONENTS, schema.TXN_COMPONENTS
             committed = [
                 ctc.c.CTC_DATABASE == row.CQ_DATABASE,
                 ctc.c.CTC_TABLE == row.CQ_TABLE,
@@ -136,7 +136,9 @@ class CompactionWorkerMixin(CompactionMixin):
             aborted = [
                 tc.c.TC_DATABASE == row.CQ_DATABASE,
                 tc.c.TC_TABLE == row.CQ_TABLE,
-                tc.c.TC_TXNID.in_(select(s.TXNS.c.TXN_ID).where(s.TXNS.c.TXN_STATE == ABORTED)),
+                tc.c.TC_TXNID.in_(
+                    select(schema.TXNS.c.TXN_ID).where(schema.TXNS.c.TXN_STATE == ABORTED)
+                ),
             ]
             if row.CQ_PARTITION is not None:
                 committed.append(ctc.c.CTC_PARTITION == row.CQ_PARTITION)
@@ -162,7 +164,7 @@ class CompactionWorkerMixin(CompactionMixin):
                 raise hms.MetaException(
                     message=f"No record with CQ_ID={ci.id} found in COMPACTION_QUEUE"
                 )
-            ncq = s.NEXT_COMPACTION_QUEUE_ID
+            ncq = schema.NEXT_COMPACTION_QUEUE_ID
             taken = int(conn.execute(select(ncq.c.NCQ_NEXT).with_for_update()).scalar_one())
             conn.execute(update(ncq).values(NCQ_NEXT=taken + 1))
             now = self.now_ms(conn)
@@ -190,10 +192,10 @@ class CompactionWorkerMixin(CompactionMixin):
         """Columns with statistics in the compacted table or partition (the Worker
         recomputes them after compacting)."""
         if ci.partitionname is None:
-            st = s.TAB_COL_STATS
+            st = schema.TAB_COL_STATS
             where = [st.c.DB_NAME == ci.dbname, st.c.TABLE_NAME == ci.tablename]
         else:
-            st = s.PART_COL_STATS
+            st = schema.PART_COL_STATS
             where = [
                 st.c.DB_NAME == ci.dbname,
                 st.c.TABLE_NAME == ci.tablename,

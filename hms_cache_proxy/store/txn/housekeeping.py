@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, delete, func, or_, select, text, union_all
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.txn.common import (
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.txn.txn_base import (
     ABORT_TIMEOUT,
     ABORTED,
     COMMITTED,
     OPEN,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn.service import TxnService
+from hms_cache_proxy.store.txn.txn_service import TxnService
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def _exclusive_round(conn: Connection) -> bool:
 def perform_timeouts(service: TxnService) -> HousekeepingResult:
     """Expire txn-less locks and abort txns whose heartbeat is older than the txn timeout."""
     result = HousekeepingResult()
-    hl, t = s.HIVE_LOCKS, s.TXNS
+    hl, t = schema.HIVE_LOCKS, schema.TXNS
     timeout = service.config.timeout_ms
 
     def expire_locks(conn: Connection) -> int | None:
@@ -120,11 +120,11 @@ def clean_txn_tables(
     """Remove rows no reader needs any more from TXNS, TXN_TO_WRITE_ID and WRITE_SET."""
     result = result or HousekeepingResult()
     t, tc, t2w, ws, mhl = (
-        s.TXNS,
-        s.TXN_COMPONENTS,
-        s.TXN_TO_WRITE_ID,
-        s.WRITE_SET,
-        s.MIN_HISTORY_LEVEL,
+        schema.TXNS,
+        schema.TXN_COMPONENTS,
+        schema.TXN_TO_WRITE_ID,
+        schema.WRITE_SET,
+        schema.MIN_HISTORY_LEVEL,
     )
 
     def run(conn: Connection) -> None:

@@ -53,11 +53,11 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events.log import one_statement
 from hms_cache_proxy.store.partnames import PartitionNameError, make_part_name
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.txn import pgsql
-from hms_cache_proxy.store.txn.common import (
+from hms_cache_proxy.store.txn.txn_base import (
     EXCL_WRITE,
     EXCLUSIVE,
     LOCK_ACQUIRED,
@@ -74,7 +74,7 @@ from hms_cache_proxy.store.txn.common import (
 )
 from hms_cache_proxy.store.txn.txns import TxnsMixin
 
-_HL = s.HIVE_LOCKS
+_HL = schema.HIVE_LOCKS
 _RESTRICTIVENESS = {SHARED_READ: 1, SHARED_WRITE: 2, EXCL_WRITE: 3, EXCLUSIVE: 4}
 EXCL_CTAS_ERR_MSG = (
     "Failed to initiate a concurrent CTAS operation with the same table name, lockInfo : {}"
@@ -337,7 +337,7 @@ class LocksMixin(TxnsMixin):
         rows = self._waiting_rows(components, txn_id)
         # (On psycopg2 lock() tried _enqueue_at_once first: this path then names the error.)
         # The next id, taken under NEXT_LOCK_ID's row lock (held until this commits).
-        nli = s.NEXT_LOCK_ID
+        nli = schema.NEXT_LOCK_ID
         taken = conn.execute(
             update(nli).values(NL_NEXT=nli.c.NL_NEXT + 1).returning(nli.c.NL_NEXT)
         ).scalar()
@@ -389,7 +389,7 @@ class LocksMixin(TxnsMixin):
                 )
             row["TC_WRITEID"] = write_ids[key]
         if rows:
-            conn.execute(insert(s.TXN_COMPONENTS), rows)
+            conn.execute(insert(schema.TXN_COMPONENTS), rows)
 
     @staticmethod
     def _component_rows(rqst: Any, components: list[Any], txn_id: int) -> list[dict[str, Any]]:
@@ -437,7 +437,7 @@ class LocksMixin(TxnsMixin):
 
     @staticmethod
     def table_write_id_of(conn: Connection, db: str | None, table: str, txn_id: int) -> int | None:
-        t2w = s.TXN_TO_WRITE_ID
+        t2w = schema.TXN_TO_WRITE_ID
         found = conn.execute(
             select(t2w.c.T2W_WRITEID).where(
                 t2w.c.T2W_DATABASE == db, t2w.c.T2W_TABLE == table, t2w.c.T2W_TXNID == txn_id

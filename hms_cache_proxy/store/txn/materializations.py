@@ -14,14 +14,14 @@ from typing import Any
 from sqlalchemy import and_, false, or_, select, update
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.txn.snapshots import ValidReaderWriteIdList, ValidTxnWriteIdList
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.txn.writeids import WriteIdsMixin, split_table_name
+from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidTxnWriteIdList
 
-_MV = s.MV_TABLES_USED
-_CTC = s.COMPLETED_TXN_COMPONENTS
-_CC = s.COMPLETED_COMPACTIONS
-_CQ = s.COMPACTION_QUEUE
+_MV = schema.MV_TABLES_USED
+_CTC = schema.COMPLETED_TXN_COMPONENTS
+_CC = schema.COMPLETED_COMPACTIONS
+_CQ = schema.COMPACTION_QUEUE
 
 
 def view_snapshot(text: str | None) -> tuple[str, bool]:

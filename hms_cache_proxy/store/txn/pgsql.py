@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hms_cache_proxy.store.sql.prepared import Prepared
+from hms_cache_proxy.store.db.prepared import Prepared
 
 _NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
 """TxnUtils.getEpochFn on PostgreSQL: the transaction's start, in epoch milliseconds."""

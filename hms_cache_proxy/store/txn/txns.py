@@ -40,11 +40,11 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent, one_statement
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.txn import pgsql
-from hms_cache_proxy.store.txn.common import (
+from hms_cache_proxy.store.txn.txn_base import (
     ABORTED,
     COMMITTED,
     COMPACTION_TYPES,
@@ -62,9 +62,9 @@ from hms_cache_proxy.store.txn.common import (
     txn_id_str,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn.snapshots import bitset_to_bytes
+from hms_cache_proxy.store.txn_snapshots import bitset_to_bytes
 
-_T = s.TXNS
+_T = schema.TXNS
 _OPEN_RETRIES = 10
 _SETTLE_MARGIN_S = 1.0
 """Slack on the open window before a read's top id may become the settled floor."""
@@ -386,7 +386,7 @@ class TxnsMixin(TxnServiceBase):
         # insert it also sees the new txns, which changes nothing: they are above the watermark.
         mark = self._watermark_expr(conn, _T.c.TXN_ID)
         conn.execute(
-            insert(s.MIN_HISTORY_LEVEL).from_select(
+            insert(schema.MIN_HISTORY_LEVEL).from_select(
                 ["MHL_TXNID", "MHL_MIN_OPEN_TXNID"],
                 select(_T.c.TXN_ID, mark).where(_T.c.TXN_ID.in_(ids)),
             )
@@ -428,7 +428,7 @@ class TxnsMixin(TxnServiceBase):
 
     @staticmethod
     def _delete_txns(conn: Connection, ids: Sequence[int]) -> None:
-        mh = s.MIN_HISTORY_LEVEL
+        mh = schema.MIN_HISTORY_LEVEL
         conn.execute(delete(mh).where(mh.c.MHL_TXNID.in_(ids)))
         conn.execute(delete(_T).where(_T.c.TXN_ID.in_(ids)))
 
@@ -460,7 +460,7 @@ class TxnsMixin(TxnServiceBase):
             if state == COMMITTED:
                 return None  # Nth commitTxn: idempotent
             raise_unexpected_state(state, txn_id)
-        tc = s.TXN_COMPONENTS
+        tc = schema.TXN_COMPONENTS
         update_delete = "N"
         commit_id: int | None = None
         temp_id = -random.randint(1, 2**62)
@@ -542,7 +542,7 @@ class TxnsMixin(TxnServiceBase):
 
     @staticmethod
     def _insert_write_set(conn: Connection, txn_id: int, temp_id: int, writes: Any) -> None:
-        tc, ws = s.TXN_COMPONENTS, s.WRITE_SET
+        tc, ws = schema.TXN_COMPONENTS, schema.WRITE_SET
         rows = (
             select(
                 tc.c.TC_DATABASE,
@@ -572,7 +572,7 @@ class TxnsMixin(TxnServiceBase):
     @staticmethod
     def _write_conflict(conn: Connection, txn_id: int) -> str | None:
         """Hive's checkForWriteConflict (when exclWriteEnabled is false): first committer wins."""
-        committed, cur = s.WRITE_SET.alias("committed"), s.WRITE_SET.alias("cur")
+        committed, cur = schema.WRITE_SET.alias("committed"), schema.WRITE_SET.alias("cur")
         ud = [OP_UPDATE, OP_DELETE]
         row = conn.execute(
             select(
@@ -613,7 +613,7 @@ class TxnsMixin(TxnServiceBase):
 
     @staticmethod
     def _move_components_to_completed(conn: Connection, txn_id: int, update_delete: str) -> None:
-        tc, ctc = s.TXN_COMPONENTS, s.COMPLETED_TXN_COMPONENTS
+        tc, ctc = schema.TXN_COMPONENTS, schema.COMPLETED_TXN_COMPONENTS
         rows = select(
             tc.c.TC_TXNID,
             tc.c.TC_DATABASE,
@@ -639,7 +639,7 @@ class TxnsMixin(TxnServiceBase):
     def _commit_events(
         self, conn: Connection, txn_id: int, altered: Sequence[tuple[str, str, str]] = ()
     ) -> list[NewEvent]:
-        t2w = s.TXN_TO_WRITE_ID
+        t2w = schema.TXN_TO_WRITE_ID
         rows = conn.execute(
             select(t2w.c.T2W_WRITEID, t2w.c.T2W_DATABASE, t2w.c.T2W_TABLE)
             .where(t2w.c.T2W_TXNID == txn_id)
@@ -662,7 +662,7 @@ class TxnsMixin(TxnServiceBase):
         has_components: bool,
     ) -> None:
         """Hive's updateWSCommitIdAndCleanUpMetadata plus the min-history rows."""
-        ws, tc, hl = s.WRITE_SET, s.TXN_COMPONENTS, s.HIVE_LOCKS
+        ws, tc, hl = schema.WRITE_SET, schema.TXN_COMPONENTS, schema.HIVE_LOCKS
         if commit_id is not None:
             conn.execute(
                 update(ws)
@@ -674,10 +674,10 @@ class TxnsMixin(TxnServiceBase):
         conn.execute(delete(hl).where(hl.c.HL_TXNID == txn_id))
         conn.execute(update(_T).where(_T.c.TXN_ID == txn_id).values(TXN_STATE=COMMITTED))
         if txn_type == hms.TxnType.MATER_VIEW_REBUILD:
-            mrl = s.MATERIALIZATION_REBUILD_LOCKS
+            mrl = schema.MATERIALIZATION_REBUILD_LOCKS
             conn.execute(delete(mrl).where(mrl.c.MRL_TXN_ID == txn_id))
         if txn_type in (hms.TxnType.SOFT_DELETE, hms.TxnType.COMPACTION):
-            cq = s.COMPACTION_QUEUE
+            cq = schema.COMPACTION_QUEUE
             conn.execute(
                 update(cq)
                 .where(cq.c.CQ_TXN_ID == txn_id)
@@ -687,7 +687,7 @@ class TxnsMixin(TxnServiceBase):
 
     @staticmethod
     def _forget_min_history(conn: Connection, txn_ids: Sequence[int]) -> None:
-        mhl, mhw = s.MIN_HISTORY_LEVEL, s.MIN_HISTORY_WRITE_ID
+        mhl, mhw = schema.MIN_HISTORY_LEVEL, schema.MIN_HISTORY_WRITE_ID
         conn.execute(delete(mhl).where(mhl.c.MHL_TXNID.in_(txn_ids)))
         conn.execute(delete(mhw).where(mhw.c.MH_TXNID.in_(txn_ids)))
 
@@ -702,7 +702,7 @@ class TxnsMixin(TxnServiceBase):
         )
         if not (kv.key or "").startswith(TXN_KEY_START):
             raise hms.MetaException(message=f"{what} key should start with {TXN_KEY_START}.")
-        tp = s.TABLE_PARAMS
+        tp = schema.TABLE_PARAMS
         rc = conn.execute(
             update(tp)
             .where(tp.c.TBL_ID == kv.tableId, tp.c.PARAM_KEY == kv.key)
@@ -713,7 +713,7 @@ class TxnsMixin(TxnServiceBase):
                 message=f"{what} Only one row should have been affected but {rc} rows where "
                 "affected."
             )
-        t, d = s.TBLS, s.DBS
+        t, d = schema.TBLS, schema.DBS
         row = conn.execute(
             select(d.c.CTLG_NAME, d.c.NAME, t.c.TBL_NAME)
             .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID))
@@ -766,7 +766,7 @@ class TxnsMixin(TxnServiceBase):
         """
         if not txn_ids:
             return 0
-        hl, rtm = s.HIVE_LOCKS, s.REPL_TXN_MAP
+        hl, rtm = schema.HIVE_LOCKS, schema.REPL_TXN_MAP
         self._forget_min_history(conn, txn_ids)
         count = conn.execute(
             update(_T)
@@ -782,7 +782,7 @@ class TxnsMixin(TxnServiceBase):
         ids = [t for t, kind in sorted(txn_types.items()) if kind != hms.TxnType.READ_ONLY]
         if not ids:
             return
-        t2w = s.TXN_TO_WRITE_ID
+        t2w = schema.TXN_TO_WRITE_ID
         dbs: dict[int, list[str]] = {t: [] for t in ids}
         for txn, db in conn.execute(
             select(t2w.c.T2W_TXNID, t2w.c.T2W_DATABASE)
@@ -862,7 +862,7 @@ class TxnsMixin(TxnServiceBase):
         compactor see the partitions actually written.
         """
         op = OPERATION_CODES.get(operation_type, OP_UPDATE)  # unset: the most restrictive
-        tc = s.TXN_COMPONENTS
+        tc = schema.TXN_COMPONENTS
 
         def run(conn: Connection) -> None:
             self.require_open_txn(conn, txn_id)
@@ -899,7 +899,7 @@ class TxnsMixin(TxnServiceBase):
     ) -> set[str]:
         """The databases the transactions (their components, write ids and locks) and the
         locks name: who may commit, abort or unlock them (handler/access.py)."""
-        tc, t2w, hl = s.TXN_COMPONENTS, s.TXN_TO_WRITE_ID, s.HIVE_LOCKS
+        tc, t2w, hl = schema.TXN_COMPONENTS, schema.TXN_TO_WRITE_ID, schema.HIVE_LOCKS
         queries = []
         if txn_ids:
             ids = sorted({int(t) for t in txn_ids})
@@ -919,7 +919,7 @@ class TxnsMixin(TxnServiceBase):
 
     def latest_txn_in_conflict(self, txn_id: int) -> int:
         """Hive's getLatestTxnIdInConflict: the newest committed txn updating what this one did."""
-        ws, tc = s.WRITE_SET, s.TXN_COMPONENTS
+        ws, tc = schema.WRITE_SET, schema.TXN_COMPONENTS
         cur = (
             select(
                 tc.c.TC_DATABASE.label("db"),

@@ -24,24 +24,24 @@ from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent, one_statement
-from hms_cache_proxy.store.sql import schema as s
 from hms_cache_proxy.store.txn import pgsql
-from hms_cache_proxy.store.txn.common import (
+from hms_cache_proxy.store.txn.txn_base import (
     OPEN,
     raise_unexpected_state,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn.snapshots import (
+from hms_cache_proxy.store.txn.txns import TxnsMixin
+from hms_cache_proxy.store.txn_snapshots import (
     LONG_MAX,
     ValidReaderWriteIdList,
     ValidReadTxnList,
     bitset_to_bytes,
 )
-from hms_cache_proxy.store.txn.txns import TxnsMixin
 
-_T2W, _NWI = s.TXN_TO_WRITE_ID, s.NEXT_WRITE_ID
+_T2W, _NWI = schema.TXN_TO_WRITE_ID, schema.NEXT_WRITE_ID
 
 
 def split_table_name(full_name: str) -> tuple[str, str]:
@@ -74,7 +74,7 @@ class WriteIdsMixin(TxnsMixin):
             raw, have = pgsql.lock_and_read_allocation(conn, ids, db, table)
             found = {txn: (state, txn_type_of(kind)) for txn, (state, kind) in raw.items()}
         else:
-            t = s.TXNS
+            t = schema.TXNS
             rows = conn.execute(
                 select(t.c.TXN_ID, t.c.TXN_STATE, t.c.TXN_TYPE)
                 .where(t.c.TXN_ID.in_(ids))
@@ -325,7 +325,7 @@ class WriteIdsMixin(TxnsMixin):
         """Which of ``write_ids`` of ``db.table`` belong to txns that are still open."""
         ids = sorted(set(write_ids))
         found: set[int] = set()
-        t = s.TXNS
+        t = schema.TXNS
         for start in range(0, len(ids), 1000):
             found.update(
                 int(r[0])

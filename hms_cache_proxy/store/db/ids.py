@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
 
 _MODEL = "org.apache.hadoop.hive.metastore.model."
 
@@ -102,7 +102,7 @@ class IdAllocator:
 
 def reserve(conn: Connection, seq: IdSequence, n: int) -> int:
     """Reserve ``n`` consecutive ids under the sequence row's lock; returns the first."""
-    st = s.SEQUENCE_TABLE
+    st = schema.SEQUENCE_TABLE
     row_sel = select(st.c.NEXT_VAL).where(st.c.SEQUENCE_NAME == seq.name).with_for_update()
     current = conn.execute(row_sel).scalar()
     if current is None:
@@ -112,8 +112,8 @@ def reserve(conn: Connection, seq: IdSequence, n: int) -> int:
 
 
 def _create_row(conn: Connection, seq: IdSequence) -> int:
-    st = s.SEQUENCE_TABLE
-    table = s.metadata.tables[seq.table]
+    st = schema.SEQUENCE_TABLE
+    table = schema.metadata.tables[seq.table]
     highest = conn.execute(select(func.max(table.c[seq.column]))).scalar()
     start = int(highest or 0) + 1
     try:

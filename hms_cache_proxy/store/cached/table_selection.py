@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hms_cache_proxy.store.cache.entries import TableKey
+from hms_cache_proxy.store.cache.entries import TableName
 
 
 class TablePatterns:
@@ -15,9 +15,9 @@ class TablePatterns:
     def __init__(self, include: Sequence[str] = (".*",), exclude: Sequence[str] = ()) -> None:
         self._include = [re.compile(p, re.IGNORECASE) for p in include if p]
         self._exclude = [re.compile(p, re.IGNORECASE) for p in exclude if p]
-        self._memo: dict[TableKey, bool] = {}
+        self._memo: dict[TableName, bool] = {}
 
-    def cached(self, key: TableKey) -> bool:
+    def cached(self, key: TableName) -> bool:
         found = self._memo.get(key)
         if found is None:
             name = key.qualified()

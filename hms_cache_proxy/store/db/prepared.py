@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hms_cache_proxy.store.sql.engine import begin_sent
+from hms_cache_proxy.store.db.engine import begin_sent
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 _KEY = "hms_prepared"

@@ -1,9 +1,10 @@
 """Column-statistics reads answered from the statistics rows a table's entry holds.
 
-The same functions as the database path turn rows into Thrift objects and aggregate them
-(store/sql/stats.py), so a cached answer equals the database's. Rows are loaded per table on
-the first statistics read (not with the table: most tables are read far more often than their
-statistics); a statistics event drops them until the next read loads them again.
+The same functions as the database path (store/sql/stats_reads.py) turn rows into Thrift
+objects and aggregate them (store/colstats/), so a cached answer equals the database's. Rows are
+loaded per table on the first statistics read (not with the table: most tables are read far
+more often than their statistics); a statistics event drops them until the next read loads
+them again.
 """
 
 from __future__ import annotations
@@ -11,17 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
-from hms_cache_proxy.store.cache import wire
-from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
-from hms_cache_proxy.store.sql.stats import (
+from hms_cache_proxy.store.cache.entries import TableEntry, TableName
+from hms_cache_proxy.store.colstats.accuracy import stats_valid_for_query
+from hms_cache_proxy.store.colstats.aggregation import aggregate_partition_stats
+from hms_cache_proxy.store.colstats.stats_rows import (
     DEFAULT_ENGINE,
-    aggregate_partition_stats,
     column_statistics,
     compliant_by_partition,
     stats_obj_from_row,
-    stats_valid_for_query,
 )
 
 
@@ -45,7 +46,7 @@ class StatsReads:
         *,
         partitions: bool = False,
     ) -> Any:
-        key = TableKey(cat, db, tbl)
+        key = TableName(cat, db, tbl)
 
         def cached(entry: TableEntry) -> Any:
             if entry.stats is None:
@@ -152,7 +153,7 @@ class StatsReads:
                     if not self.sql.txn_stats_enabled:
                         compliant = False
                     else:
-                        part = wire.decode(hms.Partition, parts.by_name[name].encoded())  # type: ignore[union-attr]
+                        part = thrift_bytes.decode(hms.Partition, parts.by_name[name].encoded())  # type: ignore[union-attr]
                         compliant = stats_valid_for_query(
                             part.parameters or {}, part.writeId, valid_write_id_list, False
                         )
@@ -224,7 +225,7 @@ class StatsReads:
                     p = by_name.get(n)
                     if p is None:
                         continue
-                    part = wire.decode(hms.Partition, p.encoded())
+                    part = thrift_bytes.decode(hms.Partition, p.encoded())
                     if not stats_valid_for_query(
                         part.parameters or {}, part.writeId, valid_write_id_list, False
                     ):

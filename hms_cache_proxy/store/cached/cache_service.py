@@ -10,12 +10,12 @@ from typing import Any
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.observability.admin import AdminNotFound, scope
 from hms_cache_proxy.store.cache.cache import Cache
-from hms_cache_proxy.store.cache.entries import TableKey
+from hms_cache_proxy.store.cache.entries import TableName
 from hms_cache_proxy.store.cached.apply import EventApplier
-from hms_cache_proxy.store.cached.patterns import TablePatterns
 from hms_cache_proxy.store.cached.prewarm import Loader
 from hms_cache_proxy.store.cached.store import CachedStore
 from hms_cache_proxy.store.cached.strong import PositionBarrier
+from hms_cache_proxy.store.cached.table_selection import TablePatterns
 from hms_cache_proxy.store.events.poller import Poller, SequenceReader
 from hms_cache_proxy.store.sql import cacheload
 
@@ -115,7 +115,7 @@ class CacheService:
                 self.cache.databases_as_of = max(self.cache.databases_as_of or 0, position)
                 out["tables"] = len(keys)
             else:
-                key = TableKey(DEFAULT_CATALOG, db, table)
+                key = TableName(DEFAULT_CATALOG, db, table)
                 entry = self.cache.entries.get(key)
                 if partition is None or entry is None:
                     out["tables"] = 1 if self.cache.drop_locked(key) is not None else 0
@@ -143,12 +143,12 @@ class CacheService:
             if not any(k[1] == db for k in databases):
                 raise AdminNotFound(f"no database {db}")
             self.loader.request_databases()
-            keys = [TableKey(*t) for t in tables]
+            keys = [TableName(*t) for t in tables]
             for key in keys:
                 self.loader.request(key, front=True)
             out["tables_queued"] = len(keys)
             return out
-        key = TableKey(DEFAULT_CATALOG, db, table)
+        key = TableName(DEFAULT_CATALOG, db, table)
         if not self.patterns.cached(key):
             try:
                 self.sql.get_table(DEFAULT_CATALOG, db, table)

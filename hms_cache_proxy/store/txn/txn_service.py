@@ -12,17 +12,17 @@ HIVE_LOCKS, NEXT_LOCK_ID, TXN_LOCK_TBL, MIN_HISTORY_LEVEL and WRITE_SET lives in
 - ``materializations`` MV_TABLES_USED counters and materialized-view invalidation
 
 The service is shared by every connection's thread; the only state it keeps between calls is
-the settled floor of old TXNS rows (``common.SettledTxns``), a fact about the database that other
+the settled floor of old TXNS rows (``txn_base.SettledTxns``), a fact about the database that other
 writers cannot make false, so several instances (and stock Java metastores) can serve one
 database.
 """
 
 from __future__ import annotations
 
-from hms_cache_proxy.store.txn.common import TxnConfig
 from hms_cache_proxy.store.txn.compaction_worker import CompactionWorkerMixin
 from hms_cache_proxy.store.txn.locks import LocksMixin
 from hms_cache_proxy.store.txn.materializations import MaterializationsMixin
+from hms_cache_proxy.store.txn.txn_base import TxnConfig
 
 
 class TxnService(MaterializationsMixin, LocksMixin, CompactionWorkerMixin):

@@ -10,12 +10,13 @@ from typing import Any
 from sqlalchemy import Connection, and_, select
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog, NewEvent
 from hms_cache_proxy.store.events.messages import WRITER_NAME, MessageBuilder
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
-from hms_cache_proxy.store.sql.ids import IdAllocator
-from hms_cache_proxy.store.txn.common import OPEN as TXN_OPEN
+from hms_cache_proxy.store.txn.txn_base import OPEN as TXN_OPEN
+from hms_cache_proxy.store.txn.txn_service import TxnConfig, TxnService
 
 DEFAULT_CATALOG = "hive"
 
@@ -61,13 +62,18 @@ def principal_name(value: int | None) -> str | None:
 
 
 class SqlStoreBase:
-    """State shared by the SQL store's parts (each part is a mixin of SqlStore)."""
+    """State shared by the SQL store's parts (each part is a mixin of SqlStore).
+
+    ``txn`` is the transaction service (transactions, write ids, locks) over the same database
+    and event log: the parts hold it, rather than inherit from it, to check write ids.
+    """
 
     def __init__(
         self,
         db: Database,
         *,
         warehouse_uri: str,
+        txn_config: TxnConfig | None = None,
         message_format: str = "gzip(json-2.0)",
         id_block_size: int = 100,
         notification_max_events: int = 10_000,
@@ -78,12 +84,15 @@ class SqlStoreBase:
         self.events = EventLog(self.ids, message_format, max_event_response=notification_max_events)
         self.messages = MessageBuilder(server=server_uri, writer=WRITER_NAME)
         self.warehouse_uri = warehouse_uri.rstrip("/")
+        self.txn = TxnService(db, self.events, self.messages, txn_config)
 
     # -- lookups inside a transaction ------------------------------------------------------------
 
     def _db_row(self, conn: Connection, cat: str, name: str, *, lock: bool = False) -> Any:
         """The DBS row of a database, or NoSuchObjectException."""
-        stmt = select(s.DBS).where(and_(s.DBS.c.CTLG_NAME == cat, s.DBS.c.NAME == name))
+        stmt = select(schema.DBS).where(
+            and_(schema.DBS.c.CTLG_NAME == cat, schema.DBS.c.NAME == name)
+        )
         if lock:
             stmt = stmt.with_for_update()
         row = conn.execute(stmt).first()
@@ -96,7 +105,7 @@ class SqlStoreBase:
         self, conn: Connection, cat: str, db: str, name: str, *, lock: bool = False
     ) -> Any:
         """The TBLS row (with DB_ID) of a table, or NoSuchObjectException."""
-        t, d = s.TBLS, s.DBS
+        t, d = schema.TBLS, schema.DBS
         stmt = (
             select(t)
             .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID))
@@ -136,7 +145,7 @@ class SqlStoreBase:
         """
         if write_id is None or write_id <= 0 or not is_transactional(params):
             return TxnWrite(valid_write_ids=valid_write_id_list)
-        txn_service = self.txn  # type: ignore[attr-defined]
+        txn_service = self.txn
         if stored_write_id is not None and write_id == stored_write_id:
             owner = txn_service.write_id_owner(conn, db, tbl, write_id)
             if owner is None or owner[1] != TXN_OPEN:

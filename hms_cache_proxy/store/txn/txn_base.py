@@ -28,10 +28,10 @@ from sqlalchemy import BigInteger, Connection, cast, extract, func, literal, sel
 from sqlalchemy.sql.elements import ColumnElement
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events.log import EventLog, NewEvent
 from hms_cache_proxy.store.events.messages import MessageBuilder
-from hms_cache_proxy.store.sql import schema as s
-from hms_cache_proxy.store.sql.engine import Database
 
 # -- TXNS.TXN_STATE (TxnStatus); "u" is never stored: Hive's UNKNOWN (no such row) -------------
 OPEN, ABORTED, COMMITTED, UNKNOWN = "o", "a", "c", "u"
@@ -191,7 +191,7 @@ class TxnServiceBase:
         abort, lock and write-id allocation of one txn never interleave (Hive's
         getOpenTxnTypeAndLock). ``shared`` takes a share lock (FOR SHARE) instead.
         """
-        t = s.TXNS
+        t = schema.TXNS
         stmt = (
             select(t.c.TXN_TYPE)
             .where(t.c.TXN_ID == txn_id, t.c.TXN_STATE == OPEN)
@@ -203,11 +203,11 @@ class TxnServiceBase:
     @staticmethod
     def find_txn_state(conn: Connection, txn_id: int) -> str:
         """Hive's findTxnState: TXNS's state, else COMMITTED if it left components, else UNKNOWN."""
-        t = s.TXNS
+        t = schema.TXNS
         state = conn.execute(select(t.c.TXN_STATE).where(t.c.TXN_ID == txn_id)).scalar()
         if state is not None:
             return str(state)
-        ctc = s.COMPLETED_TXN_COMPONENTS
+        ctc = schema.COMPLETED_TXN_COMPONENTS
         done = conn.execute(select(ctc.c.CTC_TXNID).where(ctc.c.CTC_TXNID == txn_id).limit(1))
         return COMMITTED if done.first() is not None else UNKNOWN
 
