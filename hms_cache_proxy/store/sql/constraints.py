@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, insert, or_, select
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql import schema as s
@@ -219,6 +220,7 @@ class ConstraintsMixin(SqlStoreBase):
 
     # -- writes ----------------------------------------------------------------------------------
 
+    @writes_events
     def add_constraints(self, cat: str, constraints: hms.SQLAllTableConstraints) -> None:
         """Add constraints to existing tables (the add_* calls): one event per kind."""
 
@@ -227,6 +229,7 @@ class ConstraintsMixin(SqlStoreBase):
 
         self.db.transaction(run)
 
+    @writes_events
     def drop_constraint(self, cat: str, db: str, name: str, constraint: str) -> None:
         """Drop a constraint the table holds (as parent, or a foreign key it holds)."""
 

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import filter_names
@@ -33,6 +34,7 @@ _PG_DATABASE_NAMES = 'SELECT "NAME" FROM "DBS" WHERE "CTLG_NAME" = %(cat)s ORDER
 class DatabasesMixin(SqlStoreBase):
     # -- catalogs --------------------------------------------------------------------------------
 
+    @writes_events
     def create_catalog(self, catalog: hms.Catalog) -> hms.Catalog:
         name = catalog.name
 
@@ -74,6 +76,7 @@ class DatabasesMixin(SqlStoreBase):
         with self.db.read() as conn:
             return [r[0] for r in conn.execute(select(s.CTLGS.c.NAME).order_by(s.CTLGS.c.NAME))]
 
+    @writes_events
     def alter_catalog(self, name: str, catalog: hms.Catalog) -> None:
         def run(conn: Connection) -> None:
             row = self._catalog_row(conn, name, lock=True)
@@ -103,6 +106,7 @@ class DatabasesMixin(SqlStoreBase):
 
         self.db.transaction(run)
 
+    @writes_events
     def drop_catalog(self, name: str) -> None:
         def run(conn: Connection) -> None:
             row = self._catalog_row(conn, name, lock=True)
@@ -145,6 +149,7 @@ class DatabasesMixin(SqlStoreBase):
             root = (self._require_catalog(conn, cat).LOCATION_URI or self.warehouse_uri).rstrip("/")
         return f"{root}/{name}.db"
 
+    @writes_events
     def create_database(self, database: hms.Database) -> hms.Database:
         cat = database.catalogName or DEFAULT_CATALOG
 
@@ -232,6 +237,7 @@ class DatabasesMixin(SqlStoreBase):
                 ]
         return filter_names(names, pattern)
 
+    @writes_events
     def alter_database(self, cat: str, name: str, database: hms.Database) -> None:
         def run(conn: Connection) -> None:
             row = self._db_row(conn, cat, name, lock=True)
@@ -277,6 +283,7 @@ class DatabasesMixin(SqlStoreBase):
 
         self.db.transaction(run)
 
+    @writes_events
     def drop_database(self, cat: str, name: str, *, cascade: bool) -> hms.Database:
         """Drop a database (and with ``cascade`` its functions; tables are dropped by the caller
         first, one by one, as Hive does). Returns the dropped database."""

@@ -31,6 +31,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import filter as pfilter
 from hms_cache_proxy.store import partnames
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql import ids as idseq
@@ -435,6 +436,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     # -- writes ----------------------------------------------------------------------------------
 
+    @writes_events
     def add_partitions(
         self,
         cat: str,
@@ -627,6 +629,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             copy_table_grants_to_partitions(conn, self.ids, tk.tbl_id, part_ids)
         return list(part_ids)
 
+    @writes_events
     def alter_partitions(
         self,
         cat: str,
@@ -666,6 +669,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             )
         )
 
+    @writes_events
     def alter_partitions_in(
         self,
         conn: Connection,
@@ -732,6 +736,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         )
         return [(old, new) for (_, old, _), new in zip(pairs, stored, strict=True)]
 
+    @writes_events
     def truncate_table(
         self,
         cat: str,
@@ -937,6 +942,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         delete_storage_descriptors(conn, old_sds)
         return {n: by_name[n].PART_ID for n, _, _ in pairs}
 
+    @writes_events
     def rename_partition(
         self,
         cat: str,
@@ -1013,6 +1019,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
         return self.db.transaction(run)
 
+    @writes_events
     def drop_partitions(
         self,
         cat: str,

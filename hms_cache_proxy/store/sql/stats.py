@@ -102,6 +102,7 @@ from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import partnames
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql import ids as idseq
@@ -1088,6 +1089,7 @@ class StatsMixin(PartitionsMixin):
 
     # -- writes ----------------------------------------------------------------------------------
 
+    @writes_events
     def update_table_column_statistics(
         self,
         cat: str,
@@ -1201,6 +1203,7 @@ class StatsMixin(PartitionsMixin):
         )
         self._emit(conn, [NewEvent(msg.ALTER_TABLE, body, cat, db, tbl)])
 
+    @writes_events
     def update_partition_column_statistics(
         self,
         cat: str,
@@ -1739,6 +1742,7 @@ class StatsMixin(PartitionsMixin):
 
     # -- deletes ---------------------------------------------------------------------------------
 
+    @writes_events
     def delete_table_column_statistics(
         self, cat: str, db: str, tbl: str, col_name: str | None, engine: str | None = None
     ) -> None:
@@ -1772,6 +1776,7 @@ class StatsMixin(PartitionsMixin):
 
         self.db.transaction(run)
 
+    @writes_events
     def delete_partition_column_statistics(
         self,
         cat: str,

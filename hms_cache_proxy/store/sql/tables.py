@@ -21,6 +21,7 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import compile_pattern, filter_names
@@ -226,6 +227,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
 
     # -- writes ----------------------------------------------------------------------------------
 
+    @writes_events
     def create_table(
         self,
         table: hms.Table,
@@ -308,6 +310,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         insert_rows(conn, s.PARTITION_KEYS, _key_rows(tbl_id, table.partitionKeys))
         return tbl_id
 
+    @writes_events
     def alter_table(
         self,
         cat: str,
@@ -354,6 +357,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             )
         )
 
+    @writes_events
     def alter_table_in(
         self,
         conn: Connection,
@@ -554,6 +558,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             .values(CAT_NAME=cat, DB_NAME=db, TABLE_NAME=name)
         )
 
+    @writes_events
     def drop_table(
         self, cat: str, db: str, name: str, *, check: Any = None
     ) -> tuple[hms.Table, list[str]]:
