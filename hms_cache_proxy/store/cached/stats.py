@@ -13,6 +13,7 @@ from typing import Any
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
+from hms_cache_proxy.store import api
 from hms_cache_proxy.store.cache import wire
 from hms_cache_proxy.store.cache.entries import TableEntry, TableKey
 from hms_cache_proxy.store.sql.stats import (
@@ -28,7 +29,7 @@ from hms_cache_proxy.store.sql.stats import (
 class StatsReads:
     """Mixin of CachedStore (which provides sql, cache, loader, _read)."""
 
-    sql: Any
+    sql: api.DatabaseStore
     cache: Any
     loader: Any
     _read: Callable[..., Any]
