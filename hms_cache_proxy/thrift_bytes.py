@@ -133,7 +133,7 @@ def _map_writer(kv: Any) -> Callable[[Any, list[bytes]], None]:
     return write_map
 
 
-def _struct_writer(cls: type) -> Callable[[Any, list[bytes]], None]:
+def _struct_writer(cls: type[Any]) -> Callable[[Any, list[bytes]], None]:
     found = _encoders.get(cls)
     if found is not None:
         return found

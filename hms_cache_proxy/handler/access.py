@@ -298,6 +298,10 @@ def _admin_only(api: str, fn: Callable[..., Any], admins: frozenset[str]) -> Cal
     return call
 
 
+def _declared_not_found(cls: Callable[..., Exception], cat: str, db: str) -> Exception:
+    return cls(message=database_ref(cat, db))
+
+
 def _not_found(api: str) -> Callable[[str, str], Exception]:
     """The error a call declares for an absent database (NoSuchObject, UnknownDB, Meta)."""
     if api == "create_database":  # "does not exist" would make no sense here
@@ -307,7 +311,7 @@ def _not_found(api: str) -> Callable[[str, str], Exception]:
     declared = _declared(api)
     for cls in (hms.NoSuchObjectException, hms.UnknownDBException, hms.MetaException):
         if cls in declared:  # worded as get_database words an absent database
-            return lambda cat, db, cls=cls: cls(message=database_ref(cat, db))
+            return functools.partial(_declared_not_found, cls)
     return lambda cat, db: TApplicationException(
         TApplicationException.INTERNAL_ERROR, database_ref(cat, db)
     )
@@ -370,7 +374,7 @@ def _has_db(api: str, spec: tuple[Any, ...], depth: int = 0) -> bool:
 
 
 @functools.cache
-def _struct_has_db(cls: type, depth: int) -> bool:
+def _struct_has_db(cls: type[Any], depth: int) -> bool:
     if depth > 3:
         return False
     if cls in NAME_FIELD_STRUCTS or cls in (hms.GetValidWriteIdsRequest, hms.GetTablesExtRequest):
@@ -399,7 +403,7 @@ def _db_names(api: str, spec: tuple[Any, ...], value: Any, depth: int) -> Iterab
 
 
 def _struct_db_names(obj: Any, depth: int) -> Iterable[str]:
-    if obj is None or not _struct_has_db(type(obj), depth):
+    if obj is None or not _struct_has_db(obj.__class__, depth):
         return
     if isinstance(obj, NAME_FIELD_STRUCTS) and isinstance(obj.name, str):
         yield obj.name

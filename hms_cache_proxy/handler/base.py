@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import overload
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.config import Settings
 from hms_cache_proxy.confined_fs import ConfinedFS, Roots
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.api import HandlerStore
 
 DEFAULT_CATALOG = "hive"
 
@@ -17,7 +19,16 @@ CATALOG_MARKER = "@"
 CATALOG_SEPARATOR = "#"
 EMPTY_DB_MARKER = "!"
 
+ThriftError = Callable[..., Exception]
+"""A Thrift exception class (MetaException, InvalidObjectException, ...): called with message=."""
 
+
+@overload
+def normalize(name: str) -> str: ...
+@overload
+def normalize(name: None) -> None: ...
+@overload
+def normalize(name: str | None) -> str | None: ...
 def normalize(name: str | None) -> str | None:
     """Hive's normalizeIdentifier: database and table names are trimmed and lower-cased."""
     return name.strip().lower() if name is not None else None
@@ -31,7 +42,7 @@ def env_props(env: hms.EnvironmentContext | None) -> dict[str, str]:
 class HandlerBase:
     """Base of every handler mixin."""
 
-    def __init__(self, store: Any, settings: Settings) -> None:
+    def __init__(self, store: HandlerStore, settings: Settings) -> None:
         self.store = store
         self.settings = settings
         self.started_at = int(time.time())

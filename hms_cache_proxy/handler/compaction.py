@@ -99,6 +99,6 @@ class CompactionHandlers(HandlerBase):
 
     @staticmethod
     def _known(cr: hms.CompactionInfoStruct | None) -> hms.CompactionInfoStruct:
-        _required(cr, "CompactionInfoStruct")
-        _required(cr.id, "CompactionInfoStruct.id")
-        return cr
+        known = _required(cr, "CompactionInfoStruct")
+        _required(known.id, "CompactionInfoStruct.id")
+        return known

@@ -25,7 +25,7 @@ import logging
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.confined_fs import is_below, is_within, local_path
-from hms_cache_proxy.handler.base import DEFAULT_CATALOG, HandlerBase
+from hms_cache_proxy.handler.base import DEFAULT_CATALOG, HandlerBase, ThriftError
 from hms_cache_proxy.idl import hms
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ class FileRules(HandlerBase):
         uri: str | None,
         *,
         deletable: bool,
-        exc: type[Exception],
+        exc: ThriftError,
     ) -> bool:
         """Refuse (``exc``) a table location the rules do not allow; True when this service may
         make and list its directory, False when it is kept as metadata only."""
@@ -192,7 +192,7 @@ class FileRules(HandlerBase):
         uri: str | None,
         *,
         deletable: bool,
-        exc: type[Exception],
+        exc: ThriftError,
         dirs: list[tuple[DatabaseKey, str]] | None = None,
     ) -> bool:
         """Like check_table_location for a partition of ``table``: inside the roots (or
@@ -225,7 +225,7 @@ class FileRules(HandlerBase):
             raise hms.MetaException(message=f"database {db} location {uri} {problem}")
         return True
 
-    def _outside_roots(self, what: str, uri: str, *, deletable: bool, exc: type[Exception]) -> bool:
+    def _outside_roots(self, what: str, uri: str, *, deletable: bool, exc: ThriftError) -> bool:
         if deletable or self.settings.external_locations_outside_roots == "refuse":
             setting = "" if deletable else " (external_locations_outside_roots: refuse)"
             raise exc(message=f"{what} location {self._outside(uri)}{setting}")

@@ -9,7 +9,7 @@ from typing import Any
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.handler import basic_stats
-from hms_cache_proxy.handler.base import env_props, normalize
+from hms_cache_proxy.handler.base import ThriftError, env_props, normalize
 from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.handler.java_text import java_struct, with_java_defaults
 from hms_cache_proxy.handler.tables import DDL_TIME, data_deletable, is_view
@@ -333,9 +333,7 @@ class PartitionAddHandlers(FileRules):
         return self._append(db_name, tbl_name, values, env)
 
     @staticmethod
-    def _values_from_name(
-        table: hms.Table, part_name: str | None, exc: type[Exception]
-    ) -> list[str]:
+    def _values_from_name(table: hms.Table, part_name: str | None, exc: ThriftError) -> list[str]:
         """HMSHandler.getPartValsFromName: each table key looked up by its exact name."""
         if not part_name:
             raise hms.MetaException(message=f"Partition name is invalid. {part_name}")

@@ -45,7 +45,7 @@ class SpecListingHandlers(PartitionAddHandlers):
         table = self.store.get_table(cat, db, tbl)
         try:
             self._parse_filter(filter)
-            parts = self.store.get_partitions_by_filter(cat, db, tbl, filter, _max(max_parts))
+            parts = self.store.get_partitions_by_filter(cat, db, tbl, filter or "", _max(max_parts))
         except FilterError as exc:
             raise hms.MetaException(message=str(exc)) from None
         return self._old_style_specs(table, parts)
@@ -81,9 +81,9 @@ class SpecListingHandlers(PartitionAddHandlers):
     ) -> list[hms.Partition]:
         """ObjectStore.getPartitionSpecsByFilterAndProjection's filter modes: partition names,
         a (partial) value list, or filter expressions that must all hold."""
-        mode = spec.filterMode if spec is not None else None
-        if mode is None:
+        if spec is None or spec.filterMode is None:
             return self.store.get_partitions(cat, db, tbl, -1, valid_write_id_list=snapshot)
+        mode = spec.filterMode
         filters = list(spec.filters or [])
         if not filters:
             raise hms.MetaException(message="Invalid filter expressions in the filter spec")

@@ -14,6 +14,7 @@ import copy
 import re
 import time
 from collections.abc import Sequence
+from typing import overload
 
 from hms_cache_proxy.handler.base import HandlerBase, normalize
 from hms_cache_proxy.idl import hms
@@ -24,6 +25,10 @@ DEFAULT_ENGINE = "hive"
 _COMPONENT = re.compile(r"([^/]+)=([^/]+)", re.DOTALL)
 
 
+@overload
+def lower_case_part_name(name: str) -> str: ...
+@overload
+def lower_case_part_name(name: None) -> None: ...
 def lower_case_part_name(name: str | None) -> str | None:
     """HMSHandler.lowerCaseConvertPartName: keys lower-cased, values left as they are."""
     if name is None:

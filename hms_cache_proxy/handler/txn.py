@@ -16,6 +16,7 @@ from typing import Any
 
 from hms_cache_proxy.handler.base import HandlerBase, normalize
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.api import Transactions
 
 _REPLICATION_UNSUPPORTED = "replication transactions (replPolicy, REPL_CREATED) are not supported"
 
@@ -33,8 +34,8 @@ def _required(value: Any, what: str) -> Any:
 
 class TxnHandlers(HandlerBase):
     @property
-    def txn(self) -> Any:
-        """The store's TxnService."""
+    def txn(self) -> Transactions:
+        """The store's transaction service."""
         return self.store.txn
 
     # -- transactions ---------------------------------------------------------------------------

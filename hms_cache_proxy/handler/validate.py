@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from hms_cache_proxy.handler.base import ThriftError
 from hms_cache_proxy.idl import hms
 
 # MetaStoreUtils.specialCharactersInTableNames (Hive 4.0), allowed in database and table names
@@ -41,7 +42,7 @@ def is_valid_name(name: str | None, *, special_characters: bool) -> bool:
 
 
 def validate_name(
-    name: str | None, what: str = "object", exc: type[Exception] = hms.InvalidObjectException
+    name: str | None, what: str = "object", exc: ThriftError = hms.InvalidObjectException
 ) -> None:
     """Raise ``exc`` (InvalidObjectException) ``"<name> is not a valid <what> name"``.
 
@@ -114,7 +115,7 @@ def column_type_error(cols: Sequence[hms.FieldSchema] | None) -> str | None:
 
 
 def check_columns(
-    table: hms.Table, exc: type[Exception] = hms.InvalidObjectException, *, keys: bool = True
+    table: hms.Table, exc: ThriftError = hms.InvalidObjectException, *, keys: bool = True
 ) -> None:
     """Hive's checks of a table definition's columns, partition keys and skew columns.
 

@@ -109,7 +109,7 @@ def _java_hex_digit(ch: str) -> int:
 
 def _java_parse_hex2(text: str) -> int:
     """Integer.parseInt(text, 16) for a two-character string; -1 where Java would throw."""
-    first, second = text
+    first, second = text[0], text[1]
     if first in "+-":
         digit = _java_hex_digit(second)
         if digit < 0:

@@ -8,19 +8,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hms_cache_proxy.store import api
+from hms_cache_proxy.store.cached.forward import Forwarded, ForwardingStore
 from hms_cache_proxy.store.cached.prewarm import _collection_paused
 from hms_cache_proxy.store.sql import encoded_reads
 
 
-class DirectStore:
+class DirectStore(ForwardingStore):
     """Every call straight to the SQL store."""
 
-    def __init__(self, sql: Any) -> None:
-        self.sql = sql
+    def __init__(self, sql: api.DatabaseStore) -> None:
+        super().__init__(sql)
         self.txn = sql.txn
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.sql, name)
+    get_database = Forwarded(api.Metadata.get_database)
+    get_databases = Forwarded(api.Metadata.get_databases)
+    get_tables_by_names = Forwarded(api.Metadata.get_tables_by_names)
+    get_table_column_statistics = Forwarded(api.Metadata.get_table_column_statistics)
+    partition_column_statistics = Forwarded(api.Metadata.partition_column_statistics)
+    get_partition_column_statistics = Forwarded(api.Metadata.get_partition_column_statistics)
+    get_aggr_stats_for = Forwarded(api.Metadata.get_aggr_stats_for)
 
     def flush_all(self) -> int:
         return 0
@@ -97,7 +104,7 @@ class DirectStore:
 
 
 def partitions_from_database(
-    sql: Any, cat: str, db: str, tbl: str, max_parts: int, encoded: bool
+    sql: api.DatabaseStore, cat: str, db: str, tbl: str, max_parts: int, encoded: bool
 ) -> Any:
     """get_partitions on the database path: a whole table as bytes built from the rows (no
     objects) when the caller can send bytes, else the partitions as objects."""

@@ -15,6 +15,7 @@ from typing import Any
 from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
+from hms_cache_proxy.store import api
 from hms_cache_proxy.store.cache.entries import TableEntry, TableName
 from hms_cache_proxy.store.colstats.accuracy import stats_valid_for_query
 from hms_cache_proxy.store.colstats.aggregation import aggregate_partition_stats
@@ -29,7 +30,7 @@ from hms_cache_proxy.store.colstats.stats_rows import (
 class StatsReads:
     """Mixin of CachedStore (which provides sql, cache, loader, _read)."""
 
-    sql: Any
+    sql: api.DatabaseStore
     cache: Any
     loader: Any
     _read: Callable[..., Any]

@@ -52,12 +52,14 @@ from thriftpy2.thrift import TType
 from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
-from hms_cache_proxy.store import partnames
+from hms_cache_proxy.store import api, partnames
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import TableEntry, TableName
 from hms_cache_proxy.store.cached.direct import partitions_from_database
+from hms_cache_proxy.store.cached.forward import Forwarded, ForwardingStore
 from hms_cache_proxy.store.cached.stats_cache import StatsReads
 from hms_cache_proxy.store.cached.table_selection import TablePatterns
+from hms_cache_proxy.store.event_writes import is_event_write
 from hms_cache_proxy.store.partition_filter.binder import compile_filter
 from hms_cache_proxy.store.partition_filter.parser import parse
 from hms_cache_proxy.store.partition_filter.pushdown import pushdown
@@ -68,33 +70,6 @@ from hms_cache_proxy.store.write_id_equivalence import check_equivalent_write_id
 from hms_cache_proxy.thrift_bytes import Encoded
 
 log = logging.getLogger(__name__)
-
-WRITE_METHODS = frozenset(
-    {
-        "create_catalog",
-        "alter_catalog",
-        "drop_catalog",
-        "create_database",
-        "alter_database",
-        "drop_database",
-        "create_table",
-        "alter_table",
-        "drop_table",
-        "add_partitions",
-        "alter_partitions",
-        "rename_partition",
-        "drop_partitions",
-        "update_table_column_statistics",
-        "update_partition_column_statistics",
-        "delete_table_column_statistics",
-        "delete_partition_column_statistics",
-        "truncate_table",
-        "add_constraints",
-        "drop_constraint",
-        "add_write_notifications",
-    }
-)
-"""SqlStore calls that write metadata events the cache must see before the call returns."""
 
 TXN_WRITES = frozenset({"commit_txn"})
 """A commit that alters tables (``key_value``): the cache catches up before it returns, so
@@ -138,14 +113,15 @@ class _Counters:
         inc()
 
 
-class CachedStore(StatsReads):
+class CachedStore(StatsReads, ForwardingStore):
     """Decorates ``sql`` (a SqlStore): reads from ``cache`` where the rules allow, the rest and
-    every write through ``sql``. ``loader`` loads tables in the background; ``catch_up``
-    applies the log up to now (the poller's); ``barrier`` confirms strong-mode freshness."""
+    every write through ``sql``; the writes marked ``@writes_events`` are followed by a
+    catch-up. ``loader`` loads tables in the background; ``catch_up`` applies the log up to now
+    (the poller's); ``barrier`` confirms strong-mode freshness."""
 
     def __init__(
         self,
-        sql: Any,
+        sql: api.DatabaseStore,
         cache: Cache,
         *,
         loader: Any,
@@ -156,7 +132,7 @@ class CachedStore(StatsReads):
         caught_up: Callable[[], bool] = lambda: True,
         absorb: Callable[[], Any] = lambda: None,
     ) -> None:
-        self.sql = sql
+        super().__init__(sql)
         self.cache = cache
         self.loader = loader
         self._catch_up = catch_up
@@ -172,9 +148,9 @@ class CachedStore(StatsReads):
 
     # -- delegation -----------------------------------------------------------------------------
 
-    def __getattr__(self, name: str) -> Any:
+    def _forward(self, name: str) -> Callable[..., Any]:
         target = getattr(self.sql, name)
-        if name in WRITE_METHODS:
+        if is_event_write(target):
 
             def write(*args: Any, **kwargs: Any) -> Any:
                 try:
@@ -273,13 +249,13 @@ class CachedStore(StatsReads):
             with self.cache.lock:
                 entry = self._check_locked(key, snapshot, partitions=partitions)
                 result = from_cache(entry)
-                strong_needed = self._barrier is not None and not entry.transactional
-                if strong_needed:
+                barrier = None if entry.transactional else self._barrier
+                if barrier is not None:
                     # What the answer reflects: every event up to here was applied before.
-                    seen = self._barrier.applied
-            if strong_needed and seen < (target := self._barrier.database_position()):
+                    seen = barrier.applied
+            if barrier is not None and seen < (target := barrier.database_position()):
                 # The database was ahead of that answer: wait for the poller, read again.
-                if not self._barrier.reach(target):
+                if not barrier.reach(target):
                     raise Miss(metrics.MISS_BEHIND)
                 with self.cache.lock:
                     entry = self._check_locked(key, snapshot, partitions=partitions)
@@ -782,12 +758,14 @@ class _TxnWrites:
     """The transaction service, with the cache catching up after commits, aborts and locks
     granted."""
 
-    def __init__(self, txn: Any, after: Callable[[], None], absorb: Callable[[], Any]) -> None:
+    def __init__(
+        self, txn: api.Transactions, after: Callable[[], None], absorb: Callable[[], Any]
+    ) -> None:
         self._txn = txn
         self._after = after
         self._absorb = absorb
 
-    def __getattr__(self, name: str) -> Any:
+    def _forward(self, name: str) -> Callable[..., Any]:
         target = getattr(self._txn, name)
         if name in LOCKS:
 
@@ -813,6 +791,40 @@ class _TxnWrites:
         if name in TXN_EVENTS:
             return self._absorbing(name, target)
         return target
+
+    open_txns = Forwarded(api.Transactions.open_txns)
+    commit_txn = Forwarded(api.Transactions.commit_txn)
+    abort_txn = Forwarded(api.Transactions.abort_txn)
+    abort_txns = Forwarded(api.Transactions.abort_txns)
+    get_open_txns = Forwarded(api.Transactions.get_open_txns)
+    get_open_txns_info = Forwarded(api.Transactions.get_open_txns_info)
+    heartbeat = Forwarded(api.Transactions.heartbeat)
+    heartbeat_txn_range = Forwarded(api.Transactions.heartbeat_txn_range)
+    latest_txn_in_conflict = Forwarded(api.Transactions.latest_txn_in_conflict)
+    add_dynamic_partitions = Forwarded(api.Transactions.add_dynamic_partitions)
+    allocate_table_write_ids = Forwarded(api.Transactions.allocate_table_write_ids)
+    get_valid_write_ids = Forwarded(api.Transactions.get_valid_write_ids)
+    max_allocated_write_id = Forwarded(api.Transactions.max_allocated_write_id)
+    seed_write_id = Forwarded(api.Transactions.seed_write_id)
+    lock = Forwarded(api.Transactions.lock)
+    check_lock = Forwarded(api.Transactions.check_lock)
+    unlock = Forwarded(api.Transactions.unlock)
+    show_locks = Forwarded(api.Transactions.show_locks)
+    compact = Forwarded(api.Transactions.compact)
+    show_compact = Forwarded(api.Transactions.show_compact)
+    abort_compactions = Forwarded(api.Transactions.abort_compactions)
+    latest_committed_compactions = Forwarded(api.Transactions.latest_committed_compactions)
+    find_next_compact = Forwarded(api.Transactions.find_next_compact)
+    find_columns_with_stats = Forwarded(api.Transactions.find_columns_with_stats)
+    update_compactor_state = Forwarded(api.Transactions.update_compactor_state)
+    set_hadoop_jobid = Forwarded(api.Transactions.set_hadoop_jobid)
+    mark_compacted = Forwarded(api.Transactions.mark_compacted)
+    mark_cleaned = Forwarded(api.Transactions.mark_cleaned)
+    mark_failed = Forwarded(api.Transactions.mark_failed)
+    materialization_invalidation_info = Forwarded(
+        api.Transactions.materialization_invalidation_info
+    )
+    update_transaction_statistics = Forwarded(api.Transactions.update_transaction_statistics)
 
     def _absorbing(self, name: str, target: Callable[..., Any]) -> Callable[..., Any]:
         def absorbing(*args: Any, **kwargs: Any) -> Any:

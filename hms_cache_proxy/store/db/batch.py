@@ -13,8 +13,8 @@ T = TypeVar("T")
 # Bound parameters per IN list: well under SQLite's and PostgreSQL's limits.
 CHUNK = 1000
 
-IdSource = Sequence[int] | Select[Any]
-"""Either explicit ids, or a SELECT of one id column (used as ``col IN (SELECT ...)``)."""
+IdSource = Sequence[Any] | Select[Any]
+"""Either explicit ids (or names), or a SELECT of one id column (``col IN (SELECT ...)``)."""
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:

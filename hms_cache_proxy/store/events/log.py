@@ -472,7 +472,7 @@ class EventLog:
             cond.append(nl.c.EVENT_ID <= to_event)
         if table_names:
             cond.append(nl.c.TBL_NAME.in_([t.lower() for t in table_names]))
-        count = int(conn.execute(select(func.count(nl.c.EVENT_ID)).where(and_(*cond))).scalar())
+        count = int(conn.execute(select(func.count(nl.c.EVENT_ID)).where(and_(*cond))).scalar_one())
         if limit is not None and count > limit:
             count = limit
         return count

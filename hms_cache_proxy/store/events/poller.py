@@ -168,7 +168,7 @@ class Poller:
         while True:
             with self.db.read() as conn:
                 current = self.events.current_event_id(conn)
-                rows: list[Any] = []
+                rows: Sequence[Any] = []
                 if current > self._position:
                     rows = self.events.next_events(conn, self._position, self.batch_size)
             self.last_current = max(self.last_current, current)
@@ -317,8 +317,9 @@ def raw_connection(db: Database) -> Any:
         return conn
     import sqlite3
 
+    (path,) = args  # pysqlite's arguments: the database file alone
     conn = sqlite3.connect(
-        *args, timeout=db.timeout_seconds, check_same_thread=False, isolation_level=None
+        path, timeout=db.timeout_seconds, check_same_thread=False, isolation_level=None
     )
     return conn
 

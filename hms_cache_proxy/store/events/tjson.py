@@ -39,7 +39,7 @@ import math
 import re
 import threading
 from decimal import Decimal
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # real, not in typeshed
 from json.encoder import encode_basestring
 from typing import Any, TypeVar
 
@@ -256,7 +256,7 @@ class _Gen:
         return self.value(ttype, arg, v)
 
 
-def _encoder_name(cls: type) -> str:
+def _encoder_name(cls: type[Any]) -> str:
     """The namespace name of ``cls``'s encoder, compiling it (and what it uses) on first use."""
     name = _names.get(cls)
     if name is not None:
@@ -295,7 +295,7 @@ def _encoder_name(cls: type) -> str:
     return name
 
 
-def _encoder(cls: type) -> Any:
+def _encoder(cls: type[Any]) -> Any:
     fn = _ns.get(_names.get(cls, ""))
     if fn is None:
         with _lock:
@@ -323,7 +323,8 @@ def _parse_lenient(text: str) -> Any:
     n = len(text)
 
     def skip(i: int) -> int:
-        return ws.match(text, i).end()
+        blank = ws.match(text, i)  # matches everywhere (``*``): None never happens
+        return blank.end() if blank is not None else i
 
     def value(i: int) -> tuple[Any, int]:
         i = skip(i)
@@ -356,7 +357,7 @@ def _parse_lenient(text: str) -> Any:
                 return dict(pairs), i
             return _Pairs(pairs), i
         if c == "[":
-            items = []
+            items: list[Any] = []
             i = skip(i + 1)
             if text.startswith("]", i):
                 return items, i + 1
@@ -468,7 +469,7 @@ def _key_converter(ttype: int, arg: Any) -> Any:
     return conv
 
 
-def _struct_decoder(cls: type) -> Any:
+def _struct_decoder(cls: type[Any]) -> Any:
     dec = _decoders.get(cls)
     if dec is not None:
         return dec

@@ -242,7 +242,7 @@ def _first_start_needed(conn: Connection) -> bool:
     return (
         location in (None, UNSET_LOCATION)
         or not _default_database_exists(conn)
-        or _missing_default_roles(conn)
+        or bool(_missing_default_roles(conn))
     )
 
 

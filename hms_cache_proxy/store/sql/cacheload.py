@@ -576,16 +576,17 @@ class _RowEncoder:
                 rest = _sd_rest_of(conn, sd_id)  # skewed: rare, not shared
             else:
                 ep = serde_params.get(serde_id)
-                key = (r[9:20], serde_id is None, tuple(sorted(ep)) if ep else ())
+                key: tuple[Any, ...] = (r[9:20], serde_id is None, tuple(sorted(ep)) if ep else ())
                 if sd_children:
                     key += (
                         tuple(sorted(other.get((_DP, sd_id), no_other))),
                         tuple(sorted(other.get((_BC, sd_id), no_other), key=_idx)),
                         tuple(sorted(other.get((_SO, sd_id), no_other), key=_idx)),
                     )
-                rest = rests.get(key)
-                if rest is None:
-                    rest = rests[key] = _sd_rest_of(conn, sd_id)
+                shared = rests.get(key)
+                if shared is None:
+                    shared = rests[key] = _sd_rest_of(conn, sd_id)
+                rest = shared
             head = join((head_values, names, times(8, 4, ct, 8, 5, lat), _H_SD))
             if location is None:
                 tail = join((rest, param_bytes, end))

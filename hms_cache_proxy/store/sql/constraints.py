@@ -16,10 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, or_, select
+from sqlalchemy import Connection, FromClause, and_, delete, insert, or_, select
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, table_ref
@@ -168,7 +169,7 @@ class ConstraintsMixin(SqlStoreBase):
             .where(d.c.CTLG_NAME == cat, d.c.NAME == db, t.c.TBL_NAME == name)
         ).scalar()
 
-    def _constraint_rows(self, conn: Connection, condition: Any) -> list[Any]:
+    def _constraint_rows(self, conn: Connection, condition: Any) -> Sequence[Any]:
         """Constraint rows with their tables' and columns' names (outer joins: a column whose
         descriptor is gone reads as None)."""
         side = {}
@@ -179,7 +180,7 @@ class ConstraintsMixin(SqlStoreBase):
                 schema.PARTITION_KEYS.alias(f"{prefix}_k"),
             )
             side[prefix] = (tbl, dbs, col, key)
-        joined = _KC
+        joined: FromClause = _KC
         columns: list[Any] = [_KC]
         for prefix, (tbl, dbs, col, key) in side.items():
             tbl_id, cd_id, idx = (
@@ -222,6 +223,7 @@ class ConstraintsMixin(SqlStoreBase):
 
     # -- writes ----------------------------------------------------------------------------------
 
+    @writes_events
     def add_constraints(self, cat: str, constraints: hms.SQLAllTableConstraints) -> None:
         """Add constraints to existing tables (the add_* calls): one event per kind."""
 
@@ -230,6 +232,7 @@ class ConstraintsMixin(SqlStoreBase):
 
         self.db.transaction(run)
 
+    @writes_events
     def drop_constraint(self, cat: str, db: str, name: str, constraint: str) -> None:
         """Drop a constraint the table holds (as parent, or a foreign key it holds)."""
 
@@ -431,12 +434,12 @@ class ConstraintsMixin(SqlStoreBase):
             by_fk.setdefault(key, set()).add((r["PARENT_CD_ID"], r["PARENT_INTEGER_IDX"]))
         for (parent, fk_name), referenced in by_fk.items():
             keys: dict[str, set[tuple[int | None, int]]] = {}
-            for r in conn.execute(
+            for key_row in conn.execute(
                 select(_KC.c.CONSTRAINT_NAME, _KC.c.PARENT_CD_ID, _KC.c.PARENT_INTEGER_IDX).where(
                     _KC.c.PARENT_TBL_ID == parent, _KC.c.CONSTRAINT_TYPE.in_([PRIMARY_KEY, UNIQUE])
                 )
             ):
-                keys.setdefault(r[0], set()).add((r[1], r[2]))
+                keys.setdefault(key_row[0], set()).add((key_row[1], key_row[2]))
             if referenced not in keys.values():
                 raise hms.MetaException(
                     message=f"Foreign key {fk_name} references columns that are not a primary "

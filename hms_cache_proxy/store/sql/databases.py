@@ -10,6 +10,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import group
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import filter_names
@@ -33,6 +34,7 @@ _PG_DATABASE_NAMES = 'SELECT "NAME" FROM "DBS" WHERE "CTLG_NAME" = %(cat)s ORDER
 class DatabasesMixin(SqlStoreBase):
     # -- catalogs --------------------------------------------------------------------------------
 
+    @writes_events
     def create_catalog(self, catalog: hms.Catalog) -> hms.Catalog:
         name = catalog.name
 
@@ -77,6 +79,7 @@ class DatabasesMixin(SqlStoreBase):
                 for r in conn.execute(select(schema.CTLGS.c.NAME).order_by(schema.CTLGS.c.NAME))
             ]
 
+    @writes_events
     def alter_catalog(self, name: str, catalog: hms.Catalog) -> None:
         def run(conn: Connection) -> None:
             row = self._catalog_row(conn, name, lock=True)
@@ -106,6 +109,7 @@ class DatabasesMixin(SqlStoreBase):
 
         self.db.transaction(run)
 
+    @writes_events
     def drop_catalog(self, name: str) -> None:
         def run(conn: Connection) -> None:
             row = self._catalog_row(conn, name, lock=True)
@@ -150,6 +154,7 @@ class DatabasesMixin(SqlStoreBase):
             root = (self._require_catalog(conn, cat).LOCATION_URI or self.warehouse_uri).rstrip("/")
         return f"{root}/{name}.db"
 
+    @writes_events
     def create_database(self, database: hms.Database) -> hms.Database:
         cat = database.catalogName or DEFAULT_CATALOG
 
@@ -241,6 +246,7 @@ class DatabasesMixin(SqlStoreBase):
                 ]
         return filter_names(names, pattern)
 
+    @writes_events
     def alter_database(self, cat: str, name: str, database: hms.Database) -> None:
         def run(conn: Connection) -> None:
             row = self._db_row(conn, cat, name, lock=True)
@@ -290,6 +296,7 @@ class DatabasesMixin(SqlStoreBase):
 
         self.db.transaction(run)
 
+    @writes_events
     def drop_database(self, cat: str, name: str, *, cascade: bool) -> hms.Database:
         """Drop a database (and with ``cascade`` its functions; tables are dropped by the caller
         first, one by one, as Hive does). Returns the dropped database."""

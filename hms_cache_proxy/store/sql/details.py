@@ -25,7 +25,6 @@ from sqlalchemy import (
     literal,
     null,
     select,
-    union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 
@@ -124,7 +123,7 @@ def _statement(dialect: str, kinds: tuple[str, ...]) -> Any:
             stmt = _statements.get(key)
             if stmt is None:
                 parts = [_part_select(k, dialect) for k in kinds]
-                stmt = parts[0] if len(parts) == 1 else union_all(*parts)
+                stmt = parts[0] if len(parts) == 1 else parts[0].union_all(*parts[1:])
                 _statements[key] = stmt
     return stmt
 

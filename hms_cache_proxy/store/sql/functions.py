@@ -19,6 +19,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import fetch_in, group
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import filter_names
@@ -116,6 +117,7 @@ class FunctionsMixin(SqlStoreBase):
 
     # -- writes ----------------------------------------------------------------------------------
 
+    @writes_events
     def create_function(self, func: hms.Function) -> hms.Function:
         """Store a function the handler has validated (names normalised); returns it as stored.
 
@@ -166,6 +168,7 @@ class FunctionsMixin(SqlStoreBase):
 
         return self.db.transaction(run)
 
+    @writes_events
     def drop_function(self, cat: str, db: str, name: str) -> hms.Function:
         """Drop a function; returns it. Appends DROP_FUNCTION."""
 

@@ -9,6 +9,7 @@ from sqlalchemy import Connection, insert, select
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql.partitions import PartitionsMixin
@@ -50,6 +51,7 @@ class NotificationsMixin(PartitionsMixin):
                 table_names=table_names,
             )
 
+    @writes_events
     def fire_insert_events(
         self,
         cat: str,

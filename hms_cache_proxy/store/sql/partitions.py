@@ -35,6 +35,7 @@ from hms_cache_proxy.store.colstats.accuracy import COLUMN_STATS_ACCURATE, stats
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.partition_filter.binder import compile_filter
@@ -441,6 +442,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     # -- writes ----------------------------------------------------------------------------------
 
+    @writes_events
     def add_partitions(
         self,
         cat: str,
@@ -637,6 +639,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             copy_table_grants_to_partitions(conn, self.ids, tk.tbl_id, part_ids)
         return list(part_ids)
 
+    @writes_events
     def alter_partitions(
         self,
         cat: str,
@@ -676,6 +679,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             )
         )
 
+    @writes_events
     def alter_partitions_in(
         self,
         conn: Connection,
@@ -742,6 +746,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         )
         return [(old, new) for (_, old, _), new in zip(pairs, stored, strict=True)]
 
+    @writes_events
     def truncate_table(
         self,
         cat: str,
@@ -942,6 +947,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         delete_storage_descriptors(conn, old_sds)
         return {n: by_name[n].PART_ID for n, _, _ in pairs}
 
+    @writes_events
     def rename_partition(
         self,
         cat: str,
@@ -1018,6 +1024,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
         return self.db.transaction(run)
 
+    @writes_events
     def drop_partitions(
         self,
         cat: str,

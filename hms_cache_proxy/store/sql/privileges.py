@@ -348,7 +348,7 @@ class PrivilegesMixin(SqlStoreBase):
         principal: str | None,
         ptype: int | None,
         authorizer: str | None = None,
-    ) -> list[Any]:
+    ) -> Sequence[Any]:
         if target.level.owner is not None and target.owner_id is None:
             return []
         c = target.level.table.c
@@ -373,17 +373,17 @@ class PrivilegesMixin(SqlStoreBase):
                     raise hms.MetaException(
                         message="list_privileges without an object needs a principal_name"
                     )
-                out = []
+                out: list[hms.HiveObjectPrivilege] = []
                 for level in LEVELS:
                     c = level.table.c
-                    rows = conn.execute(
+                    level_rows = conn.execute(
                         _refs_select(
                             level,
                             c.PRINCIPAL_NAME == principal,
                             c.PRINCIPAL_TYPE == principal_name(ptype),
                         )
                     )
-                    out.extend(_object_privilege(level, r) for r in rows)
+                    out.extend(_object_privilege(level, r) for r in level_rows)
                 return out
             target = self._target(conn, ref, must_exist=False)
             rows = self._principal_rows(conn, target, principal, ptype)

@@ -36,6 +36,7 @@ from hms_cache_proxy.store.colstats.stats_rows import (
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.sql.partitions import ResolvedTable
@@ -78,6 +79,7 @@ class _Target:
 class StatsMixin(StatsReadsMixin):
     """Column statistics of tables and partitions: the writes (reads in StatsReadsMixin)."""
 
+    @writes_events
     def update_table_column_statistics(
         self,
         cat: str,
@@ -191,6 +193,7 @@ class StatsMixin(StatsReadsMixin):
         )
         self._emit(conn, [NewEvent(msg.ALTER_TABLE, body, cat, db, tbl)])
 
+    @writes_events
     def update_partition_column_statistics(
         self,
         cat: str,
@@ -536,6 +539,7 @@ class StatsMixin(StatsReadsMixin):
             )
 
     # -- reads -----------------------------------------------------------------------------------
+    @writes_events
     def delete_table_column_statistics(
         self, cat: str, db: str, tbl: str, col_name: str | None, engine: str | None = None
     ) -> None:
@@ -569,6 +573,7 @@ class StatsMixin(StatsReadsMixin):
 
         self.db.transaction(run)
 
+    @writes_events
     def delete_partition_column_statistics(
         self,
         cat: str,

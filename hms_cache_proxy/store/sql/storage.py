@@ -214,7 +214,9 @@ def insert_storage_descriptors(
     sd_ids = alloc.allocate(conn, idseq.STORAGE_DESCRIPTOR, n)
     serde_ids = alloc.allocate(conn, idseq.SERDE, n)
     serde_rows, serde_params, sd_rows, sd_params = [], [], [], []
-    buckets, sorts, skew_names = [], [], []
+    buckets: list[dict[str, Any]] = []
+    sorts: list[dict[str, Any]] = []
+    skew_names: list[dict[str, Any]] = []
     skewed: list[tuple[int, hms.SkewedInfo]] = []
     for sd, sd_id, serde_id, cd_id in zip(sds, sd_ids, serde_ids, cd_ids, strict=True):
         serde = sd.serdeInfo or hms.SerDeInfo()
@@ -324,9 +326,9 @@ def delete_storage_descriptors(conn: Connection, sd_ids: IdSource) -> None:
         if not sd_ids:
             return
         if conn.dialect.name == "postgresql":
-            cds = [r[0] for r in conn.execute(_PG_DELETE_SDS, {"ids": sd_ids})]
-            if cds:
-                conn.execute(_PG_DROP_UNUSED_CDS, {"ids": cds})
+            freed_cds = [r[0] for r in conn.execute(_PG_DELETE_SDS, {"ids": sd_ids})]
+            if freed_cds:
+                conn.execute(_PG_DROP_UNUSED_CDS, {"ids": freed_cds})
             return
     rows = fetch_in(
         conn,

@@ -25,6 +25,7 @@ from hms_cache_proxy.store.colstats.accuracy import COLUMN_STATS_ACCURATE, stats
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import compile_pattern, filter_names
@@ -229,6 +230,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
 
     # -- writes ----------------------------------------------------------------------------------
 
+    @writes_events
     def create_table(
         self,
         table: hms.Table,
@@ -311,6 +313,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         insert_rows(conn, schema.PARTITION_KEYS, _key_rows(tbl_id, table.partitionKeys))
         return tbl_id
 
+    @writes_events
     def alter_table(
         self,
         cat: str,
@@ -357,6 +360,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             )
         )
 
+    @writes_events
     def alter_table_in(
         self,
         conn: Connection,
@@ -558,6 +562,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             .values(CAT_NAME=cat, DB_NAME=db, TABLE_NAME=name)
         )
 
+    @writes_events
     def drop_table(
         self, cat: str, db: str, name: str, *, check: Any = None
     ) -> tuple[hms.Table, list[str]]:

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, insert, select, update
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events import tjson
 from hms_cache_proxy.store.events.log import NewEvent
@@ -42,6 +43,7 @@ def encoded_files(info: hms.InsertEventRequestData) -> list[str]:
 
 
 class WriteNotesMixin(PartitionsMixin):
+    @writes_events
     def add_write_notifications(
         self, cat: str, db: str, tbl: str, requests: Sequence[hms.WriteNotificationLogRequest]
     ) -> None:

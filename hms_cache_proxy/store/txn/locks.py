@@ -370,7 +370,7 @@ class LocksMixin(TxnsMixin):
 
     @staticmethod
     def _type_code(lock_type: int | None) -> str:
-        code = LOCK_TYPE_CODES.get(lock_type)
+        code = LOCK_TYPE_CODES.get(lock_type) if lock_type is not None else None
         if code is None:
             raise hms.MetaException(message=f"Unknown lock type: {lock_type}")
         return code

@@ -10,7 +10,7 @@ message may hold more than one). The statements do what the general SQLAlchemy p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
@@ -349,7 +349,7 @@ start and heartbeat)."""
 
 def open_txn_rows(
     conn: Connection, window_ms: int, floor: int, unsettled: list[int], info: bool
-) -> list[Any]:
+) -> Sequence[Any]:
     """The rows of txns.open_txn_list's query, in TXN_ID order."""
     statement = _OPEN_TXN_LIST_INFO if info else _OPEN_TXN_LIST
     values = {"window": window_ms, "floor": floor, "unsettled": unsettled}

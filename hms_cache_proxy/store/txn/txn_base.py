@@ -51,7 +51,7 @@ LOCK_TYPES: dict[str, int] = {v: k for k, v in LOCK_TYPE_CODES.items()}
 
 # -- TXN_COMPONENTS.TC_OPERATION_TYPE (OperationType) ---------------------------------------------
 OP_SELECT, OP_INSERT, OP_UPDATE, OP_DELETE, OP_COMPACT = "s", "i", "u", "d", "c"
-OPERATION_CODES: dict[int, str] = {
+OPERATION_CODES: dict[int | None, str] = {
     hms.DataOperationType.SELECT: OP_SELECT,
     hms.DataOperationType.INSERT: OP_INSERT,
     hms.DataOperationType.UPDATE: OP_UPDATE,

@@ -19,6 +19,7 @@ Hive 4's TxnHandler semantics over the shared TXNS tables:
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Iterable, Sequence
@@ -323,7 +324,7 @@ class TxnsMixin(TxnServiceBase):
                 return ids
             # Too slow: readers may already have decided these ids were not open. Withdraw them,
             # with the ABORT_TXN events their OPEN_TXN events call for (caches, replication).
-            self.db.transaction(lambda conn, ids=ids: self._withdraw(conn, ids, txn_type))
+            self.db.transaction(functools.partial(self._withdraw, ids=ids, txn_type=txn_type))
         raise hms.MetaException(
             message=f"Could not open transactions within metastore.txn.opentxn.timeout "
             f"({self.config.open_txn_timeout_ms} ms) after {_OPEN_RETRIES} attempts"

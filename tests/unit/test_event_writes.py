@@ -1,0 +1,186 @@
+"""The writes that append notification events are marked, and the caching store follows exactly
+those with a catch-up (store/event_writes.py).
+
+Which SQL-store methods append events is found from their code: a method appends when it, or a
+method or module function of the store it calls (followed transitively), calls ``_emit`` or
+the event log's ``append``/``reserve``/``write``. A new write left unmarked fails here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable
+from typing import Any
+
+from hms_cache_proxy.store import api
+from hms_cache_proxy.store.cache.cache import Cache
+from hms_cache_proxy.store.cached.forward import Forwarded
+from hms_cache_proxy.store.cached.store import CachedStore
+from hms_cache_proxy.store.event_writes import is_event_write, writes_events
+from hms_cache_proxy.store.sql.store import SqlStore
+
+_EVENT_LOG_CALLS = {"append", "reserve", "write"}
+
+
+def _names(code: types.CodeType) -> set[str]:
+    """Every global and attribute name a function's code (nested functions included) uses."""
+    out = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _names(const)
+    return out
+
+
+def _store_methods() -> dict[str, Callable[..., Any]]:
+    methods: dict[str, Callable[..., Any]] = {}
+    for cls in SqlStore.__mro__:
+        for name, value in vars(cls).items():
+            if inspect.isfunction(value):
+                methods.setdefault(name, value)
+    return methods
+
+
+def _appends_events(
+    fn: Callable[..., Any], methods: dict[str, Callable[..., Any]], seen: set[Any]
+) -> bool:
+    if fn in seen:
+        return False
+    seen.add(fn)
+    names = _names(fn.__code__)  # type: ignore[attr-defined]
+    if "_emit" in names or ("events" in names and names & _EVENT_LOG_CALLS):
+        return True
+    for name in names:
+        callee = methods.get(name)
+        if callee is None:
+            found = fn.__globals__.get(name)  # type: ignore[attr-defined]
+            if inspect.isfunction(found) and found.__module__.startswith("hms_cache_proxy.store"):
+                callee = found
+        if callee is not None and _appends_events(callee, methods, seen):
+            return True
+    return False
+
+
+def event_writers() -> set[str]:
+    """The SQL store's public methods whose code appends notification events."""
+    methods = _store_methods()
+    return {
+        name
+        for name, fn in methods.items()
+        if not name.startswith("_") and _appends_events(fn, methods, set())
+    }
+
+
+def contract_methods() -> set[str]:
+    return {
+        name
+        for proto in (api.Metadata, api.TableReads, api.Events)
+        for name, value in vars(proto).items()
+        if not name.startswith("_") and callable(value)
+    }
+
+
+def test_the_walk_finds_the_writes_it_must() -> None:
+    """The search sees through helpers: these are known to append events."""
+    found = event_writers()
+    assert {
+        "create_table",
+        "alter_partitions",
+        "update_table_column_statistics",
+        "create_function",
+        "drop_function",
+        "fire_insert_events",
+        "add_write_notifications",
+    } <= found
+    assert not {"get_table", "get_function", "alter_function", "create_role"} & found
+
+
+def test_every_method_that_appends_events_is_marked() -> None:
+    unmarked = sorted(n for n in event_writers() if not is_event_write(getattr(SqlStore, n)))
+    assert unmarked == [], f"append notification events but lack @writes_events: {unmarked}"
+
+
+def test_every_marked_method_appends_events() -> None:
+    """A mark on a method that writes no event would cost every call a needless catch-up."""
+    marked = {n for n, fn in _store_methods().items() if is_event_write(fn)}
+    assert sorted(marked - event_writers()) == []
+
+
+def test_marked_methods_outside_the_contract_run_inside_a_callers_transaction() -> None:
+    """A write the handler can reach is in the contract (mypy checks the handler against it);
+    the marked methods outside it take the caller's connection: their events are committed
+    by a contract write, which is marked."""
+    marked = {n for n, fn in _store_methods().items() if is_event_write(fn)}
+    for name in sorted(marked - contract_methods()):
+        params = list(inspect.signature(getattr(SqlStore, name)).parameters)
+        assert params[1] == "conn", f"{name} writes events and is not in store/api.py"
+
+
+def _caching_store(sql: Any, catch_ups: list[int]) -> CachedStore:
+    return CachedStore(
+        sql,
+        Cache(1 << 20),
+        loader=types.SimpleNamespace(request_databases=lambda: None),
+        catch_up=lambda: catch_ups.append(1),
+    )
+
+
+def _recording_sql(calls: list[str]) -> Any:
+    """An object with the SQL store's contract methods that records calls; each carries the
+    SQL store's mark exactly when the real method does."""
+    sql = types.SimpleNamespace(txn=types.SimpleNamespace())
+    for name in contract_methods():
+
+        def method(*_: Any, __name: str = name, **__: Any) -> None:
+            calls.append(__name)
+
+        if is_event_write(getattr(SqlStore, name)):
+            writes_events(method)
+        setattr(sql, name, method)
+    return sql
+
+
+def _forwarded_by_caching_store() -> set[str]:
+    return {
+        name
+        for name in contract_methods()
+        if isinstance(inspect.getattr_static(CachedStore, name), Forwarded)
+    }
+
+
+def test_the_caching_store_forwards_every_marked_write() -> None:
+    """Its own methods are reads: a write it defined itself would skip the wrapping."""
+    marked = {n for n in contract_methods() if is_event_write(getattr(SqlStore, n))}
+    assert marked, "no marked write in the contract"
+    assert sorted(marked - _forwarded_by_caching_store()) == []
+
+
+def test_the_caching_store_catches_up_after_exactly_the_marked_writes() -> None:
+    calls: list[str] = []
+    catch_ups: list[int] = []
+    store = _caching_store(_recording_sql(calls), catch_ups)
+    for name in sorted(_forwarded_by_caching_store()):
+        before = len(catch_ups)
+        getattr(store, name)()
+        assert calls[-1] == name
+        caught_up = len(catch_ups) - before
+        expected = 1 if is_event_write(getattr(SqlStore, name)) else 0
+        assert caught_up == expected, f"{name}: {caught_up} catch-ups, expected {expected}"
+
+
+def test_a_failed_write_still_catches_up() -> None:
+    """A write that raised catches up too: the cache is not left behind a call that may have
+    committed (a connection lost after COMMIT raises as well)."""
+    catch_ups: list[int] = []
+
+    @writes_events
+    def create_function(*_: Any) -> None:
+        raise RuntimeError("refused")
+
+    sql = types.SimpleNamespace(txn=types.SimpleNamespace(), create_function=create_function)
+    store = _caching_store(sql, catch_ups)
+    try:
+        store.create_function(None)
+    except RuntimeError:
+        pass
+    assert catch_ups == [1]
