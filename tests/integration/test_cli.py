@@ -69,7 +69,17 @@ def test_serve_creates_the_default_sqlite_file_on_first_start(tmp_path: Path) ->
 
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hms_cache_proxy", "serve", "--port", str(port)],
+        # The metrics port is not what this test is about: 9090 may be taken on the host.
+        [
+            sys.executable,
+            "-m",
+            "hms_cache_proxy",
+            "serve",
+            "--port",
+            str(port),
+            "--metrics-port",
+            "0",
+        ],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
