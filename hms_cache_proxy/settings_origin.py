@@ -7,6 +7,7 @@ that says the key is missing; one who set ``HMS_CACHE_PROXY_PORT`` should see th
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -98,6 +99,28 @@ def explain(exc: ValidationError, origins: Origins, settings: Mapping[str, Any])
             shown = ""  # the message already shows the URL, password masked
         lines.append(f"{where}: {message}{shown}")
     return "\n".join(lines)
+
+
+def stray_variables(
+    prefix: str, settings: Mapping[str, Any], also: frozenset[str] = frozenset()
+) -> list[tuple[str, str | None]]:
+    """Each ``prefix`` variable that names no setting, with the setting's variable it comes
+    close to, if any (``HMS_CACHE_PROXY_TLS_CERT`` for ``HMS_CACHE_PROXY_TLS_CERT_FILE``, a
+    typo such as ``HMS_CACHE_PROXY_DATABSE_URL``): pydantic-settings ignores them silently."""
+    prefix = prefix.upper()
+    known = {(prefix + name).upper() for name in settings} | {v.upper() for v in also}
+    tails = sorted(k[len(prefix) :] for k in known if k.startswith(prefix))
+    found: list[tuple[str, str | None]] = []
+    for name in sorted(os.environ):
+        upper = name.upper()
+        if not upper.startswith(prefix) or upper in known:
+            continue
+        tail = upper[len(prefix) :]  # compared without the prefix every name shares
+        close = [t for t in tails if t.startswith(tail + "_")][:1] or difflib.get_close_matches(
+            tail, tails, n=1, cutoff=0.8
+        )
+        found.append((name, prefix + close[0] if close else None))
+    return found
 
 
 def _plain(message: str) -> str:
