@@ -17,6 +17,10 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
+# What Kubernetes puts in <SERVICE>_PORT for every Service of the namespace (service links):
+# a Service named hms-cache-proxy sets HMS_CACHE_PROXY_PORT=tcp://10.0.0.11:9083.
+_SERVICE_LINK = re.compile(r"^tcp://[^\s/]+:\d+$")
+
 # Settings whose values must never be echoed back in an error.
 _SECRET_HINT = ("password", "token", "sasl_users")
 
@@ -97,6 +101,11 @@ def explain(exc: ValidationError, origins: Origins, settings: Mapping[str, Any])
         shown = "" if _secret(setting) else f" (got {_show(error.get('input'))})"
         if setting == "database_url":
             shown = ""  # the message already shows the URL, password masked
+        if origins.kind(setting) == "env" and _SERVICE_LINK.match(str(error.get("input"))):
+            shown += (
+                "; Kubernetes sets this variable for a Service of the same name: give the pod "
+                "enableServiceLinks: false"
+            )
         lines.append(f"{where}: {message}{shown}")
     return "\n".join(lines)
 

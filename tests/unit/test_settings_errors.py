@@ -134,3 +134,15 @@ def test_a_variable_far_from_every_setting_is_only_logged(
     with caplog.at_level("WARNING", logger="hms_cache_proxy"):
         assert main(["init-db", "--database-url", f"sqlite:///{tmp_path / 'm.db'}"]) == 0
     assert "HMS_CACHE_PROXY_SERVICE_HOST is not a setting and is ignored" in caplog.text
+
+
+def test_a_kubernetes_service_link_in_the_port_variable_says_where_it_came_from(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HMS_CACHE_PROXY_PORT", "tcp://10.0.0.11:9083")
+    err = _refused(capsys, "init-db", "--database-url", "sqlite:///m.db")
+    assert err.startswith("hms-cache-proxy: HMS_CACHE_PROXY_PORT: ")
+    assert err.endswith(
+        "(got 'tcp://10.0.0.11:9083'); Kubernetes sets this variable for a Service of the "
+        "same name: give the pod enableServiceLinks: false"
+    )
