@@ -146,3 +146,23 @@ def test_a_kubernetes_service_link_in_the_port_variable_says_where_it_came_from(
         "(got 'tcp://10.0.0.11:9083'); Kubernetes sets this variable for a Service of the "
         "same name: give the pod enableServiceLinks: false"
     )
+
+
+def test_the_operations_page_quotes_these_errors_as_printed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    quoted = page.split("## Starting an instance", 1)[1].split("```", 2)[1].strip().splitlines()
+    # serve stops at its settings, before it reads server.pem or opens a port
+    printed = [_refused(capsys, "serve", "--tls-cert", "server.pem")]
+    monkeypatch.setenv("HMS_CACHE_PROXY_PORT", "ninety")
+    printed.append(_refused(capsys, "init-db"))
+    monkeypatch.delenv("HMS_CACHE_PROXY_PORT")
+    (tmp_path / "proxy.yaml").write_text("prot: 9083\n")
+    printed.append(_refused(capsys, "init-db", "--config", "proxy.yaml"))
+    monkeypatch.setenv("HMS_CACHE_PROXY_TLS_CERT", "server.pem")
+    printed.append(_refused(capsys, "init-db"))
+    monkeypatch.delenv("HMS_CACHE_PROXY_TLS_CERT")
+    (tmp_path / "proxy.yaml").write_text("- port: 9083\n")
+    printed.append(_refused(capsys, "init-db", "--config", "proxy.yaml"))
+    assert quoted == printed
