@@ -64,6 +64,26 @@ def output_file(value: str) -> str:
     return value
 
 
+def output_directory(value: str) -> str:
+    """A directory the command writes into (made if missing): the nearest part of the path that
+    exists must be a directory this process may write in, checked before the run starts."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"expected a directory, got {value!r}")
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value!r} exists and is not a directory")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"cannot make {value!r}: {str(existing)!r} is not a directory"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write in {str(existing)!r} (permissions)")
+    return value
+
+
 def key_value(value: str) -> str:
     """A ``KEY=VALUE`` pair (kept as given; the command splits it)."""
     key, sep, _ = value.partition("=")

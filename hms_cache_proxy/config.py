@@ -24,7 +24,8 @@ from pydantic_settings import SettingsError as PydanticSettingsError
 from hms_cache_proxy import dburl
 from hms_cache_proxy.admission import ConnectionLimits
 from hms_cache_proxy.hivesite import ConfigurationFileError, read_hive_site
-from hms_cache_proxy.settings_origin import Origins, explain
+from hms_cache_proxy.settings_file import SettingsFileError, read_settings_file
+from hms_cache_proxy.settings_origin import Origins, explain, stray_variables
 
 ENV_PREFIX = "HMS_CACHE_PROXY_"
 CONFIG_FILE_ENV = ENV_PREFIX + "CONFIG"
@@ -384,14 +385,24 @@ def load_settings(
     (for the log). Raises SettingsError (or FileNotFoundError for the YAML file).
     """
     path = Path(config_file) if config_file is not None else default_config_file()
+    try:
+        file_data = read_settings_file(path) if path is not None else {}
+    except SettingsFileError as exc:
+        raise SettingsError(str(exc)) from None
     given = {k: v for k, v in overrides.items() if v is not None}
     origins = Origins(
         ENV_PREFIX,
         config_file=path,
-        file_keys=_file_keys(path),
+        file_keys=frozenset(_beyond_defaults(file_data)),
         flag_names=dict(flag_names or {}),
         flags_given=frozenset(given),
     )
+    stray = stray_variables(ENV_PREFIX, Settings.model_fields, frozenset({CONFIG_FILE_ENV}))
+    misspelt = [f"{name}: not a setting; did you mean {meant}?" for name, meant in stray if meant]
+    if misspelt:
+        raise SettingsError("\n".join(misspelt))
+    if notes is not None:
+        notes.extend(f"{name} is not a setting and is ignored" for name, _ in stray)
     cls = _settings_class(path, None)
     try:
         settings = cls(**given)
@@ -476,14 +487,3 @@ def _unparsable(exc: Exception, origins: Origins) -> str:
 
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
-
-
-def _file_keys(path: Path | None) -> frozenset[str]:
-    """The keys the YAML file sets (to tell which settings it, not hive-site, decides)."""
-    if path is None or not path.is_file():
-        return frozenset()
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
-        return frozenset()  # pydantic-settings reports the error when it reads the file
-    return frozenset(_beyond_defaults(data)) if isinstance(data, dict) else frozenset()

@@ -7,6 +7,7 @@ that says the key is missing; one who set ``HMS_CACHE_PROXY_PORT`` should see th
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -15,6 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr, ValidationError
+
+# What Kubernetes puts in <SERVICE>_PORT for every Service of the namespace (service links):
+# a Service named hms-cache-proxy sets HMS_CACHE_PROXY_PORT=tcp://10.0.0.11:9083.
+_SERVICE_LINK = re.compile(r"^tcp://[^\s/]+:\d+$")
 
 # Settings whose values must never be echoed back in an error.
 _SECRET_HINT = ("password", "token", "sasl_users")
@@ -96,8 +101,35 @@ def explain(exc: ValidationError, origins: Origins, settings: Mapping[str, Any])
         shown = "" if _secret(setting) else f" (got {_show(error.get('input'))})"
         if setting == "database_url":
             shown = ""  # the message already shows the URL, password masked
+        if origins.kind(setting) == "env" and _SERVICE_LINK.match(str(error.get("input"))):
+            shown += (
+                "; Kubernetes sets this variable for a Service of the same name: give the pod "
+                "enableServiceLinks: false"
+            )
         lines.append(f"{where}: {message}{shown}")
     return "\n".join(lines)
+
+
+def stray_variables(
+    prefix: str, settings: Mapping[str, Any], also: frozenset[str] = frozenset()
+) -> list[tuple[str, str | None]]:
+    """Each ``prefix`` variable that names no setting, with the setting's variable it comes
+    close to, if any (``HMS_CACHE_PROXY_TLS_CERT`` for ``HMS_CACHE_PROXY_TLS_CERT_FILE``, a
+    typo such as ``HMS_CACHE_PROXY_DATABSE_URL``): pydantic-settings ignores them silently."""
+    prefix = prefix.upper()
+    known = {(prefix + name).upper() for name in settings} | {v.upper() for v in also}
+    tails = sorted(k[len(prefix) :] for k in known if k.startswith(prefix))
+    found: list[tuple[str, str | None]] = []
+    for name in sorted(os.environ):
+        upper = name.upper()
+        if not upper.startswith(prefix) or upper in known:
+            continue
+        tail = upper[len(prefix) :]  # compared without the prefix every name shares
+        close = [t for t in tails if t.startswith(tail + "_")][:1] or difflib.get_close_matches(
+            tail, tails, n=1, cutoff=0.8
+        )
+        found.append((name, prefix + close[0] if close else None))
+    return found
 
 
 def _plain(message: str) -> str:

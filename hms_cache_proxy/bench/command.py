@@ -27,6 +27,7 @@ import yaml
 
 from hms_cache_proxy.argtypes import (
     non_negative_float,
+    output_directory,
     positive_float,
     positive_int,
     readable_file,
@@ -38,6 +39,8 @@ from hms_cache_proxy.bench.cases import BENCH_DB, GET_TABLE, Case
 from hms_cache_proxy.bench.rawclient import walker_kind
 from hms_cache_proxy.bench.report import Report, machine, write_docs, write_outputs
 from hms_cache_proxy.bench.runner import Result, Timing, prepare, run_case, teardown
+
+DEFAULT_OUTPUT = "bench-results"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -122,13 +125,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--output",
+        type=output_directory,
         metavar="DIR",
-        default="bench-results",
         help="where to write bench-<time>.json, latest.json, latest.md and latest.png "
-        "(default: ./bench-results)",
+        f"(default: ./{DEFAULT_OUTPUT})",
     )
     p.add_argument(
         "--write-docs",
+        type=output_directory,
         metavar="DIR",
         help="also write DIR/benchmarks.md, benchmarks.png and benchmarks.json (the committed "
         "docs/benchmarks.md comes from `--write-docs docs`)",
@@ -433,6 +437,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         cases = select_cases(args.cases, args.quick)
         cache_extra = _parse_settings(args.cache_setting)
+        if args.output is None:  # the default, checked here so that --list never needs it
+            args.output = _default_output()
     except ValueError as exc:
         print(f"hms-cache-proxy bench: {exc}", file=sys.stderr)
         return 2
@@ -479,7 +485,7 @@ def run(args: argparse.Namespace) -> int:
 def _finish(report: Report, args: argparse.Namespace) -> int:
     if args.note:
         report.settings["note"] = args.note
-    paths = write_outputs(report, Path(args.output))
+    paths = write_outputs(report, Path(args.output or DEFAULT_OUTPUT))
     print()
     print(report.markdown())
     print()
@@ -490,6 +496,13 @@ def _finish(report: Report, args: argparse.Namespace) -> int:
     print(f"\nreport: {', '.join(str(p) for p in paths.values())}")
     print(f"run time: {report.run_seconds / 60:.1f} min")
     return 0
+
+
+def _default_output() -> str:
+    try:
+        return output_directory(DEFAULT_OUTPUT)
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"--output {DEFAULT_OUTPUT} (the default): {exc}") from None
 
 
 def _load() -> float | None:

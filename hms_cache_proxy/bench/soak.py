@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from hms_cache_proxy.argtypes import output_file
+from hms_cache_proxy.argtypes import output_directory, output_file
 from hms_cache_proxy.bench import soak_workload
 from hms_cache_proxy.bench.soak_stats import Limits, Window, make_window, percentile, verdict
 
@@ -124,7 +124,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--output", type=output_file, metavar="FILE.json", help="write the JSON report here"
     )
     p.add_argument(
-        "--write-docs", metavar="DIR", help="also write DIR/soak.md (`--write-docs docs`)"
+        "--write-docs",
+        type=output_directory,
+        metavar="DIR",
+        help="also write DIR/soak.md (`--write-docs docs`)",
     )
 
 

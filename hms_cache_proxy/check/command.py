@@ -9,7 +9,12 @@ import logging
 import sys
 from pathlib import Path
 
-from hms_cache_proxy.argtypes import non_negative_float, output_file, positive_float
+from hms_cache_proxy.argtypes import (
+    non_negative_float,
+    output_directory,
+    output_file,
+    positive_float,
+)
 from hms_cache_proxy.check.faults import KINDS, parse_kinds
 
 DESCRIPTION = (
@@ -131,6 +136,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--workdir",
+        type=output_directory,
         metavar="DIR",
         help="keep the instances' logs here (default: a temporary directory, removed)",
     )

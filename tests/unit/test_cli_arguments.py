@@ -75,3 +75,31 @@ def test_good_values_pass(tmp_path: Path) -> None:
     assert args.conf == ["a.b=c=d", "e="] and args.timeout == 2.5
     args = cli.build_parser().parse_args(["bench", "--uri", "thrift://[::1]:9083"])
     assert args.uri == "thrift://[::1]:9083"
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["bench", "--output", "{plain}/results"], "--output"),
+        (["bench", "--write-docs", "{plain}"], "--write-docs"),
+        (["soak", "--write-docs", "{plain}/docs"], "--write-docs"),
+        (["check", "--workdir", "{plain}/logs"], "--workdir"),
+    ],
+)
+def test_a_directory_the_run_writes_into_at_the_end_is_checked_before_it(
+    argv: list[str], option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "plain"
+    plain.write_text("a file, not a directory\n")
+    # parsing only: were the check missing, nothing would start (cli.main would run the bench)
+    with pytest.raises(SystemExit) as stopped:
+        cli.build_parser().parse_args([a.format(plain=plain) for a in argv])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: " in err and "is not a directory" in err
+
+
+def test_a_directory_still_to_be_made_passes(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "results"
+    args = cli.build_parser().parse_args(["bench", "--output", str(out)])
+    assert args.output == str(out) and not out.exists()  # made by the run, not by parsing

@@ -151,12 +151,21 @@ def _already_initialised(db: Database, state: _State) -> str:
     msg = f"{db.describe()} is already initialised ({found}); nothing was changed."
     if state.versions != (SCHEMA_VERSION,):
         # Not a success: the database still cannot be served.
-        db_type = "postgres" if db.dialect == "postgresql" else db.dialect
         raise SchemaError(
-            f"{msg} hms-cache-proxy needs schema version {SCHEMA_VERSION}: upgrade it with "
-            f"Hive's schematool (`schematool -dbType {db_type} -upgradeSchema`)."
+            f"{msg} hms-cache-proxy needs schema version {SCHEMA_VERSION}: {_upgrade(db)}."
         )
     return msg
+
+
+def _upgrade(db: Database) -> str:
+    """What to do about a database at another schema version."""
+    if db.dialect == "postgresql":
+        return "upgrade it with Hive's schematool (`schematool -dbType postgres -upgradeSchema`)"
+    # schematool has no SQLite type: a `-dbType sqlite` command would only fail
+    return (
+        "Hive's schematool does not upgrade SQLite, so serve from a new SQLite file instead "
+        f"(serve or init-db creates schema {SCHEMA_VERSION} in it)"
+    )
 
 
 def _check_compatible(db: Database, state: _State) -> None:
@@ -169,11 +178,9 @@ def _check_compatible(db: Database, state: _State) -> None:
             "Finish or repair it with Hive's schematool."
         )
     if state.versions != (SCHEMA_VERSION,):
-        db_type = "postgres" if db.dialect == "postgresql" else db.dialect
         raise SchemaError(
             f"{where} holds {_describe_versions(state)}, but hms-cache-proxy needs "
-            f"schema version {SCHEMA_VERSION}. Upgrade it with Hive's schematool "
-            f"(`schematool -dbType {db_type} -upgradeSchema`) before serving from it."
+            f"schema version {SCHEMA_VERSION}: {_upgrade(db)}."
         )
     missing = state.missing
     if missing:
