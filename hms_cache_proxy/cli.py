@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -345,8 +346,20 @@ def _database_error(settings: Any, exc: DBAPIError) -> str:
     return f"cannot use the database {dburl.masked(settings.database_url)}: {reason}"
 
 
+# Commands that start servers, PostgreSQL or Spark of their own and remove them when they end.
+_CLEANING_UP = ("bench", "check", "pipeline", "soak")
+
+
+def _stop_on_sigterm(signum: int, _frame: Any) -> None:
+    """SIGTERM ends the command as Ctrl-C does: its clean-up (the throwaway PostgreSQL, the
+    servers it started, temporary directories) runs, instead of leaving them behind."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in _CLEANING_UP:
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         if args.command == "serve":
             return cmd_serve(args)

@@ -24,6 +24,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg2
@@ -114,6 +115,9 @@ class PostgresServer:
             for attempt in range(3):
                 server.port = free_port()
                 server._write_settings()
+                # From here a postmaster may run even if this start is cut short (SIGTERM
+                # while pg_ctl waits): stop() must then look for it.
+                server._running = True
                 try:
                     server._pg_ctl("start", "-w", "-t", "60", "-l", str(server.log_file))
                     break
@@ -135,6 +139,13 @@ class PostgresServer:
             try:
                 self._pg_ctl("stop", "-m", "immediate", "-w", "-t", "30")
             except PostgresUnavailable:
+                # Not up, or not yet: a start cut short may leave a postmaster that writes its
+                # pid file a moment later.
+                deadline = time.monotonic() + 5
+                while not (self.data_dir / "postmaster.pid").exists():
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.1)
                 self._kill_postmaster()
         shutil.rmtree(self.base_dir, ignore_errors=True)
 

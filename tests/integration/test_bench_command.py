@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -101,3 +105,57 @@ def test_bench_quick_writes_json_markdown_and_png(tmp_path: Path) -> None:
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert (docs / "benchmarks.md").is_file() and (docs / "benchmarks.png").is_file()
     assert "![calls/s" in (docs / "benchmarks.md").read_text()
+
+
+def _postgres_under(directory: Path) -> dict[int, str]:
+    """Running postmasters whose data directory lies under ``directory``: pid -> directory."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        words = [a.decode(errors="replace") for a in argv]
+        if words and words[0].endswith("postgres") and "-D" in words:
+            data = words[words.index("-D") + 1]
+            if data.startswith(f"{directory}/"):
+                found[int(entry.name)] = data
+    return found
+
+
+def test_bench_stopped_by_sigterm_removes_its_postgres(tmp_path: Path) -> None:
+    """A bench stopped by SIGTERM (a CI timeout, `kill`) stops its throwaway PostgreSQL and
+    removes its files, as it does when it ends or gets Ctrl-C."""
+    # The bench's temporary files go here (TMPDIR), so its PostgreSQL is told from others'; a
+    # directory of its own under /tmp, since the server may run as another user (initdb
+    # refuses root) and pytest's tmp_path is private.
+    scratch = Path(tempfile.mkdtemp(prefix="bench-sigterm-", dir="/tmp"))
+    scratch.chmod(0o755)
+    cmd = [sys.executable, "-m", "hms_cache_proxy", "bench", "--targets", "db", "--no-stock"]
+    cmd += ["--clients", "1", "--duration", "30", "--cases", "get_table", "--output", str(tmp_path)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)}
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 120
+        ours: dict[int, str] = {}
+        while not ours and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+            ours = _postgres_under(scratch)
+        assert ours, "the bench never started its PostgreSQL"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 30
+        while _postgres_under(scratch) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _postgres_under(scratch), "its PostgreSQL is still running"
+        for data in ours.values():
+            assert not Path(data).exists(), f"{data} was left behind"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
