@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Connection,
+    Row,
     any_,
     bindparam,
     cast,
@@ -236,6 +237,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         """(id, name, values) of the partitions satisfying every exact-value condition."""
         stmt = select(_P.c.PART_ID, _P.c.PART_NAME).where(_P.c.TBL_ID == tk.tbl_id)
         names = self._exact_names(tk, conditions)
+        rows: Sequence[Row[Any, Any]]
         if names is not None:
             # Every key is pinned: look the names up in the (PART_NAME, TBL_ID) index.
             rows = fetch_in(conn, _P.c.PART_NAME, names, lambda cond: stmt.where(cond))
@@ -614,7 +616,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             )
         )
         part_ids = self.ids.allocate(conn, idseq.PARTITION, len(added))
-        rows, kv_rows, param_rows_ = [], [], []
+        rows: list[dict[str, Any]] = []
+        kv_rows: list[dict[str, Any]] = []
+        param_rows_: list[dict[str, Any]] = []
         for (name, _), part, part_id in zip(todo, added, part_ids, strict=True):
             rows.append(
                 {
@@ -924,10 +928,12 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 strict=True,
             )
         )
-        kv_rows, prm, rows = [], [], []
+        kv_rows: list[dict[str, Any]] = []
+        prm: list[dict[str, Any]] = []
+        part_rows: list[tuple[Any, ...]] = []
         for name, _, new in pairs:
             pid = by_name[name].PART_ID
-            rows.append(
+            part_rows.append(
                 (
                     pid,
                     sd_ids.get(name),
@@ -941,7 +947,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 for i, v in enumerate(new.values)
             )
             prm.extend(param_rows("PART_ID", pid, new.parameters))
-        _update_partition_rows(conn, rows)
+        _update_partition_rows(conn, part_rows)
         insert_rows(conn, _KV, kv_rows)
         insert_rows(conn, schema.PARTITION_PARAMS, prm)
         delete_storage_descriptors(conn, old_sds)

@@ -8,10 +8,10 @@ stored. The row format is in ``colstats/stats_rows.py``, the aggregation rules i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import ColumnElement, Connection, Select, select
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.colstats.accuracy import stats_valid_for_query
@@ -35,6 +35,40 @@ def _missing_table(cat: str, db: str, tbl: str) -> hms.NoSuchObjectException:
     return hms.NoSuchObjectException(
         message=f"Specified catalog.database.table does not exist : {table_ref(cat, db, tbl)}"
     )
+
+
+def _stats_rows_query(
+    table: Any, engine: str, cols: Sequence[str]
+) -> Callable[[ColumnElement[bool]], Select[Any]]:
+    """The statement of ``fetch_in`` reading ``table``'s rows of ``engine`` and ``cols``."""
+
+    def build(owned: ColumnElement[bool]) -> Select[Any]:
+        return select(table).where(
+            owned, table.c.ENGINE == engine, table.c.COLUMN_NAME.in_(list(cols))
+        )
+
+    return build
+
+
+def _partition_stats_query(
+    tbl_id: int, engine: str, cols: Sequence[str]
+) -> Callable[[ColumnElement[bool]], Select[Any]]:
+    """The statement of ``fetch_in`` reading PART_COL_STATS rows of named partitions, with
+    each partition's name and write id."""
+
+    def build(named: ColumnElement[bool]) -> Select[Any]:
+        return (
+            select(_PCS, _P.c.PART_NAME.label("P_NAME"), _P.c.WRITE_ID.label("P_WRITE_ID"))
+            .select_from(_PCS.join(_P, _P.c.PART_ID == _PCS.c.PART_ID))
+            .where(
+                _P.c.TBL_ID == tbl_id,
+                named,
+                _PCS.c.ENGINE == engine,
+                _PCS.c.COLUMN_NAME.in_(list(cols)),
+            )
+        )
+
+    return build
 
 
 class StatsReadsMixin(PartitionsMixin):
@@ -224,6 +258,26 @@ class StatsReadsMixin(PartitionsMixin):
             )
         )
 
+    def _existing(
+        self,
+        conn: Connection,
+        table: Any,
+        owner_col: str,
+        owner_ids: Sequence[int],
+        engine: str,
+        col_names: Sequence[str],
+    ) -> dict[tuple[int, str], Any]:
+        """Stored rows of these owners, engine and columns, by (owner id, column)."""
+        if not owner_ids or not col_names:
+            return {}
+        owner = table.c[owner_col]
+        out: dict[tuple[int, str], Any] = {}
+        for cols in chunks(sorted(set(col_names))):
+            rows = fetch_in(conn, owner, owner_ids, _stats_rows_query(table, engine, cols))
+            for r in rows:
+                out.setdefault((r._mapping[owner_col], r.COLUMN_NAME), r)
+        return out
+
     def _partition_stat_rows(
         self,
         conn: Connection,
@@ -242,21 +296,7 @@ class StatsReadsMixin(PartitionsMixin):
         for col_chunk in chunks(cols):
             rows.extend(
                 fetch_in(
-                    conn,
-                    _P.c.PART_NAME,
-                    names,
-                    lambda cond, cc=col_chunk: (
-                        select(
-                            _PCS, _P.c.PART_NAME.label("P_NAME"), _P.c.WRITE_ID.label("P_WRITE_ID")
-                        )
-                        .select_from(_PCS.join(_P, _P.c.PART_ID == _PCS.c.PART_ID))
-                        .where(
-                            _P.c.TBL_ID == tbl_id,
-                            cond,
-                            _PCS.c.ENGINE == engine,
-                            _PCS.c.COLUMN_NAME.in_(list(cc)),
-                        )
-                    ),
+                    conn, _P.c.PART_NAME, names, _partition_stats_query(tbl_id, engine, col_chunk)
                 )
             )
         grouped = group(rows, lambda r: r.P_NAME)

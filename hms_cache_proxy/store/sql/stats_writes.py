@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import partnames
@@ -35,7 +35,7 @@ from hms_cache_proxy.store.colstats.stats_rows import (
 )
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
-from hms_cache_proxy.store.db.batch import chunks, fetch_in
+from hms_cache_proxy.store.db.batch import chunks
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
@@ -60,7 +60,7 @@ class _Target:
     def __init__(
         self,
         owner_id: int,
-        name: str | None,
+        name: str,
         objs: list[hms.ColumnStatisticsObj],
         params: dict[str, str],
         write_id: int | None,
@@ -68,6 +68,7 @@ class _Target:
     ) -> None:
         self.owner_id = owner_id
         self.name = name
+        """The partition's name (for a table's statistics, the table's)."""
         self.objs = objs
         self.params = params
         self.write_id = write_id
@@ -112,7 +113,7 @@ class StatsMixin(StatsReadsMixin):
             tw = self._txn_write(conn, db, tbl, params, write_id, valid_write_id_list)
             snapshot = tw.valid_write_ids
             _validate_table_cols(table, [o.colName for o in objs])
-            target = _Target(row.TBL_ID, None, objs, params, row.WRITE_ID, analyzed)
+            target = _Target(row.TBL_ID, tbl, objs, params, row.WRITE_ID, analyzed)
             old = self._existing(
                 conn, _TCS, "TBL_ID", [row.TBL_ID], engine, [o.colName for o in objs]
             )
@@ -441,33 +442,6 @@ class StatsMixin(StatsReadsMixin):
             )
             events.append(NewEvent(msg.ALTER_PARTITION, body, tk.cat, tk.db, tk.name))
         return events
-
-    def _existing(
-        self,
-        conn: Connection,
-        table: Any,
-        owner_col: str,
-        owner_ids: Sequence[int],
-        engine: str,
-        col_names: Sequence[str],
-    ) -> dict[tuple[int, str], Any]:
-        """Stored rows of these owners, engine and columns, by (owner id, column)."""
-        if not owner_ids or not col_names:
-            return {}
-        owner = table.c[owner_col]
-        out: dict[tuple[int, str], Any] = {}
-        for cols in chunks(sorted(set(col_names))):
-            rows = fetch_in(
-                conn,
-                owner,
-                owner_ids,
-                lambda cond, cols=cols: select(table).where(
-                    cond, table.c.ENGINE == engine, table.c.COLUMN_NAME.in_(list(cols))
-                ),
-            )
-            for r in rows:
-                out.setdefault((r._mapping[owner_col], r.COLUMN_NAME), r)
-        return out
 
     def _write_rows(
         self,
