@@ -24,8 +24,7 @@ from hms_cache_proxy.store.colstats.stats_rows import (
 )
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in, group
-from hms_cache_proxy.store.sql.partitions import PartitionsMixin
-from hms_cache_proxy.store.sql.sql_base import is_transactional, table_ref
+from hms_cache_proxy.store.sql.sql_base import SqlPart, is_transactional, table_ref
 
 _TCS, _PCS, _P, _T = schema.TAB_COL_STATS, schema.PART_COL_STATS, schema.PARTITIONS, schema.TBLS
 
@@ -71,7 +70,7 @@ def _partition_stats_query(
     return build
 
 
-class StatsReadsMixin(PartitionsMixin):
+class ColumnStatsReads(SqlPart):
     """Column statistics of tables and partitions: the settings, lookups and reads
     (the rules: hms_cache_proxy/store/colstats/)."""
 
@@ -88,7 +87,7 @@ class StatsReadsMixin(PartitionsMixin):
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _stats_table_row(
+    def stats_table_row(
         self, conn: Connection, cat: str, db: str, tbl: str, *, lock: bool = False
     ) -> Any:
         """TBL_ID, WRITE_ID of a table, or Hive's ensureGetMTable NoSuchObjectException."""
@@ -105,12 +104,12 @@ class StatsReadsMixin(PartitionsMixin):
             raise _missing_table(cat, db, tbl)
         return row
 
-    def _table_params(self, conn: Connection, tbl_id: int) -> dict[str, str]:
+    def table_params(self, conn: Connection, tbl_id: int) -> dict[str, str]:
         p = schema.TABLE_PARAMS.c
         rows = conn.execute(select(p.PARAM_KEY, p.PARAM_VALUE).where(p.TBL_ID == tbl_id))
         return {r[0]: r[1] if r[1] is not None else "" for r in rows}
 
-    def _partition_rows(
+    def partition_rows(
         self, conn: Connection, tbl_id: int, names: Sequence[str], *, lock: bool = False
     ) -> dict[str, Any]:
         """PART_ID, PART_NAME, WRITE_ID of the named partitions, by name."""
@@ -124,7 +123,7 @@ class StatsReadsMixin(PartitionsMixin):
         rows = fetch_in(conn, _P.c.PART_NAME, sorted(set(names)), build)
         return {r.PART_NAME: r for r in rows}
 
-    def _partition_params(
+    def partition_params(
         self, conn: Connection, part_ids: Sequence[int]
     ) -> dict[int, dict[str, str]]:
         p = schema.PARTITION_PARAMS.c
@@ -172,17 +171,17 @@ class StatsReadsMixin(PartitionsMixin):
         flags = self.fetch_flags(bit_vectors, histograms)
         cols = list(dict.fromkeys(col_names or []))
         with self.db.read() as conn:
-            row = self._stats_table_row(conn, cat, db, tbl)
+            row = self.stats_table_row(conn, cat, db, tbl)
             if not cols:
                 return None
-            found = self._existing(
+            found = self.stored_rows(
                 conn, _TCS, "TBL_ID", [row.TBL_ID], engine or DEFAULT_ENGINE, cols
             )
             if not found:
                 return None
             compliant = None
             if valid_write_id_list is not None:
-                params = self._table_params(conn, row.TBL_ID)
+                params = self.table_params(conn, row.TBL_ID)
                 compliant = not is_transactional(params) or (
                     self.txn_stats_enabled
                     and stats_valid_for_query(params, row.WRITE_ID, valid_write_id_list, False)
@@ -210,7 +209,7 @@ class StatsReadsMixin(PartitionsMixin):
         """
         flags = self.fetch_flags(bit_vectors, histograms)
         with self.db.read() as conn:
-            row = self._stats_table_row(conn, cat, db, tbl)
+            row = self.stats_table_row(conn, cat, db, tbl)
             grouped, part_rows = self._partition_stat_rows(
                 conn, row.TBL_ID, part_names, col_names, engine or DEFAULT_ENGINE
             )
@@ -219,7 +218,7 @@ class StatsReadsMixin(PartitionsMixin):
                 if not self.txn_stats_enabled:
                     compliance = {n: False for n in grouped}
                 else:
-                    params = self._partition_params(conn, [part_rows[n].PART_ID for n in grouped])
+                    params = self.partition_params(conn, [part_rows[n].PART_ID for n in grouped])
                     compliance = {
                         n: stats_valid_for_query(
                             params.get(part_rows[n].PART_ID, {}),
@@ -258,7 +257,7 @@ class StatsReadsMixin(PartitionsMixin):
             )
         )
 
-    def _existing(
+    def stored_rows(
         self,
         conn: Connection,
         table: Any,
@@ -322,15 +321,15 @@ class StatsReadsMixin(PartitionsMixin):
         names = list(dict.fromkeys(part_names or []))
         cols = list(dict.fromkeys(col_names or []))
         with self.db.read() as conn:
-            row = self._stats_table_row(conn, cat, db, tbl)
+            row = self.stats_table_row(conn, cat, db, tbl)
             if not names or not cols:
                 return hms.AggrStats(colStats=[], partsFound=0)
             if valid_write_id_list is not None:
-                params = self._table_params(conn, row.TBL_ID)
+                params = self.table_params(conn, row.TBL_ID)
                 if is_transactional(params) and not self.txn_stats_enabled:
                     return hms.AggrStats(colStats=[], partsFound=0)
-                parts = self._partition_rows(conn, row.TBL_ID, names)
-                pparams = self._partition_params(conn, [p.PART_ID for p in parts.values()])
+                parts = self.partition_rows(conn, row.TBL_ID, names)
+                pparams = self.partition_params(conn, [p.PART_ID for p in parts.values()])
                 for p in parts.values():
                     if not stats_valid_for_query(
                         pparams.get(p.PART_ID, {}), p.WRITE_ID, valid_write_id_list, False
