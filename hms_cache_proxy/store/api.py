@@ -318,7 +318,7 @@ class Metadata(Protocol):
 class TableReads(Protocol):
     """Table and partition reads as the handler makes them: with the request's snapshot
     (``valid_write_id_list``), and ``encoded`` where the answer may go out as Thrift bytes
-    (store.cache.wire.Encoded) instead of objects."""
+    (thrift_bytes.Encoded) instead of objects."""
 
     def get_table(
         self,
