@@ -449,10 +449,10 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Reply(400, f"unknown field(s) {unknown}; expected db, table, partition")
         values: dict[str, str | None] = {}
         for key in _ADMIN_FIELDS:
-            value = fields.get(key)
-            if value is not None and (not isinstance(value, str) or not value.strip()):
+            given = fields.get(key)
+            if given is not None and (not isinstance(given, str) or not given.strip()):
                 raise _Reply(400, f"{key} must be a non-empty string")
-            values[key] = value.strip() if isinstance(value, str) else None
+            values[key] = given.strip() if isinstance(given, str) else None
         db, table, partition = values["db"], values["table"], values["partition"]
         if db is None:
             path = urlsplit(self.path).path

@@ -170,7 +170,8 @@ class Processor:
                 # outcome is unknown (the cut may have come at its commit), so it fails.
                 if not (getattr(exc, "connection_invalidated", False) and api in READ_CALLS):
                     raise
-                log.warning("%s: database connection lost (%s); reading again", api, exc.orig)
+                cause = getattr(exc, "orig", exc)  # the driver's error, under SQLAlchemy's
+                log.warning("%s: database connection lost (%s); reading again", api, cause)
                 result.success = fn(*call_args)
         except TApplicationException as exc:
             log.debug("%s failed: TApplicationException: %s", api, exc.message)

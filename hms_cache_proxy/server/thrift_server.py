@@ -165,15 +165,15 @@ class ThriftServer:
             lim.client_timeout_seconds,
             lim.message_timeout_seconds,
         )
-        lim = self.connection_limits
+        conn_lim = self.connection_limits
         log.info(
             "Thrift connections: max_connections=%d, max_connections_per_client=%d, "
             "reserved_connections=%d (for clients holding fewer than %d), "
             "handshake_timeout_seconds=%g, first_call_timeout_seconds=%g",
-            lim.total,
-            lim.per_client,
-            lim.reserved,
-            lim.reserved_per_client,
+            conn_lim.total,
+            conn_lim.per_client,
+            conn_lim.reserved,
+            conn_lim.reserved_per_client,
             self.handshake_timeout,
             self.first_call_timeout,
         )

@@ -218,7 +218,8 @@ def prepare(classes: Any) -> None:
         struct_args(cls)
 
 
-def _convert(cls: type, building: dict[type, list[Any]], done: dict[type, list[Any]]) -> list[Any]:
+def _convert(cls: Any, building: dict[type, list[Any]], done: dict[type, list[Any]]) -> list[Any]:
+    # cls is a thriftpy2 struct class: its thrift_spec is made at run time, so untyped.
     hit = done.get(cls) or building.get(cls)
     if hit is not None:
         return hit
@@ -268,6 +269,11 @@ def _wire(ttype: int) -> int:
 
 class _PyMixin:
     """Apache's pure-Python protocol, made to build thriftpy2 structs and check wire types."""
+
+    # Set by the Apache protocol this is mixed into (and by _py_protocol).
+    string_length_limit: int
+    container_length_limit: int
+    _recursion_depth: int
 
     def readContainerStruct(self, spec: Any) -> Any:  # noqa: N802
         cls, fields = spec
@@ -324,21 +330,21 @@ class _PyMixin:
                 if field is not None and ftype == field[1]:
                     setattr(obj, field[2], self.readFieldByTType(ftype, field[3]))  # type: ignore[attr-defined]
                 else:
-                    _py_skip(self, ftype, MAX_DEPTH - self._recursion_depth)  # type: ignore[attr-defined]
+                    _py_skip(self, ftype, MAX_DEPTH - self._recursion_depth)
                 self.readFieldEnd()  # type: ignore[attr-defined]
             self.readStructEnd()  # type: ignore[attr-defined]
         finally:
             self.decrement_recursion_depth()  # type: ignore[attr-defined]
 
     def _check_string_length(self, length: int) -> None:
-        _check_size(length, self.string_length_limit, "max_string_bytes", "string of")  # type: ignore[attr-defined]
+        _check_size(length, self.string_length_limit, "max_string_bytes", "string of")
 
     def _check_container_length(self, length: int) -> None:
         _check_size(
             length,
             self.container_length_limit,
             "max_container_elements",
-            "container of",  # type: ignore[attr-defined]
+            "container of",
         )
 
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from sqlalchemy.engine import Connection
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.thrift_bytes import Encoded
 
 
 class Metadata(Protocol):
@@ -317,7 +318,7 @@ class Metadata(Protocol):
 class TableReads(Protocol):
     """Table and partition reads as the handler makes them: with the request's snapshot
     (``valid_write_id_list``), and ``encoded`` where the answer may go out as Thrift bytes
-    (store.cache.wire.Encoded) instead of objects."""
+    (thrift_bytes.Encoded) instead of objects."""
 
     def get_table(
         self,
@@ -592,6 +593,10 @@ class DatabaseStore(Metadata, DatabaseTableReads, Events, Protocol):
     def fetch_flags(
         self, bit_vectors: bool | None = ..., histograms: bool | None = ...
     ) -> dict[str, bool]: ...
+
+    def all_partitions_encoded(self, cat: str, db: str, tbl: str) -> Encoded:
+        """get_partitions of a whole table, encoded straight from the rows."""
+        ...
 
 
 class HandlerStore(Metadata, TableReads, Events, Protocol):

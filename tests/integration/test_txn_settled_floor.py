@@ -30,10 +30,10 @@ def _settle(svc: TxnService) -> None:
     """Age every txn past the open window, then two reads, the first one's aged too."""
     with svc.db.write_engine.begin() as conn:
         conn.execute(schema.TXNS.update().values(TXN_STARTED=schema.TXNS.c.TXN_STARTED - 60_000))
-    svc._settle_pending = None
+    svc.txns._settle_pending = None
     svc.get_open_txns()
-    top, _ = svc._settle_pending
-    svc._settle_pending = (top, time.monotonic() - 3600)
+    top, _ = svc.txns._settle_pending
+    svc.txns._settle_pending = (top, time.monotonic() - 3600)
     svc.get_open_txns()
 
 
@@ -43,7 +43,7 @@ def test_open_below_the_floor_is_the_new_txns_min_history_level(svc: TxnService)
         [txn] = svc.open_txns(1, "u", "h")
         svc.commit_txn(txn)
     _settle(svc)
-    settled = svc._settled_txns
+    settled = svc.txns._settled_txns
     assert settled is not None and settled.floor > old_open
     assert old_open in settled.unsettled
     [new] = svc.open_txns(1, "u", "h")

@@ -203,8 +203,8 @@ def test_young_gaps_in_txns_count_as_open_and_old_ones_do_not(svc: TxnService) -
 def _settle_now(svc: TxnService) -> None:
     """Two reads, the first one's snapshot aged past the open window: the floor is set."""
     svc.get_open_txns()
-    top, _ = svc._settle_pending
-    svc._settle_pending = (top, time.monotonic() - 3600)
+    top, _ = svc.txns._settle_pending
+    svc.txns._settle_pending = (top, time.monotonic() - 3600)
     svc.get_open_txns()
 
 
@@ -217,7 +217,7 @@ def test_settled_floor_skips_old_committed_rows_and_lists_the_same(svc: TxnServi
     _txns(svc, [(1, "a", 60_000), (2, "o", 60_000)])
     _txns(svc, [(txn, "c", 60_000) for txn in range(3, 53)])
     _settle_now(svc)
-    settled = svc._settled_txns
+    settled = svc.txns._settled_txns
     assert settled is not None and settled.floor == 52
     assert settled.unsettled == {1, 2}
     # Below the floor the open txn commits; above it old and young rows (with gaps) arrive.
@@ -241,7 +241,7 @@ def test_settled_floor_skips_old_committed_rows_and_lists_the_same(svc: TxnServi
 def test_settled_floor_keeps_the_row_before_the_first_young_one(svc: TxnService) -> None:
     _txns(svc, [(txn, "c", 60_000) for txn in range(1, 11)])
     _settle_now(svc)
-    assert svc._settled_txns is not None and svc._settled_txns.floor == 10
+    assert svc.txns._settled_txns is not None and svc.txns._settled_txns.floor == 10
     # The first young row is the floor's successor: gaps below it reach down to row 10 only.
     _txns(svc, [(13, "c", 100)])
     assert _full_list(svc) == [(11, "o"), (12, "o")]

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from hms_cache_proxy.store import api
-from hms_cache_proxy.store.cached.forward import Forwarded, ForwardingStore
+from hms_cache_proxy.store.cached.forward import ForwardingStore
 from hms_cache_proxy.store.cached.prewarm import _collection_paused
-from hms_cache_proxy.store.sql import encoded_reads
+from hms_cache_proxy.store.forwarding import Forwarded
 
 
 class DirectStore(ForwardingStore):
@@ -111,5 +111,5 @@ def partitions_from_database(
     if encoded and max_parts < 0:
         # Rows by the ten thousand, none of them garbage: no cyclic collections meanwhile.
         with _collection_paused():
-            return encoded_reads.all_partitions_encoded(sql, cat, db, tbl)
+            return sql.all_partitions_encoded(cat, db, tbl)
     return sql.get_partitions(cat, db, tbl, max_parts)

@@ -56,10 +56,11 @@ from hms_cache_proxy.store import api, partnames
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import TableEntry, TableName
 from hms_cache_proxy.store.cached.direct import partitions_from_database
-from hms_cache_proxy.store.cached.forward import Forwarded, ForwardingStore
+from hms_cache_proxy.store.cached.forward import ForwardingStore
 from hms_cache_proxy.store.cached.stats_cache import StatsReads
 from hms_cache_proxy.store.cached.table_selection import TablePatterns
 from hms_cache_proxy.store.event_writes import is_event_write
+from hms_cache_proxy.store.forwarding import Forwarded
 from hms_cache_proxy.store.partition_filter.binder import compile_filter
 from hms_cache_proxy.store.partition_filter.parser import parse
 from hms_cache_proxy.store.partition_filter.pushdown import pushdown

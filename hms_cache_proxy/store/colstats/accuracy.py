@@ -126,8 +126,12 @@ def verify_stats_change(
     new_val = (new or {}).get(COLUMN_STATS_ACCURATE)
     if not old_val and not new_val:
         return None
-    same = (old_val or None) is not None and (new_val or None) is not None
-    if same and old_val.lower() == new_val.lower() and not are_basic_stats_up_to_date(new):
+    if (
+        old_val
+        and new_val
+        and old_val.lower() == new_val.lower()
+        and not are_basic_stats_up_to_date(new)
+    ):
         return None
     return (
         f"Cannot change stats state for a transactional table {full_name} without providing "

@@ -593,9 +593,10 @@ class MessageBuilder:
         return self._extra(body, valid_write_ids)
 
     def delete_table_column_stats(
-        self, db_name: str, col_name: str, valid_write_ids: str | None = None
+        self, db_name: str, col_name: str | None, valid_write_ids: str | None = None
     ) -> dict[str, Any]:
-        """Hive's message names only the database and column; the table is the row's TBL_NAME."""
+        """Hive's message names only the database and column (None: all of them were deleted);
+        the table is the row's TBL_NAME."""
         body = {
             "timestamp": self.now(),
             "server": self.server,
@@ -633,7 +634,7 @@ class MessageBuilder:
     def delete_partition_column_stats(
         self,
         db_name: str,
-        col_name: str,
+        col_name: str | None,
         part_name: str,
         part_values: Sequence[str],
         valid_write_ids: str | None = None,

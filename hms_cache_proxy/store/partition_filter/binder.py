@@ -174,7 +174,7 @@ def _date_value(text: str) -> date | None:
 class _Leaf(NamedTuple):
     """A comparison resolved against the table: which value, compared how, with what."""
 
-    index: int
+    value_index: int  # which of the partition's values (the key's position)
     semantics: str  # "string", "integral", "date", "timestamp"
     op: str  # = <> < <= > >= LIKE
     operand: object  # str / int / date / datetime, or a LikePattern for LIKE
@@ -182,7 +182,7 @@ class _Leaf(NamedTuple):
 
 class LikePattern(NamedTuple):
     shape: str  # "eq", "prefix", "suffix", "contains", "any", "glob"
-    arg: object  # str, or a matcher (store.patterns.star_matcher: no backtracking)
+    arg: str | Callable[[str], bool]  # text; for "glob" a matcher (patterns.star_matcher)
 
 
 def _compile_like(pattern: str, pos: int) -> LikePattern:
@@ -362,16 +362,15 @@ class Binder:
             if isinstance(item, Comparison) and item.op == "=":
                 leaf = self.leaf(item.key, item.op, item.value, item.pos)
                 if leaf.semantics == "string":
-                    equal.setdefault(leaf.index, set()).add(leaf.operand)  # type: ignore[arg-type]
+                    equal.setdefault(leaf.value_index, set()).add(leaf.operand)  # type: ignore[arg-type]
                     continue
             parts.append(self.compile(item, False))
         for i, values in equal.items():
             if len(values) == 1:
                 (s,) = values
-                parts.append(lambda v, i=i, s=s: v[i] == s)
+                parts.append(_equals(i, s))
             else:
-                members = frozenset(values)
-                parts.append(lambda v, i=i, members=members: v[i] in members)
+                parts.append(_member_of(i, frozenset(values)))
         return parts
 
     def compile_in(self, node: In, negate: bool) -> Predicate:
@@ -380,7 +379,7 @@ class Binder:
         if len(semantics) != 1:  # e.g. an integral key compared with 5 and the default name
             return self.compile(_expand_in(node), negate)
         members = frozenset(leaf.operand for leaf in leaves)
-        i = leaves[0].index
+        i = leaves[0].value_index
         inside = node.negated == negate  # IN, or NOT (NOT IN)
         if semantics == {"string"}:
             if inside:
@@ -397,7 +396,7 @@ class Binder:
         return _memoized(i, outside)
 
     def compile_leaf(self, leaf: _Leaf, negate: bool) -> Predicate:
-        i = leaf.index
+        i = leaf.value_index
         if leaf.op == "LIKE":
             return _like_predicate(i, leaf.operand, negate)  # type: ignore[arg-type]
         op = _INVERT[leaf.op] if negate else leaf.op
@@ -417,6 +416,14 @@ class Binder:
             return lambda v: v[i] >= s  # type: ignore[operator]
         read = self.readers[leaf.semantics]
         return _typed_predicate(i, read, op, operand)
+
+
+def _equals(i: int, s: str) -> Predicate:
+    return lambda v: v[i] == s
+
+
+def _member_of(i: int, members: frozenset[str]) -> Predicate:
+    return lambda v: v[i] in members
 
 
 _MEMO_LIMIT = 1 << 16
@@ -493,14 +500,14 @@ def _like_predicate(i: int, like: LikePattern, negate: bool) -> Predicate:
     if like.shape == "eq":
         return (lambda v: v[i] != arg) if negate else (lambda v: v[i] == arg)
     test: Callable[[str], bool]
-    if like.shape == "prefix":
+    if not isinstance(arg, str):  # "glob": the matcher is the test
+        test = arg
+    elif like.shape == "prefix":
         test = lambda text: text.startswith(arg)  # noqa: E731
     elif like.shape == "suffix":
         test = lambda text: text.endswith(arg)  # noqa: E731
-    elif like.shape == "contains":
+    else:  # "contains"
         test = lambda text: arg in text  # noqa: E731
-    else:
-        test = arg  # type: ignore[assignment]
     if negate:
         return _memoized(i, lambda text: not test(text))
     return _memoized(i, test)

@@ -58,16 +58,16 @@ def _implied(binder: Binder, node: Node, negate: bool) -> dict[int, frozenset[st
         if leaf.op == "LIKE":
             like: LikePattern = leaf.operand  # type: ignore[assignment]
             if like.shape == "eq" and not negate:
-                return {leaf.index: frozenset([like.arg])}  # type: ignore[list-item]
+                return {leaf.value_index: frozenset([like.arg])}  # type: ignore[list-item]
             return {}
         if (leaf.op == "=" and not negate) or (leaf.op == "<>" and negate):
-            return {leaf.index: frozenset([leaf.operand])}  # type: ignore[list-item]
+            return {leaf.value_index: frozenset([leaf.operand])}  # type: ignore[list-item]
         return {}
     if isinstance(node, In):
         leaves = [binder.leaf(node.key, "=", value, node.pos) for value in node.values]
         if node.negated != negate or any(leaf.semantics != "string" for leaf in leaves):
             return {}
-        return {leaves[0].index: frozenset(leaf.operand for leaf in leaves)}  # type: ignore[misc]
+        return {leaves[0].value_index: frozenset(leaf.operand for leaf in leaves)}  # type: ignore[misc]
     if isinstance(node, Not):
         return _implied(binder, node.item, not negate)
     if isinstance(node, (And, Or)):

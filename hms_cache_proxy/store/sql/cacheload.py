@@ -5,7 +5,7 @@ A load must describe one instant: the table, every partition, ``at`` (NEXT_EVENT
 for a transactional table, its committed write ids are all read in one ``Database.read()``
 snapshot (REPEATABLE READ on PostgreSQL), so the cache can tell which later events are already
 in it. Partitions skip the Thrift objects the database path builds: the same rows (the same
-queries as ``PartitionsMixin._load_partitions``) become the binary-protocol bytes the cache
+queries as ``Partitions.load_partitions``) become the binary-protocol bytes the cache
 keeps, as ``head + cols + tail`` (hms_cache_proxy/thrift_bytes.py), byte for byte what encoding the
 database path's objects gives. Repeated parts (formats, serde, column lists) are encoded once
 per load.
@@ -18,21 +18,41 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import func, select, tuple_
 
 from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.events.log import EventLog
+from hms_cache_proxy.store.sql.constraints import Constraints
 from hms_cache_proxy.store.sql.databases import _database, _db_params
 from hms_cache_proxy.store.sql.details import Details, load_details
 from hms_cache_proxy.store.sql.partitions import _partitions_of_table
 from hms_cache_proxy.store.sql.storage import SD_COLUMNS, _skew_values
-from hms_cache_proxy.store.sql.tables import TABLE_BY_NAME, table_select
+from hms_cache_proxy.store.sql.tables import TABLE_BY_NAME, Tables, table_select
+from hms_cache_proxy.store.txn.txn_service import TxnService
 
 PartitionBytes = tuple[str, tuple[str, ...], bytes, bytes, bytes]
 """(name, values, head, cols, tail) of one partition."""
+
+
+class LoadSource(Protocol):
+    """What the loader reads through: the SQL store's database, event log and transaction
+    service, and its tables and constraints (SqlStore is one)."""
+
+    @property
+    def db(self) -> Database: ...
+    @property
+    def events(self) -> EventLog: ...
+    @property
+    def txn(self) -> TxnService: ...
+    @property
+    def tables(self) -> Tables: ...
+    @property
+    def constraints(self) -> Constraints: ...
 
 
 @dataclass
@@ -56,11 +76,11 @@ class LoadedConstraints:
     constraints: hms.SQLAllTableConstraints
 
 
-def current_event(store: Any, conn: Any) -> int:
+def current_event(store: LoadSource, conn: Any) -> int:
     return store.events.current_event_id(conn)
 
 
-def list_tables(store: Any) -> list[tuple[str, str, str]]:
+def list_tables(store: LoadSource) -> list[tuple[str, str, str]]:
     """(catalog, database, table) of every table, in that order."""
     t, d = schema.TBLS, schema.DBS
     stmt = (
@@ -72,7 +92,7 @@ def list_tables(store: Any) -> list[tuple[str, str, str]]:
         return [(r[0], r[1], r[2]) for r in conn.execute(stmt)]
 
 
-def load_databases(store: Any) -> tuple[int, dict[tuple[str, str], hms.Database]]:
+def load_databases(store: LoadSource) -> tuple[int, dict[tuple[str, str], hms.Database]]:
     """Every database, and the event position they reflect."""
     with store.db.read() as conn:
         at = current_event(store, conn)
@@ -82,12 +102,12 @@ def load_databases(store: Any) -> tuple[int, dict[tuple[str, str], hms.Database]
 
 
 def load_table(
-    store: Any, cat: str, db: str, name: str, *, with_partitions: bool = True
+    store: LoadSource, cat: str, db: str, name: str, *, with_partitions: bool = True
 ) -> LoadedTable | None:
     """The table (None if it does not exist) with its partitions, in one read snapshot."""
     with store.db.read() as conn:
         at = current_event(store, conn)
-        tables = store._load_tables(conn, TABLE_BY_NAME, {"cat": cat, "db": db, "tbl": name})
+        tables = store.tables.load_tables(conn, TABLE_BY_NAME, {"cat": cat, "db": db, "tbl": name})
         if not tables:
             return None
         table = tables[0]
@@ -105,7 +125,7 @@ def load_table(
         return LoadedTable(at, table, write_ids, parts)
 
 
-def table_sizes(store: Any) -> list[tuple[str, str, str, int]]:
+def table_sizes(store: LoadSource) -> list[tuple[str, str, str, int]]:
     """(catalog, database, table, partition count) of every table, in that order: prewarm puts
     small tables together into batches."""
     t, d, p = schema.TBLS, schema.DBS, schema.PARTITIONS
@@ -122,7 +142,7 @@ def table_sizes(store: Any) -> list[tuple[str, str, str, int]]:
 
 
 def load_tables(
-    store: Any, keys: Sequence[tuple[str, str, str]]
+    store: LoadSource, keys: Sequence[tuple[str, str, str]]
 ) -> dict[tuple[str, str, str], LoadedTable]:
     """Several tables with their partitions, all in one read snapshot, by (catalog, database,
     table); tables that no longer exist are left out. A handful of queries for the whole batch
@@ -135,7 +155,7 @@ def load_tables(
     out: dict[tuple[str, str, str], LoadedTable] = {}
     with store.db.read() as conn:
         at = current_event(store, conn)
-        tables = store._load_tables(conn, stmt)
+        tables = store.tables.load_tables(conn, stmt)
         snapshot = None
         partitioned: list[TableRef] = []
         for table in tables:
@@ -158,7 +178,7 @@ def load_tables(
     return out
 
 
-def load_stats(store: Any, cat: str, db: str, name: str) -> LoadedStats | None:
+def load_stats(store: LoadSource, cat: str, db: str, name: str) -> LoadedStats | None:
     """Every column-statistics row of the table and its partitions (None: no such table)."""
     tcs, pcs, p, t, d = (
         schema.TAB_COL_STATS,
@@ -185,11 +205,11 @@ def load_stats(store: Any, cat: str, db: str, name: str) -> LoadedStats | None:
     return LoadedStats(at, list(table_rows), [(r[0], r) for r in part_rows])
 
 
-def load_constraints(store: Any, cat: str, db: str, name: str) -> LoadedConstraints:
+def load_constraints(store: LoadSource, cat: str, db: str, name: str) -> LoadedConstraints:
     """A table's constraints and the event position they reflect, in one snapshot."""
     with store.db.read() as conn:
         at = current_event(store, conn)
-        return LoadedConstraints(at, store.table_constraints_in(conn, cat, db, name))
+        return LoadedConstraints(at, store.constraints.table_constraints_in(conn, cat, db, name))
 
 
 def _transactional(params: dict[str, str] | None) -> bool:

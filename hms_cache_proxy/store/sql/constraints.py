@@ -23,7 +23,7 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, table_ref
+from hms_cache_proxy.store.sql.sql_base import SqlPart, table_ref
 
 PRIMARY_KEY, FOREIGN_KEY, UNIQUE, NOT_NULL, DEFAULT, CHECK = range(6)
 """KEY_CONSTRAINTS.CONSTRAINT_TYPE, as MConstraint numbers them."""
@@ -109,7 +109,7 @@ class _TableCols:
         raise hms.InvalidObjectException(message=f"Parent column not found: {name} ({where})")
 
 
-class ConstraintsMixin(SqlStoreBase):
+class Constraints(SqlPart):
     """Constraints are written with their table (create_table) or added and dropped on their
     own; every change writes Hive's event in the same transaction."""
 
@@ -228,7 +228,7 @@ class ConstraintsMixin(SqlStoreBase):
         """Add constraints to existing tables (the add_* calls): one event per kind."""
 
         def run(conn: Connection) -> None:
-            self._emit(conn, self._insert_constraints(conn, cat, constraints))
+            self._emit(conn, self.insert_constraints(conn, cat, constraints))
 
         self.db.transaction(run)
 
@@ -254,7 +254,7 @@ class ConstraintsMixin(SqlStoreBase):
 
         self.db.transaction(run)
 
-    def _insert_constraints(
+    def insert_constraints(
         self, conn: Connection, cat: str, constraints: hms.SQLAllTableConstraints
     ) -> list[NewEvent]:
         """Insert every constraint (names normalised, unnamed ones named); the events to

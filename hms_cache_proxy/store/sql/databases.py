@@ -16,7 +16,7 @@ from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import filter_names
 from hms_cache_proxy.store.sql.sql_base import (
     DEFAULT_CATALOG,
-    SqlStoreBase,
+    SqlPart,
     now,
     principal_name,
     principal_type,
@@ -31,7 +31,7 @@ _PG_DATABASE_NAMES = 'SELECT "NAME" FROM "DBS" WHERE "CTLG_NAME" = %(cat)s ORDER
 """The names of a catalog's databases (get_databases, get_all_databases) on PostgreSQL."""
 
 
-class DatabasesMixin(SqlStoreBase):
+class Databases(SqlPart):
     # -- catalogs --------------------------------------------------------------------------------
 
     @writes_events

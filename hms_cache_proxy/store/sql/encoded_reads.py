@@ -5,19 +5,21 @@ table when there is no cache, or the cache cannot answer. The bytes are those th
 
 from __future__ import annotations
 
-from typing import Any
-
 from hms_cache_proxy import thrift_bytes
+from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql import cacheload
+from hms_cache_proxy.store.sql.partitions import Partitions
 from hms_cache_proxy.thrift_bytes import Encoded
 
 
-def all_partitions_encoded(store: Any, cat: str, db: str, tbl: str) -> Encoded:
+def all_partitions_encoded(
+    database: Database, partitions: Partitions, cat: str, db: str, tbl: str
+) -> Encoded:
     """Every partition of the table, in name order, as one encoded LIST of Partition structs
     (NoSuchObjectException when the table does not exist)."""
-    with store.db.read() as conn:
-        keys = store._resolve_table(conn, cat, db, tbl)
-        parts = cacheload._partition_bytes(conn, store.db.dialect, keys.tbl_id, cat, db, tbl)
+    with database.read() as conn:
+        keys = partitions.resolve_table(conn, cat, db, tbl)
+        parts = cacheload._partition_bytes(conn, database.dialect, keys.tbl_id, cat, db, tbl)
     parts.sort(key=_name)  # code-point order on every database (the cache's order too)
     pieces: list[bytes] = []
     extend = pieces.extend

@@ -25,7 +25,7 @@ from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import filter_names
 from hms_cache_proxy.store.sql.sql_base import (
     DEFAULT_CATALOG,
-    SqlStoreBase,
+    SqlPart,
     now,
     principal_name,
     principal_type,
@@ -55,7 +55,7 @@ def _function_select(*conditions: Any) -> Any:
     )
 
 
-class FunctionsMixin(SqlStoreBase):
+class Functions(SqlPart):
     # -- reads -----------------------------------------------------------------------------------
 
     def get_function(self, cat: str, db: str, name: str) -> hms.Function:

@@ -12,12 +12,21 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.partitions import PartitionsMixin
+from hms_cache_proxy.store.sql.partitions import Partitions
+from hms_cache_proxy.store.sql.sql_base import SqlPart, SqlShared
+from hms_cache_proxy.store.sql.tables import Tables
 
 UUID_KEY = "guid"
 
 
-class NotificationsMixin(PartitionsMixin):
+class Notifications(SqlPart):
+    """The notification log: reads, and insert events a client fires for its own writes."""
+
+    def __init__(self, shared: SqlShared, partitions: Partitions, tables: Tables) -> None:
+        super().__init__(shared)
+        self.partitions = partitions
+        self.tables = tables
+
     def current_notification_event_id(self) -> int:
         with self.db.read() as conn:
             return self.events.current_event_id(conn)
@@ -62,13 +71,15 @@ class NotificationsMixin(PartitionsMixin):
         """INSERT events for data a client wrote itself (one per partition or the table)."""
 
         def run(conn: Connection) -> list[int]:
-            tk = self._resolve_table(conn, cat, db, tbl)
-            table = self._load_table_by_id(conn, tk.tbl_id)
+            tk = self.partitions.resolve_table(conn, cat, db, tbl)
+            table = self.tables.load_table_by_id(conn, tk.tbl_id)
             events = []
             for values, data in inserts:
                 part = None
                 if values:
-                    found = self._by_names(conn, tk, [self._name_for(tk, values)])
+                    found = self.partitions.load_by_names(
+                        conn, tk, [self.partitions.name_for(tk, values)]
+                    )
                     if not found:
                         raise hms.NoSuchObjectException(
                             message=f"partition values={values} not found in {cat}.{db}.{tbl}"

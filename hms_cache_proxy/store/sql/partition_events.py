@@ -18,12 +18,12 @@ from sqlalchemy import Connection, insert, or_, select
 
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
-from hms_cache_proxy.store.sql.sql_base import DEFAULT_CATALOG, SqlStoreBase
+from hms_cache_proxy.store.sql.sql_base import DEFAULT_CATALOG, SqlPart
 
 _PE = schema.PARTITION_EVENTS
 
 
-class PartitionEventsMixin(SqlStoreBase):
+class PartitionEvents(SqlPart):
     """mark_partition_for_event, is_partition_marked_for_event."""
 
     def mark_partition_for_event(

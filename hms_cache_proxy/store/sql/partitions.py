@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Connection,
+    Row,
     any_,
     bindparam,
     cast,
@@ -47,7 +48,8 @@ from hms_cache_proxy.store.sql.privileges import (
     partition_level,
 )
 from hms_cache_proxy.store.sql.sql_base import (
-    SqlStoreBase,
+    SqlPart,
+    SqlShared,
     TxnWrite,
     is_transactional,
     java_list,
@@ -65,7 +67,7 @@ from hms_cache_proxy.store.sql.storage import (
     same_columns,
     sd_join,
 )
-from hms_cache_proxy.store.sql.tables import TablesMixin
+from hms_cache_proxy.store.sql.tables import Tables
 
 _P, _KV = schema.PARTITIONS, schema.PARTITION_KEY_VALS
 
@@ -150,10 +152,17 @@ class ResolvedTable:
         return [k.type for k in self.keys]
 
 
-class PartitionsMixin(TablesMixin, SqlStoreBase):
+class Partitions(SqlPart):
+    """Partitions of a table: reads (filters pushed down), add/alter/rename/drop; the table
+    itself through ``tables``."""
+
+    def __init__(self, shared: SqlShared, tables: Tables) -> None:
+        super().__init__(shared)
+        self.tables = tables
+
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _resolve_table(
+    def resolve_table(
         self, conn: Connection, cat: str, db: str, name: str, *, lock: bool = False
     ) -> ResolvedTable:
         """The table's row and partition keys in one query (NoSuchObjectException if absent)."""
@@ -179,7 +188,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
     def _name_order(self, col: Any) -> Any:
         return _name_order(self.db.dialect) if col is _P.c.PART_NAME else col
 
-    def _load_partitions(
+    def load_partitions(
         self,
         conn: Connection,
         tk: ResolvedTable,
@@ -236,6 +245,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         """(id, name, values) of the partitions satisfying every exact-value condition."""
         stmt = select(_P.c.PART_ID, _P.c.PART_NAME).where(_P.c.TBL_ID == tk.tbl_id)
         names = self._exact_names(tk, conditions)
+        rows: Sequence[Row[Any, Any]]
         if names is not None:
             # Every key is pinned: look the names up in the (PART_NAME, TBL_ID) index.
             rows = fetch_in(conn, _P.c.PART_NAME, names, lambda cond: stmt.where(cond))
@@ -296,17 +306,17 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     def get_partition(self, cat: str, db: str, tbl: str, values: Sequence[str]) -> hms.Partition:
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
-            name = self._name_for(tk, values)
-            parts = self._by_names(conn, tk, [name])
+            tk = self.resolve_table(conn, cat, db, tbl)
+            name = self.name_for(tk, values)
+            parts = self.load_by_names(conn, tk, [name])
         if not parts:
             raise hms.NoSuchObjectException(message=f"partition values={java_list(values)}")
         return parts[0]
 
     def get_partition_by_name(self, cat: str, db: str, tbl: str, name: str) -> hms.Partition:
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
-            parts = self._by_names(conn, tk, [name])
+            tk = self.resolve_table(conn, cat, db, tbl)
+            parts = self.load_by_names(conn, tk, [name])
         if not parts:
             raise hms.NoSuchObjectException(
                 message=f"partition {name} not found in {table_ref(cat, db, tbl)}"
@@ -317,21 +327,19 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, cat: str, db: str, tbl: str, max_parts: int = -1
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
+            tk = self.resolve_table(conn, cat, db, tbl)
             if max_parts == 0:
                 return []
-            return self._load_partitions(
-                conn, tk, None, limit=max_parts if max_parts >= 0 else None
-            )
+            return self.load_partitions(conn, tk, None, limit=max_parts if max_parts >= 0 else None)
 
     def get_partitions_by_names(
         self, cat: str, db: str, tbl: str, names: Sequence[str]
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
-            return self._by_names(conn, tk, names)
+            tk = self.resolve_table(conn, cat, db, tbl)
+            return self.load_by_names(conn, tk, names)
 
-    def _by_names(
+    def load_by_names(
         self, conn: Connection, tk: ResolvedTable, names: Sequence[str]
     ) -> list[hms.Partition]:
         wanted = sorted(set(names))
@@ -348,26 +356,26 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             if wanted
             else []
         )
-        return self._load_partitions(conn, tk, ids) if ids else []
+        return self.load_partitions(conn, tk, ids) if ids else []
 
     def get_partitions_by_filter(
         self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = -1
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
+            tk = self.resolve_table(conn, cat, db, tbl)
             ids = [c[0] for c in self._filtered(conn, tk, filter_text, max_parts)]
-            return self._load_partitions(conn, tk, ids) if ids else []
+            return self.load_partitions(conn, tk, ids) if ids else []
 
     def count_partitions_by_filter(self, cat: str, db: str, tbl: str, filter_text: str) -> int:
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
+            tk = self.resolve_table(conn, cat, db, tbl)
             return len(self._filtered(conn, tk, filter_text, None))
 
     def get_partition_names_by_filter(
         self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = -1
     ) -> list[str]:
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
+            tk = self.resolve_table(conn, cat, db, tbl)
             return [c[1] for c in self._filtered(conn, tk, filter_text, max_parts)]
 
     def _filtered(
@@ -382,15 +390,15 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         self, cat: str, db: str, tbl: str, partial: Sequence[str] | None, max_parts: int = -1
     ) -> list[hms.Partition]:
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
+            tk = self.resolve_table(conn, cat, db, tbl)
             ids = [c[0] for c in self._ps(conn, tk, partial, max_parts)]
-            return self._load_partitions(conn, tk, ids) if ids else []
+            return self.load_partitions(conn, tk, ids) if ids else []
 
     def get_partition_names_ps(
         self, cat: str, db: str, tbl: str, partial: Sequence[str] | None, max_parts: int = -1
     ) -> list[str]:
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
+            tk = self.resolve_table(conn, cat, db, tbl)
             return [c[1] for c in self._ps(conn, tk, partial, max_parts)]
 
     def _ps(
@@ -411,7 +419,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     def get_partition_names(self, cat: str, db: str, tbl: str, max_parts: int = -1) -> list[str]:
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
+            tk = self.resolve_table(conn, cat, db, tbl)
             if max_parts == 0:
                 return []
             stmt = (
@@ -429,10 +437,10 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         """Every partition's (name, values), with the table's keys: the input of
         get_partition_values, which the handler shapes (projection, distinct, order)."""
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
+            tk = self.resolve_table(conn, cat, db, tbl)
             return tk.keys, [(c[1], c[2]) for c in self._candidates(conn, tk, [])]
 
-    def _name_for(self, tk: ResolvedTable, values: Sequence[str]) -> str:
+    def name_for(self, tk: ResolvedTable, values: Sequence[str]) -> str:
         """The partition name of ``values`` (Warehouse.makePartName: a count mismatch is
         MetaException ``Invalid partition key & values; keys [a, b, ], values [x, ]``)."""
         try:
@@ -475,14 +483,14 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         the txn must not trust its statistics. Other tables store 0."""
 
         def run(conn: Connection) -> list[hms.Partition]:
-            tk = self._resolve_table(conn, cat, db, tbl, lock=True)
-            table = self._load_table_by_id(conn, tk.tbl_id)
+            tk = self.resolve_table(conn, cat, db, tbl, lock=True)
+            table = self.tables.load_table_by_id(conn, tk.tbl_id)
             if prepare is not None:
                 todo = prepare(table, lambda names: self._existing_names(conn, tk, names))
             else:
                 named: dict[str, hms.Partition] = {}
                 for p in parts:
-                    name = self._name_for(tk, p.values)
+                    name = self.name_for(tk, p.values)
                     if name in named:
                         raise hms.MetaException(message=f"Duplicate partitions in the list: {name}")
                     named[name] = p
@@ -506,7 +514,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 ids = self._insert_partitions(
                     conn, tk, table, todo, tw.write_id, prepared=prepare is not None
                 )
-                added = _in_order(self._load_partitions(conn, tk, ids), [p for _, p in todo])
+                added = _in_order(self.load_partitions(conn, tk, ids), [p for _, p in todo])
             self._emit(
                 conn,
                 [
@@ -614,7 +622,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             )
         )
         part_ids = self.ids.allocate(conn, idseq.PARTITION, len(added))
-        rows, kv_rows, param_rows_ = [], [], []
+        rows: list[dict[str, Any]] = []
+        kv_rows: list[dict[str, Any]] = []
+        param_rows_: list[dict[str, Any]] = []
         for (name, _), part, part_id in zip(todo, added, part_ids, strict=True):
             rows.append(
                 {
@@ -694,10 +704,10 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         is_truncate: bool = False,
     ) -> list[tuple[hms.Partition, hms.Partition]]:
         """``alter_partitions`` inside the caller's write transaction ``conn``."""
-        tk = self._resolve_table(conn, cat, db, tbl, lock=True)
-        table = self._load_table_by_id(conn, tk.tbl_id)
-        names = [self._name_for(tk, p.values) for p in new_parts]
-        before = {p_name(tk, p): p for p in self._by_names(conn, tk, names)}
+        tk = self.resolve_table(conn, cat, db, tbl, lock=True)
+        table = self.tables.load_table_by_id(conn, tk.tbl_id)
+        names = [self.name_for(tk, p.values) for p in new_parts]
+        before = {p_name(tk, p): p for p in self.load_by_names(conn, tk, names)}
         for name, p in zip(names, new_parts, strict=True):
             if name not in before:
                 raise hms.NoSuchObjectException(message=f"partition values={java_list(p.values)}")
@@ -723,7 +733,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
             self._stamp_partition(new, old, tw)
             pairs.append((name, old, new))
         ids = self._replace_partitions(conn, tk, table, pairs)
-        stored = _in_order(self._load_partitions(conn, tk, list(ids.values())), new_parts)
+        stored = _in_order(self.load_partitions(conn, tk, list(ids.values())), new_parts)
         self._emit(
             conn,
             [
@@ -767,8 +777,8 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         under the lock means no concurrent write, through any instance, is overwritten."""
 
         def run(conn: Connection) -> None:
-            tk = self._resolve_table(conn, cat, db, name, lock=True)
-            table = self._load_table_by_id(conn, tk.tbl_id)
+            tk = self.resolve_table(conn, cat, db, name, lock=True)
+            table = self.tables.load_table_by_id(conn, tk.tbl_id)
             wid = write_id if write_id is not None and write_id > 0 else None
             if wid is not None and is_transactional(table.parameters):
                 # Refuse a write id of no open txn before any directory is emptied.
@@ -777,7 +787,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 empty(table.sd.location if table.sd else None, None)
                 table.parameters = dict(table.parameters or {})
                 reset(table.parameters)
-                self.alter_table_in(
+                self.tables.alter_table_in(
                     conn,
                     cat,
                     db,
@@ -789,9 +799,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 )
                 return
             if part_names is None:
-                parts = self._load_partitions(conn, tk, None)
+                parts = self.load_partitions(conn, tk, None)
             else:
-                parts = self._by_names(conn, tk, part_names)
+                parts = self.load_by_names(conn, tk, part_names)
             empty(
                 table.sd.location if table.sd else None,
                 [p.sd.location if p.sd else None for p in parts],
@@ -924,10 +934,12 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 strict=True,
             )
         )
-        kv_rows, prm, rows = [], [], []
+        kv_rows: list[dict[str, Any]] = []
+        prm: list[dict[str, Any]] = []
+        part_rows: list[tuple[Any, ...]] = []
         for name, _, new in pairs:
             pid = by_name[name].PART_ID
-            rows.append(
+            part_rows.append(
                 (
                     pid,
                     sd_ids.get(name),
@@ -941,7 +953,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 for i, v in enumerate(new.values)
             )
             prm.extend(param_rows("PART_ID", pid, new.parameters))
-        _update_partition_rows(conn, rows)
+        _update_partition_rows(conn, part_rows)
         insert_rows(conn, _KV, kv_rows)
         insert_rows(conn, schema.PARTITION_PARAMS, prm)
         delete_storage_descriptors(conn, old_sds)
@@ -963,16 +975,16 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         stored. The write id is the new partition's writeId, as in ``alter_partitions``."""
 
         def run(conn: Connection) -> tuple[hms.Partition, hms.Partition]:
-            tk = self._resolve_table(conn, cat, db, tbl, lock=True)
-            table = self._load_table_by_id(conn, tk.tbl_id)
-            old_name = self._name_for(tk, old_values)
-            new_name = self._name_for(tk, new_part.values)
-            found = self._by_names(conn, tk, [old_name])
+            tk = self.resolve_table(conn, cat, db, tbl, lock=True)
+            table = self.tables.load_table_by_id(conn, tk.tbl_id)
+            old_name = self.name_for(tk, old_values)
+            new_name = self.name_for(tk, new_part.values)
+            found = self.load_by_names(conn, tk, [old_name])
             if not found:
                 raise hms.InvalidOperationException(
                     message="Unable to rename partition because old partition does not exist"
                 )
-            if self._by_names(conn, tk, [new_name]):
+            if self.load_by_names(conn, tk, [new_name]):
                 # HiveAlterHandler: "Partition already exists:<db>.<tbl>.[v]", names as the
                 # client sent them, which the handler knows.
                 raise hms.AlreadyExistsException(
@@ -1001,7 +1013,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 )
                 .values(PARTITION_NAME=new_name)
             )
-            (stored,) = self._load_partitions(conn, tk, [ids[old_name]])
+            (stored,) = self.load_partitions(conn, tk, [ids[old_name]])
             self._emit(
                 conn,
                 [
@@ -1040,9 +1052,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
         A missing name raises NoSuchObjectException unless ``if_exists``."""
 
         def run(conn: Connection) -> tuple[hms.Table, list[hms.Partition]]:
-            tk = self._resolve_table(conn, cat, db, tbl, lock=True)
-            table = self._load_table_by_id(conn, tk.tbl_id)
-            found = self._by_names(conn, tk, names)
+            tk = self.resolve_table(conn, cat, db, tbl, lock=True)
+            table = self.tables.load_table_by_id(conn, tk.tbl_id)
+            found = self.load_by_names(conn, tk, names)
             if not if_exists and len(found) < len(set(names)):
                 raise hms.NoSuchObjectException(message=MISSING_PARTITIONS)
             if not found:
@@ -1055,7 +1067,9 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
                 [p_name(tk, p) for p in found],
                 lambda cond: select(_P.c.PART_ID, _P.c.SD_ID).where(_P.c.TBL_ID == tk.tbl_id, cond),
             )
-            self._delete_partition_rows(conn, [r.PART_ID for r in ids], [r.SD_ID for r in ids])
+            self.tables.delete_partition_rows(
+                conn, [r.PART_ID for r in ids], [r.SD_ID for r in ids]
+            )
             self._emit(
                 conn,
                 [
@@ -1071,7 +1085,7 @@ class PartitionsMixin(TablesMixin, SqlStoreBase):
 
     def partition_count(self, cat: str, db: str, tbl: str) -> int:
         with self.db.read() as conn:
-            tk = self._resolve_table(conn, cat, db, tbl)
+            tk = self.resolve_table(conn, cat, db, tbl)
             return int(
                 conn.execute(
                     select(func.count()).select_from(_P).where(_P.c.TBL_ID == tk.tbl_id)

@@ -23,7 +23,7 @@ from hms_cache_proxy.store.partnames import PartitionNameError, make_part_name, 
 from hms_cache_proxy.store.sql.roles import role_row, roles_in_hierarchy
 from hms_cache_proxy.store.sql.sql_base import (
     DEFAULT_CATALOG,
-    SqlStoreBase,
+    SqlPart,
     now,
     principal_name,
     principal_type,
@@ -272,7 +272,7 @@ def copy_table_grants_to_partitions(
         insert_grants(conn, ids, target, rows)
 
 
-class PrivilegesMixin(SqlStoreBase):
+class Privileges(SqlPart):
     # -- objects -----------------------------------------------------------------------------
 
     def _target(self, conn: Connection, ref: hms.HiveObjectRef, *, must_exist: bool) -> Target:

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
-from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, now, principal_name, principal_type
+from hms_cache_proxy.store.sql.sql_base import SqlPart, now, principal_name, principal_type
 
 ADMIN_ROLE = "admin"
 PUBLIC_ROLE = "public"
@@ -123,7 +123,7 @@ def insert_role(conn: Connection, ids: idseq.IdAllocator, name: str, owner: str 
     )
 
 
-class RolesMixin(SqlStoreBase):
+class Roles(SqlPart):
     # -- reads -----------------------------------------------------------------------------------
 
     def get_role_names(self) -> list[str]:

@@ -8,12 +8,12 @@ from sqlalchemy import Connection, insert, select
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
-from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, now
+from hms_cache_proxy.store.sql.sql_base import SqlPart, now
 
 _RS = schema.RUNTIME_STATS
 
 
-class RuntimeStatsMixin(SqlStoreBase):
+class RuntimeStats(SqlPart):
     """add_runtime_stat, get_runtime_stats."""
 
     def add_runtime_stat(self, weight: int, payload: bytes) -> None:

@@ -20,7 +20,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import cron
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
-from hms_cache_proxy.store.sql.sql_base import SqlStoreBase, now
+from hms_cache_proxy.store.sql.sql_base import SqlPart, now
 
 _Q = schema.SCHEDULED_QUERIES
 _E = schema.SCHEDULED_EXECUTIONS
@@ -59,7 +59,7 @@ def _abbreviate(text: str) -> str:
     return text[: ERROR_MESSAGE_MAX - 3] + "..."
 
 
-class ScheduledQueriesMixin(SqlStoreBase):
+class ScheduledQueries(SqlPart):
     """scheduled_query_maintenance, scheduled_query_poll, scheduled_query_progress,
     get_scheduled_query."""
 

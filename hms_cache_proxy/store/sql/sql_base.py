@@ -31,7 +31,7 @@ def is_transactional(params: Mapping[str, str] | None) -> bool:
 
 @dataclass(frozen=True)
 class TxnWrite:
-    """What a write call is, as far as transactions go (see ``SqlStoreBase._txn_write``).
+    """What a write call is, as far as transactions go (see ``SqlPart._txn_write``).
 
     ``write_id`` is set only for a write of an open transaction on a transactional table (the
     write id checked, its TXNS row share-locked until the write commits); ``valid_write_ids`` is
@@ -61,11 +61,11 @@ def principal_name(value: int | None) -> str | None:
     return PRINCIPAL_NAMES.get(value) if value is not None else None
 
 
-class SqlStoreBase:
-    """State shared by the SQL store's parts (each part is a mixin of SqlStore).
+class SqlShared:
+    """The collaborators every family of the SQL store works with, made once per store.
 
     ``txn`` is the transaction service (transactions, write ids, locks) over the same database
-    and event log: the parts hold it, rather than inherit from it, to check write ids.
+    and event log: the families hold it, to check write ids.
     """
 
     def __init__(
@@ -85,6 +85,20 @@ class SqlStoreBase:
         self.messages = MessageBuilder(server=server_uri, writer=WRITER_NAME)
         self.warehouse_uri = warehouse_uri.rstrip("/")
         self.txn = TxnService(db, self.events, self.messages, txn_config)
+
+
+class SqlPart:
+    """One family of the SQL store (databases, tables, partitions, ...): the shared
+    collaborators, and the lookups of owner rows every family needs. A family that uses
+    another is given it in its constructor."""
+
+    def __init__(self, shared: SqlShared) -> None:
+        self.db = shared.db
+        self.ids = shared.ids
+        self.events = shared.events
+        self.messages = shared.messages
+        self.warehouse_uri = shared.warehouse_uri
+        self.txn = shared.txn
 
     # -- lookups inside a transaction ------------------------------------------------------------
 

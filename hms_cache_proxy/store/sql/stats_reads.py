@@ -8,10 +8,10 @@ stored. The row format is in ``colstats/stats_rows.py``, the aggregation rules i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import ColumnElement, Connection, Select, select
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.colstats.accuracy import stats_valid_for_query
@@ -24,8 +24,7 @@ from hms_cache_proxy.store.colstats.stats_rows import (
 )
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in, group
-from hms_cache_proxy.store.sql.partitions import PartitionsMixin
-from hms_cache_proxy.store.sql.sql_base import is_transactional, table_ref
+from hms_cache_proxy.store.sql.sql_base import SqlPart, is_transactional, table_ref
 
 _TCS, _PCS, _P, _T = schema.TAB_COL_STATS, schema.PART_COL_STATS, schema.PARTITIONS, schema.TBLS
 
@@ -37,7 +36,41 @@ def _missing_table(cat: str, db: str, tbl: str) -> hms.NoSuchObjectException:
     )
 
 
-class StatsReadsMixin(PartitionsMixin):
+def _stats_rows_query(
+    table: Any, engine: str, cols: Sequence[str]
+) -> Callable[[ColumnElement[bool]], Select[Any]]:
+    """The statement of ``fetch_in`` reading ``table``'s rows of ``engine`` and ``cols``."""
+
+    def build(owned: ColumnElement[bool]) -> Select[Any]:
+        return select(table).where(
+            owned, table.c.ENGINE == engine, table.c.COLUMN_NAME.in_(list(cols))
+        )
+
+    return build
+
+
+def _partition_stats_query(
+    tbl_id: int, engine: str, cols: Sequence[str]
+) -> Callable[[ColumnElement[bool]], Select[Any]]:
+    """The statement of ``fetch_in`` reading PART_COL_STATS rows of named partitions, with
+    each partition's name and write id."""
+
+    def build(named: ColumnElement[bool]) -> Select[Any]:
+        return (
+            select(_PCS, _P.c.PART_NAME.label("P_NAME"), _P.c.WRITE_ID.label("P_WRITE_ID"))
+            .select_from(_PCS.join(_P, _P.c.PART_ID == _PCS.c.PART_ID))
+            .where(
+                _P.c.TBL_ID == tbl_id,
+                named,
+                _PCS.c.ENGINE == engine,
+                _PCS.c.COLUMN_NAME.in_(list(cols)),
+            )
+        )
+
+    return build
+
+
+class ColumnStatsReads(SqlPart):
     """Column statistics of tables and partitions: the settings, lookups and reads
     (the rules: hms_cache_proxy/store/colstats/)."""
 
@@ -54,7 +87,7 @@ class StatsReadsMixin(PartitionsMixin):
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _stats_table_row(
+    def stats_table_row(
         self, conn: Connection, cat: str, db: str, tbl: str, *, lock: bool = False
     ) -> Any:
         """TBL_ID, WRITE_ID of a table, or Hive's ensureGetMTable NoSuchObjectException."""
@@ -71,12 +104,12 @@ class StatsReadsMixin(PartitionsMixin):
             raise _missing_table(cat, db, tbl)
         return row
 
-    def _table_params(self, conn: Connection, tbl_id: int) -> dict[str, str]:
+    def table_params(self, conn: Connection, tbl_id: int) -> dict[str, str]:
         p = schema.TABLE_PARAMS.c
         rows = conn.execute(select(p.PARAM_KEY, p.PARAM_VALUE).where(p.TBL_ID == tbl_id))
         return {r[0]: r[1] if r[1] is not None else "" for r in rows}
 
-    def _partition_rows(
+    def partition_rows(
         self, conn: Connection, tbl_id: int, names: Sequence[str], *, lock: bool = False
     ) -> dict[str, Any]:
         """PART_ID, PART_NAME, WRITE_ID of the named partitions, by name."""
@@ -90,7 +123,7 @@ class StatsReadsMixin(PartitionsMixin):
         rows = fetch_in(conn, _P.c.PART_NAME, sorted(set(names)), build)
         return {r.PART_NAME: r for r in rows}
 
-    def _partition_params(
+    def partition_params(
         self, conn: Connection, part_ids: Sequence[int]
     ) -> dict[int, dict[str, str]]:
         p = schema.PARTITION_PARAMS.c
@@ -138,17 +171,17 @@ class StatsReadsMixin(PartitionsMixin):
         flags = self.fetch_flags(bit_vectors, histograms)
         cols = list(dict.fromkeys(col_names or []))
         with self.db.read() as conn:
-            row = self._stats_table_row(conn, cat, db, tbl)
+            row = self.stats_table_row(conn, cat, db, tbl)
             if not cols:
                 return None
-            found = self._existing(
+            found = self.stored_rows(
                 conn, _TCS, "TBL_ID", [row.TBL_ID], engine or DEFAULT_ENGINE, cols
             )
             if not found:
                 return None
             compliant = None
             if valid_write_id_list is not None:
-                params = self._table_params(conn, row.TBL_ID)
+                params = self.table_params(conn, row.TBL_ID)
                 compliant = not is_transactional(params) or (
                     self.txn_stats_enabled
                     and stats_valid_for_query(params, row.WRITE_ID, valid_write_id_list, False)
@@ -176,7 +209,7 @@ class StatsReadsMixin(PartitionsMixin):
         """
         flags = self.fetch_flags(bit_vectors, histograms)
         with self.db.read() as conn:
-            row = self._stats_table_row(conn, cat, db, tbl)
+            row = self.stats_table_row(conn, cat, db, tbl)
             grouped, part_rows = self._partition_stat_rows(
                 conn, row.TBL_ID, part_names, col_names, engine or DEFAULT_ENGINE
             )
@@ -185,7 +218,7 @@ class StatsReadsMixin(PartitionsMixin):
                 if not self.txn_stats_enabled:
                     compliance = {n: False for n in grouped}
                 else:
-                    params = self._partition_params(conn, [part_rows[n].PART_ID for n in grouped])
+                    params = self.partition_params(conn, [part_rows[n].PART_ID for n in grouped])
                     compliance = {
                         n: stats_valid_for_query(
                             params.get(part_rows[n].PART_ID, {}),
@@ -224,6 +257,26 @@ class StatsReadsMixin(PartitionsMixin):
             )
         )
 
+    def stored_rows(
+        self,
+        conn: Connection,
+        table: Any,
+        owner_col: str,
+        owner_ids: Sequence[int],
+        engine: str,
+        col_names: Sequence[str],
+    ) -> dict[tuple[int, str], Any]:
+        """Stored rows of these owners, engine and columns, by (owner id, column)."""
+        if not owner_ids or not col_names:
+            return {}
+        owner = table.c[owner_col]
+        out: dict[tuple[int, str], Any] = {}
+        for cols in chunks(sorted(set(col_names))):
+            rows = fetch_in(conn, owner, owner_ids, _stats_rows_query(table, engine, cols))
+            for r in rows:
+                out.setdefault((r._mapping[owner_col], r.COLUMN_NAME), r)
+        return out
+
     def _partition_stat_rows(
         self,
         conn: Connection,
@@ -242,21 +295,7 @@ class StatsReadsMixin(PartitionsMixin):
         for col_chunk in chunks(cols):
             rows.extend(
                 fetch_in(
-                    conn,
-                    _P.c.PART_NAME,
-                    names,
-                    lambda cond, cc=col_chunk: (
-                        select(
-                            _PCS, _P.c.PART_NAME.label("P_NAME"), _P.c.WRITE_ID.label("P_WRITE_ID")
-                        )
-                        .select_from(_PCS.join(_P, _P.c.PART_ID == _PCS.c.PART_ID))
-                        .where(
-                            _P.c.TBL_ID == tbl_id,
-                            cond,
-                            _PCS.c.ENGINE == engine,
-                            _PCS.c.COLUMN_NAME.in_(list(cc)),
-                        )
-                    ),
+                    conn, _P.c.PART_NAME, names, _partition_stats_query(tbl_id, engine, col_chunk)
                 )
             )
         grouped = group(rows, lambda r: r.P_NAME)
@@ -282,15 +321,15 @@ class StatsReadsMixin(PartitionsMixin):
         names = list(dict.fromkeys(part_names or []))
         cols = list(dict.fromkeys(col_names or []))
         with self.db.read() as conn:
-            row = self._stats_table_row(conn, cat, db, tbl)
+            row = self.stats_table_row(conn, cat, db, tbl)
             if not names or not cols:
                 return hms.AggrStats(colStats=[], partsFound=0)
             if valid_write_id_list is not None:
-                params = self._table_params(conn, row.TBL_ID)
+                params = self.table_params(conn, row.TBL_ID)
                 if is_transactional(params) and not self.txn_stats_enabled:
                     return hms.AggrStats(colStats=[], partsFound=0)
-                parts = self._partition_rows(conn, row.TBL_ID, names)
-                pparams = self._partition_params(conn, [p.PART_ID for p in parts.values()])
+                parts = self.partition_rows(conn, row.TBL_ID, names)
+                pparams = self.partition_params(conn, [p.PART_ID for p in parts.values()])
                 for p in parts.values():
                     if not stats_valid_for_query(
                         pparams.get(p.PART_ID, {}), p.WRITE_ID, valid_write_id_list, False

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import partnames
@@ -35,13 +35,21 @@ from hms_cache_proxy.store.colstats.stats_rows import (
 )
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
-from hms_cache_proxy.store.db.batch import chunks, fetch_in
+from hms_cache_proxy.store.db.batch import chunks
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.partitions import ResolvedTable
-from hms_cache_proxy.store.sql.sql_base import TxnWrite, is_transactional, now, table_ref
-from hms_cache_proxy.store.sql.stats_reads import StatsReadsMixin
+from hms_cache_proxy.store.sql.partitions import Partitions, ResolvedTable
+from hms_cache_proxy.store.sql.sql_base import (
+    SqlPart,
+    SqlShared,
+    TxnWrite,
+    is_transactional,
+    now,
+    table_ref,
+)
+from hms_cache_proxy.store.sql.stats_reads import ColumnStatsReads
+from hms_cache_proxy.store.sql.tables import Tables
 
 _TCS, _PCS, _P, _T = schema.TAB_COL_STATS, schema.PART_COL_STATS, schema.PARTITIONS, schema.TBLS
 
@@ -60,7 +68,7 @@ class _Target:
     def __init__(
         self,
         owner_id: int,
-        name: str | None,
+        name: str,
         objs: list[hms.ColumnStatisticsObj],
         params: dict[str, str],
         write_id: int | None,
@@ -68,6 +76,7 @@ class _Target:
     ) -> None:
         self.owner_id = owner_id
         self.name = name
+        """The partition's name (for a table's statistics, the table's)."""
         self.objs = objs
         self.params = params
         self.write_id = write_id
@@ -76,8 +85,17 @@ class _Target:
         """Columns whose stored bit vector and histogram no longer apply (merged)."""
 
 
-class StatsMixin(StatsReadsMixin):
-    """Column statistics of tables and partitions: the writes (reads in StatsReadsMixin)."""
+class ColumnStatsWrites(SqlPart):
+    """Column statistics of tables and partitions: the writes, with their flags and events
+    (the reads and lookups are ``reads``'s)."""
+
+    def __init__(
+        self, shared: SqlShared, reads: ColumnStatsReads, partitions: Partitions, tables: Tables
+    ) -> None:
+        super().__init__(shared)
+        self.reads = reads
+        self.partitions = partitions
+        self.tables = tables
 
     @writes_events
     def update_table_column_statistics(
@@ -106,14 +124,14 @@ class StatsMixin(StatsReadsMixin):
         analyzed = _analyzed(stats)
 
         def run(conn: Connection) -> None:
-            row = self._stats_table_row(conn, cat, db, tbl, lock=True)
-            table = self._load_table_by_id(conn, row.TBL_ID)
+            row = self.reads.stats_table_row(conn, cat, db, tbl, lock=True)
+            table = self.tables.load_table_by_id(conn, row.TBL_ID)
             params = dict(table.parameters or {})
             tw = self._txn_write(conn, db, tbl, params, write_id, valid_write_id_list)
             snapshot = tw.valid_write_ids
             _validate_table_cols(table, [o.colName for o in objs])
-            target = _Target(row.TBL_ID, None, objs, params, row.WRITE_ID, analyzed)
-            old = self._existing(
+            target = _Target(row.TBL_ID, tbl, objs, params, row.WRITE_ID, analyzed)
+            old = self.reads.stored_rows(
                 conn, _TCS, "TBL_ID", [row.TBL_ID], engine, [o.colName for o in objs]
             )
             if merge:
@@ -124,7 +142,7 @@ class StatsMixin(StatsReadsMixin):
                     and old_objs
                     and snapshot is not None
                     and not (
-                        self.txn_stats_enabled
+                        self.reads.txn_stats_enabled
                         and stats_valid_for_query(params, row.WRITE_ID, snapshot, False)
                     )
                 ):
@@ -138,7 +156,7 @@ class StatsMixin(StatsReadsMixin):
             set_column_stats_state(new_params, names)
             new_write_id = None
             if is_transactional(params):
-                if not self.txn_stats_enabled:
+                if not self.reads.txn_stats_enabled:
                     new_params.pop(COLUMN_STATS_ACCURATE, None)
                 else:
                     error = verify_stats_change(
@@ -158,8 +176,8 @@ class StatsMixin(StatsReadsMixin):
                 conn.execute(
                     update(_T).where(_T.c.TBL_ID == row.TBL_ID).values(WRITE_ID=new_write_id)
                 )
-            stored = self._load_table_by_id(conn, row.TBL_ID)
-            rows = self._existing(conn, _TCS, "TBL_ID", [row.TBL_ID], engine, names)
+            stored = self.tables.load_table_by_id(conn, row.TBL_ID)
+            rows = self.reads.stored_rows(conn, _TCS, "TBL_ID", [row.TBL_ID], engine, names)
             desc = hms.ColumnStatisticsDesc(isTblLevel=True, dbName=db, tableName=tbl, catName=cat)
             written = _stored_statistics(desc, rows, row.TBL_ID, names, engine)
             body = self.messages.update_table_column_stats(
@@ -183,7 +201,7 @@ class StatsMixin(StatsReadsMixin):
         _set_param(conn, schema.TABLE_PARAMS, "TBL_ID", table.id, table.parameters or {}, params)
         if tw.write_id is not None:
             conn.execute(update(_T).where(_T.c.TBL_ID == table.id).values(WRITE_ID=tw.write_id))
-        stored = self._load_table_by_id(conn, table.id)
+        stored = self.tables.load_table_by_id(conn, table.id)
         body = self.messages.alter_table(
             table,
             stored,
@@ -225,22 +243,22 @@ class StatsMixin(StatsReadsMixin):
 
         def run(conn: Connection) -> None:
             try:
-                tk = self._resolve_table(conn, cat, db, tbl, lock=True)
+                tk = self.partitions.resolve_table(conn, cat, db, tbl, lock=True)
             except hms.NoSuchObjectException:
                 raise hms.InvalidObjectException(
                     message=f"{table_ref(cat, db, tbl)} table not found"
                 ) from None
-            table = self._load_table_by_id(conn, tk.tbl_id)
+            table = self.tables.load_table_by_id(conn, tk.tbl_id)
             tw = self._txn_write(conn, db, tbl, table.parameters, write_id, valid_write_id_list)
             snapshot = tw.valid_write_ids
-            parts = self._partition_rows(conn, tk.tbl_id, list(by_part), lock=True)
+            parts = self.reads.partition_rows(conn, tk.tbl_id, list(by_part), lock=True)
             missing = [n for n in by_part if n not in parts]
             if missing:
                 raise hms.NoSuchObjectException(
                     message=f"Partition {missing[0]} for which stats is gathered doesn't exist."
                 )
             part_ids = [parts[n].PART_ID for n in by_part]
-            params = self._partition_params(conn, part_ids)
+            params = self.reads.partition_params(conn, part_ids)
             engines = {n: cs.engine or DEFAULT_ENGINE for n, cs in by_part.items()}
             all_cols = sorted({o.colName for cs in by_part.values() for o in cs.statsObj or []})
             old: dict[tuple[int, str, str], Any] = {}
@@ -249,7 +267,7 @@ class StatsMixin(StatsReadsMixin):
                 old.update(
                     {
                         (pid, col, engine): r
-                        for (pid, col), r in self._existing(
+                        for (pid, col), r in self.reads.stored_rows(
                             conn, _PCS, "PART_ID", ids_for, engine, all_cols
                         ).items()
                     }
@@ -278,7 +296,7 @@ class StatsMixin(StatsReadsMixin):
                         old_objs
                         and snapshot is not None
                         and not (
-                            self.txn_stats_enabled
+                            self.reads.txn_stats_enabled
                             and stats_valid_for_query(target.params, prow.WRITE_ID, snapshot, False)
                         )
                     ):
@@ -307,12 +325,12 @@ class StatsMixin(StatsReadsMixin):
             values = {t.name: partnames.values_from_name(t.name, tk.key_names) for t in targets}
             stored = {
                 tuple(p.values): p
-                for p in self._load_partitions(conn, tk, [t.owner_id for t in targets])
+                for p in self.partitions.load_partitions(conn, tk, [t.owner_id for t in targets])
             }
             rows: dict[tuple[int, str], Any] = {}
             for engine in sorted({engines[t.name] for t in targets}):
                 rows.update(
-                    self._existing(
+                    self.reads.stored_rows(
                         conn,
                         _PCS,
                         "PART_ID",
@@ -375,7 +393,7 @@ class StatsMixin(StatsReadsMixin):
                     if error is not None:
                         raise hms.MetaException(message=error)
                 if acid and not (
-                    self.txn_stats_enabled
+                    self.reads.txn_stats_enabled
                     and stats_valid_for_query(
                         {COLUMN_STATS_ACCURATE: old_flag}, t.write_id, valid_write_id_list, True
                     )
@@ -422,7 +440,7 @@ class StatsMixin(StatsReadsMixin):
         if not targets:
             return []
         ids = [t.owner_id for t in targets]
-        found = {tuple(p.values): p for p in self._load_partitions(conn, tk, ids)}
+        found = {tuple(p.values): p for p in self.partitions.load_partitions(conn, tk, ids)}
         pp = schema.PARTITION_PARAMS
         for part in chunks(ids):
             conn.execute(
@@ -431,7 +449,7 @@ class StatsMixin(StatsReadsMixin):
             if tw.write_id is not None:
                 conn.execute(update(_P).where(_P.c.PART_ID.in_(part)).values(WRITE_ID=tw.write_id))
         events = []
-        for new in self._load_partitions(conn, tk, ids):
+        for new in self.partitions.load_partitions(conn, tk, ids):
             body = self.messages.alter_partition(
                 table,
                 found[tuple(new.values)],
@@ -441,33 +459,6 @@ class StatsMixin(StatsReadsMixin):
             )
             events.append(NewEvent(msg.ALTER_PARTITION, body, tk.cat, tk.db, tk.name))
         return events
-
-    def _existing(
-        self,
-        conn: Connection,
-        table: Any,
-        owner_col: str,
-        owner_ids: Sequence[int],
-        engine: str,
-        col_names: Sequence[str],
-    ) -> dict[tuple[int, str], Any]:
-        """Stored rows of these owners, engine and columns, by (owner id, column)."""
-        if not owner_ids or not col_names:
-            return {}
-        owner = table.c[owner_col]
-        out: dict[tuple[int, str], Any] = {}
-        for cols in chunks(sorted(set(col_names))):
-            rows = fetch_in(
-                conn,
-                owner,
-                owner_ids,
-                lambda cond, cols=cols: select(table).where(
-                    cond, table.c.ENGINE == engine, table.c.COLUMN_NAME.in_(list(cols))
-                ),
-            )
-            for r in rows:
-                out.setdefault((r._mapping[owner_col], r.COLUMN_NAME), r)
-        return out
 
     def _write_rows(
         self,
@@ -548,13 +539,13 @@ class StatsMixin(StatsReadsMixin):
 
         def run(conn: Connection) -> None:
             try:
-                row = self._stats_table_row(conn, cat, db, tbl, lock=True)
+                row = self.reads.stats_table_row(conn, cat, db, tbl, lock=True)
             except hms.NoSuchObjectException:
                 raise hms.NoSuchObjectException(
                     message=f"Table {table_ref(cat, db, tbl)}  for which stats deletion is "
                     "requested doesn't exist"
                 ) from None
-            if is_transactional(self._table_params(conn, row.TBL_ID)):
+            if is_transactional(self.reads.table_params(conn, row.TBL_ID)):
                 raise hms.MetaException(
                     message="Cannot delete stats via this API for a transactional table"
                 )
@@ -587,19 +578,19 @@ class StatsMixin(StatsReadsMixin):
 
         def run(conn: Connection) -> None:
             try:
-                tk = self._resolve_table(conn, cat, db, tbl, lock=True)
+                tk = self.partitions.resolve_table(conn, cat, db, tbl, lock=True)
             except hms.NoSuchObjectException:
                 raise hms.InvalidObjectException(message=f"{db}.{tbl} table not found") from None
             try:
                 values = partnames.values_from_name(part_name, tk.key_names)
             except partnames.PartitionNameError as exc:
                 raise hms.InvalidObjectException(message=str(exc).split(" (name")[0]) from None
-            if is_transactional(self._table_params(conn, tk.tbl_id)):
+            if is_transactional(self.reads.table_params(conn, tk.tbl_id)):
                 raise hms.MetaException(
                     message="Cannot delete stats via this API for a transactional table"
                 )
             name = partnames.make_part_name(tk.key_names, values)
-            prow = self._partition_rows(conn, tk.tbl_id, [name]).get(name)
+            prow = self.reads.partition_rows(conn, tk.tbl_id, [name]).get(name)
             if prow is None:
                 raise hms.NoSuchObjectException(
                     message=f"Partition {part_name} for which stats deletion is requested "

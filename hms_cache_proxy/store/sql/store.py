@@ -1,32 +1,239 @@
-"""SqlStore: the database path, one mixin per object family over one Database."""
+"""SqlStore: the database path, one object per family (databases, tables, partitions, ...)
+over one set of collaborators, put together here and exposed as the store contract."""
 
 from __future__ import annotations
 
-from hms_cache_proxy.store.sql.databases import DatabasesMixin
-from hms_cache_proxy.store.sql.functions import FunctionsMixin
-from hms_cache_proxy.store.sql.notifications import NotificationsMixin
-from hms_cache_proxy.store.sql.partition_events import PartitionEventsMixin
-from hms_cache_proxy.store.sql.partitions import PartitionsMixin
-from hms_cache_proxy.store.sql.privileges import PrivilegesMixin
-from hms_cache_proxy.store.sql.roles import RolesMixin
-from hms_cache_proxy.store.sql.runtime_stats import RuntimeStatsMixin
-from hms_cache_proxy.store.sql.scheduled_queries import ScheduledQueriesMixin
-from hms_cache_proxy.store.sql.stats_writes import StatsMixin
-from hms_cache_proxy.store.sql.write_notes import WriteNotesMixin
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from hms_cache_proxy.store import api
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.forwarding import Forwarded
+from hms_cache_proxy.store.sql import encoded_reads
+from hms_cache_proxy.store.sql.constraints import Constraints
+from hms_cache_proxy.store.sql.databases import Databases
+from hms_cache_proxy.store.sql.functions import Functions
+from hms_cache_proxy.store.sql.notifications import Notifications
+from hms_cache_proxy.store.sql.partition_events import PartitionEvents
+from hms_cache_proxy.store.sql.partitions import Partitions
+from hms_cache_proxy.store.sql.privileges import Privileges
+from hms_cache_proxy.store.sql.roles import Roles
+from hms_cache_proxy.store.sql.runtime_stats import RuntimeStats
+from hms_cache_proxy.store.sql.scheduled_queries import ScheduledQueries
+from hms_cache_proxy.store.sql.sql_base import SqlPart, SqlShared
+from hms_cache_proxy.store.sql.stats_reads import ColumnStatsReads
+from hms_cache_proxy.store.sql.stats_writes import ColumnStatsWrites
+from hms_cache_proxy.store.sql.tables import Tables
+from hms_cache_proxy.store.sql.write_notes import WriteNotes
+from hms_cache_proxy.store.txn.txn_service import TxnConfig
+from hms_cache_proxy.thrift_bytes import Encoded
 
 
-class SqlStore(
-    DatabasesMixin,
-    StatsMixin,
-    FunctionsMixin,
-    NotificationsMixin,
-    WriteNotesMixin,
-    RolesMixin,
-    PrivilegesMixin,
-    PartitionEventsMixin,
-    ScheduledQueriesMixin,
-    RuntimeStatsMixin,
-    PartitionsMixin,  # after its subclasses (StatsMixin, NotificationsMixin): a consistent MRO
-):
+class SqlStore:
     """Every store call answered from the metastore database (its transaction service is
-    ``txn``, made by SqlStoreBase)."""
+    ``txn``). Each call of the contract goes to the one family that defines it."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        warehouse_uri: str,
+        txn_config: TxnConfig | None = None,
+        message_format: str = "gzip(json-2.0)",
+        id_block_size: int = 100,
+        notification_max_events: int = 10_000,
+        server_uri: str = "",
+    ) -> None:
+        shared = SqlShared(
+            db,
+            warehouse_uri=warehouse_uri,
+            txn_config=txn_config,
+            message_format=message_format,
+            id_block_size=id_block_size,
+            notification_max_events=notification_max_events,
+            server_uri=server_uri,
+        )
+        self.db = shared.db
+        self.ids = shared.ids
+        self.events = shared.events
+        self.messages = shared.messages
+        self.warehouse_uri = shared.warehouse_uri
+        self.txn = shared.txn
+        self.databases = Databases(shared)
+        self.constraints = Constraints(shared)
+        self.tables = Tables(shared, self.constraints)
+        self.partitions = Partitions(shared, self.tables)
+        self.stats_reads = ColumnStatsReads(shared)
+        self.stats_writes = ColumnStatsWrites(
+            shared, self.stats_reads, self.partitions, self.tables
+        )
+        self.functions = Functions(shared)
+        self.notifications = Notifications(shared, self.partitions, self.tables)
+        self.write_notes = WriteNotes(shared, self.partitions, self.tables)
+        self.roles = Roles(shared)
+        self.privileges = Privileges(shared)
+        self.partition_events = PartitionEvents(shared)
+        self.scheduled_queries = ScheduledQueries(shared)
+        self.runtime_stats = RuntimeStats(shared)
+        self._methods = _bind(self.parts(), _forwarded_names(type(self)))
+
+    def parts(self) -> list[SqlPart]:
+        """The families, in the order they are made (a family is made after those it uses)."""
+        return [value for value in vars(self).values() if isinstance(value, SqlPart)]
+
+    def _forward(self, name: str) -> Callable[..., Any]:
+        return self._methods[name]
+
+    # -- the statistics settings and flags (the caching store answers statistics reads too) --
+
+    @property
+    def txn_stats_enabled(self) -> bool:
+        return self.stats_reads.txn_stats_enabled
+
+    @property
+    def stats_ndv_tuner(self) -> float:
+        return self.stats_reads.stats_ndv_tuner
+
+    @property
+    def stats_ndv_density_function(self) -> bool:
+        return self.stats_reads.stats_ndv_density_function
+
+    def fetch_flags(
+        self, bit_vectors: bool | None = None, histograms: bool | None = None
+    ) -> dict[str, bool]:
+        return self.stats_reads.fetch_flags(bit_vectors, histograms)
+
+    def all_partitions_encoded(self, cat: str, db: str, tbl: str) -> Encoded:
+        """get_partitions of a whole table as bytes built from the rows (encoded_reads.py)."""
+        return encoded_reads.all_partitions_encoded(self.db, self.partitions, cat, db, tbl)
+
+    # -- self.databases: catalogs and databases
+    create_catalog = Forwarded(api.Metadata.create_catalog)
+    alter_catalog = Forwarded(api.Metadata.alter_catalog)
+    drop_catalog = Forwarded(api.Metadata.drop_catalog)
+    get_catalog = Forwarded(api.Metadata.get_catalog)
+    get_catalogs = Forwarded(api.Metadata.get_catalogs)
+    create_database = Forwarded(api.Metadata.create_database)
+    alter_database = Forwarded(api.Metadata.alter_database)
+    drop_database = Forwarded(api.Metadata.drop_database)
+    get_database = Forwarded(api.Metadata.get_database)
+    get_databases = Forwarded(api.Metadata.get_databases)
+    database_locations = Forwarded(api.Metadata.database_locations)
+
+    # -- self.constraints: constraints
+    get_table_constraints = Forwarded(api.Metadata.get_table_constraints)
+    get_foreign_keys = Forwarded(api.Metadata.get_foreign_keys)
+    add_constraints = Forwarded(api.Metadata.add_constraints)
+    drop_constraint = Forwarded(api.Metadata.drop_constraint)
+
+    # -- self.tables: tables
+    create_table = Forwarded(api.Metadata.create_table)
+    alter_table = Forwarded(api.Metadata.alter_table)
+    drop_table = Forwarded(api.Metadata.drop_table)
+    table_exists = Forwarded(api.Metadata.table_exists)
+    get_tables_by_names = Forwarded(api.Metadata.get_tables_by_names)
+    get_table_names = Forwarded(api.Metadata.get_table_names)
+    get_table_meta = Forwarded(api.Metadata.get_table_meta)
+    tables_using_locations = Forwarded(api.Metadata.tables_using_locations)
+    get_table = Forwarded(api.DatabaseTableReads.get_table)
+
+    # -- self.partitions: partitions (and truncate_table, which clears them)
+    truncate_table = Forwarded(api.Metadata.truncate_table)
+    add_partitions = Forwarded(api.Metadata.add_partitions)
+    alter_partitions = Forwarded(api.Metadata.alter_partitions)
+    rename_partition = Forwarded(api.Metadata.rename_partition)
+    drop_partitions = Forwarded(api.Metadata.drop_partitions)
+    get_partition = Forwarded(api.DatabaseTableReads.get_partition)
+    get_partition_by_name = Forwarded(api.DatabaseTableReads.get_partition_by_name)
+    get_partitions = Forwarded(api.DatabaseTableReads.get_partitions)
+    get_partitions_by_names = Forwarded(api.DatabaseTableReads.get_partitions_by_names)
+    get_partitions_by_filter = Forwarded(api.DatabaseTableReads.get_partitions_by_filter)
+    get_partitions_ps = Forwarded(api.DatabaseTableReads.get_partitions_ps)
+    count_partitions_by_filter = Forwarded(api.DatabaseTableReads.count_partitions_by_filter)
+    get_partition_names = Forwarded(api.DatabaseTableReads.get_partition_names)
+    get_partition_names_by_filter = Forwarded(api.DatabaseTableReads.get_partition_names_by_filter)
+    get_partition_names_ps = Forwarded(api.DatabaseTableReads.get_partition_names_ps)
+    partition_values = Forwarded(api.DatabaseTableReads.partition_values)
+    partition_count = Forwarded(api.DatabaseTableReads.partition_count)
+
+    # -- self.stats_reads: column statistics: reads
+    get_table_column_statistics = Forwarded(api.Metadata.get_table_column_statistics)
+    partition_column_statistics = Forwarded(api.Metadata.partition_column_statistics)
+    get_partition_column_statistics = Forwarded(api.Metadata.get_partition_column_statistics)
+    get_aggr_stats_for = Forwarded(api.Metadata.get_aggr_stats_for)
+
+    # -- self.stats_writes: column statistics: writes
+    update_table_column_statistics = Forwarded(api.Metadata.update_table_column_statistics)
+    update_partition_column_statistics = Forwarded(api.Metadata.update_partition_column_statistics)
+    delete_table_column_statistics = Forwarded(api.Metadata.delete_table_column_statistics)
+    delete_partition_column_statistics = Forwarded(api.Metadata.delete_partition_column_statistics)
+
+    # -- self.functions: functions
+    create_function = Forwarded(api.Metadata.create_function)
+    alter_function = Forwarded(api.Metadata.alter_function)
+    drop_function = Forwarded(api.Metadata.drop_function)
+    get_function = Forwarded(api.Metadata.get_function)
+    get_functions = Forwarded(api.Metadata.get_functions)
+    get_all_functions = Forwarded(api.Metadata.get_all_functions)
+
+    # -- self.notifications: the notification log
+    current_notification_event_id = Forwarded(api.Events.current_notification_event_id)
+    next_notifications = Forwarded(api.Events.next_notifications)
+    notification_events_count = Forwarded(api.Events.notification_events_count)
+    metastore_db_uuid = Forwarded(api.Events.metastore_db_uuid)
+    fire_insert_events = Forwarded(api.Events.fire_insert_events)
+
+    # -- self.write_notes: write notifications
+    add_write_notifications = Forwarded(api.Events.add_write_notifications)
+    write_event_info = Forwarded(api.Events.write_event_info)
+
+    # -- self.roles: roles
+    create_role = Forwarded(api.Metadata.create_role)
+    drop_role = Forwarded(api.Metadata.drop_role)
+    get_role_names = Forwarded(api.Metadata.get_role_names)
+    grant_role = Forwarded(api.Metadata.grant_role)
+    revoke_role = Forwarded(api.Metadata.revoke_role)
+    list_roles = Forwarded(api.Metadata.list_roles)
+    get_principals_in_role = Forwarded(api.Metadata.get_principals_in_role)
+    get_role_grants_for_principal = Forwarded(api.Metadata.get_role_grants_for_principal)
+
+    # -- self.privileges: privileges
+    grant_privileges = Forwarded(api.Metadata.grant_privileges)
+    revoke_privileges = Forwarded(api.Metadata.revoke_privileges)
+    refresh_privileges = Forwarded(api.Metadata.refresh_privileges)
+    list_privileges = Forwarded(api.Metadata.list_privileges)
+    get_privilege_set = Forwarded(api.Metadata.get_privilege_set)
+    partition_privilege_sets = Forwarded(api.Metadata.partition_privilege_sets)
+
+    # -- self.partition_events: partition event marks
+    mark_partition_for_event = Forwarded(api.Events.mark_partition_for_event)
+    is_partition_marked_for_event = Forwarded(api.Events.is_partition_marked_for_event)
+
+    # -- self.scheduled_queries: scheduled queries
+    create_scheduled_query = Forwarded(api.Metadata.create_scheduled_query)
+    alter_scheduled_query = Forwarded(api.Metadata.alter_scheduled_query)
+    drop_scheduled_query = Forwarded(api.Metadata.drop_scheduled_query)
+    get_scheduled_query = Forwarded(api.Metadata.get_scheduled_query)
+    poll_scheduled_query = Forwarded(api.Metadata.poll_scheduled_query)
+    scheduled_query_progress = Forwarded(api.Metadata.scheduled_query_progress)
+
+    # -- self.runtime_stats: runtime statistics
+    add_runtime_stat = Forwarded(api.Metadata.add_runtime_stat)
+    get_runtime_stats = Forwarded(api.Metadata.get_runtime_stats)
+
+
+def _forwarded_names(cls: type) -> list[str]:
+    return [name for name, value in vars(cls).items() if isinstance(value, Forwarded)]
+
+
+def _bind(parts: Sequence[SqlPart], names: Iterable[str]) -> dict[str, Callable[..., Any]]:
+    """Each forwarded name -> the bound method of the one family that defines it (two
+    families defining a name would make the route depend on an order: refused)."""
+    methods: dict[str, Callable[..., Any]] = {}
+    for name in names:
+        owners = [part for part in parts if callable(getattr(type(part), name, None))]
+        if len(owners) != 1:
+            found = [type(part).__name__ for part in owners]
+            raise TypeError(f"SqlStore.{name}: defined by {found or 'no family'}, expected one")
+        methods[name] = getattr(owners[0], name)
+    return methods

@@ -30,10 +30,11 @@ from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import compile_pattern, filter_names
 from hms_cache_proxy.store.sql import privileges
-from hms_cache_proxy.store.sql.constraints import ConstraintsMixin
+from hms_cache_proxy.store.sql.constraints import Constraints
 from hms_cache_proxy.store.sql.details import load_details
 from hms_cache_proxy.store.sql.sql_base import (
-    SqlStoreBase,
+    SqlPart,
+    SqlShared,
     TxnWrite,
     is_transactional,
     principal_name,
@@ -92,12 +93,19 @@ TABLE_BY_NAME = table_select(
 TABLE_BY_ID = table_select(_T.c.TBL_ID == bindparam("tbl_id"))
 
 
-class TablesMixin(ConstraintsMixin, SqlStoreBase):
+class Tables(SqlPart):
+    """Tables: reads, create/alter/drop with their storage, grants and events (constraints
+    created with a table go through ``constraints``)."""
+
+    def __init__(self, shared: SqlShared, constraints: Constraints) -> None:
+        super().__init__(shared)
+        self.constraints = constraints
+
     # -- reads -----------------------------------------------------------------------------------
 
     def get_table(self, cat: str, db: str, name: str) -> hms.Table:
         with self.db.read() as conn:
-            tables = self._load_tables(conn, TABLE_BY_NAME, {"cat": cat, "db": db, "tbl": name})
+            tables = self.load_tables(conn, TABLE_BY_NAME, {"cat": cat, "db": db, "tbl": name})
         if not tables:
             raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, name)} table not found")
         return tables[0]
@@ -109,7 +117,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         with self.db.read() as conn:
             self._db_row(conn, cat, db)
             for part in chunks(wanted):
-                for t in self._load_tables(
+                for t in self.load_tables(
                     conn,
                     table_select(_D.c.CTLG_NAME == cat, _D.c.NAME == db, _T.c.TBL_NAME.in_(part)),
                 ):
@@ -201,7 +209,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
         )
         return conn.execute(stmt).first() is not None
 
-    def _load_tables(
+    def load_tables(
         self, conn: Connection, stmt: Any, params: dict[str, Any] | None = None
     ) -> list[hms.Table]:
         rows = conn.execute(stmt, params or {}).all()
@@ -225,8 +233,8 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             for r in rows
         ]
 
-    def _load_table_by_id(self, conn: Connection, tbl_id: int) -> hms.Table:
-        return self._load_tables(conn, TABLE_BY_ID, {"tbl_id": tbl_id})[0]
+    def load_table_by_id(self, conn: Connection, tbl_id: int) -> hms.Table:
+        return self.load_tables(conn, TABLE_BY_ID, {"tbl_id": tbl_id})[0]
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -260,8 +268,10 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             tbl_id = self._insert_table(conn, db_row.DB_ID, table, tw.write_id or 0)
             grants = privileges.owner_grant_rows(privileges.TABLE, tbl_id, table.privileges)
             privileges.insert_grants(conn, self.ids, privileges.TABLE, grants)
-            stored = self._load_table_by_id(conn, tbl_id)
-            extra = self._insert_constraints(conn, cat, constraints) if constraints else []
+            stored = self.load_table_by_id(conn, tbl_id)
+            extra = (
+                self.constraints.insert_constraints(conn, cat, constraints) if constraints else []
+            )
             self._emit(
                 conn,
                 [
@@ -378,7 +388,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
     ) -> tuple[hms.Table, hms.Table]:
         """``alter_table`` inside the caller's write transaction ``conn``."""
         row = self._table_row(conn, cat, db, name, lock=True)
-        before = self._load_table_by_id(conn, row.TBL_ID)
+        before = self.load_table_by_id(conn, row.TBL_ID)
         after = new_table
         if prepare is not None:
             after = prepare(conn, before, new_table) or new_table
@@ -403,7 +413,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             moved |= self._relocate_partitions(conn, row.TBL_ID, old_location, new_location)
         if renamed:
             self._rename_stats(conn, row.TBL_ID, cat, after.dbName, after.tableName)
-        stored = self._load_table_by_id(conn, row.TBL_ID)
+        stored = self.load_table_by_id(conn, row.TBL_ID)
         partitions_changed = bool(before.partitionKeys) and (
             renamed or moved or is_truncate or (cascade and columns_changed)
         )
@@ -574,7 +584,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
 
         def run(conn: Connection) -> tuple[hms.Table, list[str]]:
             row = self._table_row(conn, cat, db, name, lock=True)
-            table = self._load_table_by_id(conn, row.TBL_ID)
+            table = self.load_table_by_id(conn, row.TBL_ID)
             if check is not None:
                 check(table)
             locations = self._delete_table_rows(conn, row.TBL_ID, row.SD_ID)
@@ -593,7 +603,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             .where(p.TBL_ID == tbl_id)
         ).all()
         locations = [r.LOCATION for r in part_rows if r.LOCATION]
-        self._delete_partition_rows(
+        self.delete_partition_rows(
             conn, [r.PART_ID for r in part_rows], [r.SD_ID for r in part_rows]
         )
         for table, col in (
@@ -615,7 +625,7 @@ class TablesMixin(ConstraintsMixin, SqlStoreBase):
             delete_storage_descriptors(conn, [sd_id])
         return locations
 
-    def _delete_partition_rows(
+    def delete_partition_rows(
         self, conn: Connection, part_ids: Sequence[int], sd_ids: Sequence[int | None]
     ) -> None:
         """Delete partitions and everything that hangs off them (shared with partitions.py)."""

@@ -22,8 +22,9 @@ from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events import tjson
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.partitions import PartitionsMixin
-from hms_cache_proxy.store.sql.sql_base import java_list, now, table_ref
+from hms_cache_proxy.store.sql.partitions import Partitions
+from hms_cache_proxy.store.sql.sql_base import SqlPart, SqlShared, java_list, now, table_ref
+from hms_cache_proxy.store.sql.tables import Tables
 
 _W = schema.TXN_WRITE_NOTIFICATION_LOG
 
@@ -42,7 +43,14 @@ def encoded_files(info: hms.InsertEventRequestData) -> list[str]:
     return out
 
 
-class WriteNotesMixin(PartitionsMixin):
+class WriteNotes(SqlPart):
+    """Write notifications of transactions (TXN_WRITE_NOTIFICATION_LOG and ACID_WRITE_EVENT)."""
+
+    def __init__(self, shared: SqlShared, partitions: Partitions, tables: Tables) -> None:
+        super().__init__(shared)
+        self.partitions = partitions
+        self.tables = tables
+
     @writes_events
     def add_write_notifications(
         self, cat: str, db: str, tbl: str, requests: Sequence[hms.WriteNotificationLogRequest]
@@ -51,7 +59,7 @@ class WriteNotesMixin(PartitionsMixin):
 
         def run(conn: Connection) -> None:
             row = self._table_row(conn, cat, db, tbl)
-            table = self._load_table_by_id(conn, row.TBL_ID)
+            table = self.tables.load_table_by_id(conn, row.TBL_ID)
             events = [self._note_write(conn, cat, table, r) for r in requests]
             self._emit(conn, events)
 
@@ -71,9 +79,9 @@ class WriteNotesMixin(PartitionsMixin):
             )
         part_name, partition = "", None
         if req.partitionVals:
-            tk = self._resolve_table(conn, cat, db, tbl)
-            part_name = self._name_for(tk, req.partitionVals)
-            found = self._by_names(conn, tk, [part_name])
+            tk = self.partitions.resolve_table(conn, cat, db, tbl)
+            part_name = self.partitions.name_for(tk, req.partitionVals)
+            found = self.partitions.load_by_names(conn, tk, [part_name])
             if not found:
                 raise hms.MetaException(
                     message=f"partition values={java_list(req.partitionVals)} of "

@@ -40,7 +40,7 @@ from sqlalchemy import (
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
-from hms_cache_proxy.store.txn.txn_base import TxnServiceBase
+from hms_cache_proxy.store.txn.txn_base import TxnPart
 
 _CQ, _CC = schema.COMPACTION_QUEUE, schema.COMPLETED_COMPACTIONS
 
@@ -176,7 +176,7 @@ def info_struct(row: Any, prefix: str = "CQ_") -> hms.CompactionInfoStruct:
     )
 
 
-class CompactionMixin(TxnServiceBase):
+class Compaction(TxnPart):
     """compact, show_compact, abort_compactions, the worker-side calls and the latest
     committed compaction."""
 
@@ -381,7 +381,7 @@ class CompactionMixin(TxnServiceBase):
                         cq_id
                     ].message = f"Error while aborting compaction as compaction is in state-{state}"
                     continue
-                moved = self._move_to_history(
+                moved = self.move_to_history(
                     conn, cq_id, ABORTED_STATE, "Compaction Aborted by Abort Comapction request."
                 )
                 if moved:
@@ -391,7 +391,7 @@ class CompactionMixin(TxnServiceBase):
 
         return hms.AbortCompactResponse(abortedcompacts=self.db.transaction(run))
 
-    def _move_to_history(
+    def move_to_history(
         self,
         conn: Connection,
         cq_id: int,

@@ -19,17 +19,21 @@ from hms_cache_proxy.store.txn.compaction import (
     SUCCEEDED,
     TYPE_CODES,
     WORKING,
-    CompactionMixin,
+    Compaction,
     info_struct,
 )
-from hms_cache_proxy.store.txn.txn_base import ABORTED, OP_COMPACT
+from hms_cache_proxy.store.txn.txn_base import ABORTED, OP_COMPACT, TxnPart, TxnShared
 
 _CQ, _CC = schema.COMPACTION_QUEUE, schema.COMPLETED_COMPACTIONS
 
 
-class CompactionWorkerMixin(CompactionMixin):
+class CompactionWorker(TxnPart):
     """find_next_compact, update_compactor_state, set_hadoop_jobid, mark_*, and the columns
     with statistics."""
+
+    def __init__(self, shared: TxnShared, compaction: Compaction) -> None:
+        super().__init__(shared)
+        self.compaction = compaction
 
     def find_next_compact(
         self, worker_id: str | None, worker_version: str | None, pool: str | None
@@ -124,7 +128,7 @@ class CompactionWorkerMixin(CompactionMixin):
             row = conn.execute(select(_CQ).where(_CQ.c.CQ_ID == ci.id)).first()
             if row is None:
                 raise hms.MetaException(message=f"No compaction with id {ci.id} in the queue")
-            self._move_to_history(conn, int(ci.id), SUCCEEDED, keep_error=True)
+            self.compaction.move_to_history(conn, int(ci.id), SUCCEEDED, keep_error=True)
             high = row.CQ_HIGHEST_WRITE_ID
             if high is None:
                 high = ci.highestWriteId
@@ -158,7 +162,7 @@ class CompactionWorkerMixin(CompactionMixin):
         is an error."""
 
         def run(conn: Connection) -> None:
-            if self._move_to_history(conn, int(ci.id or 0), state, ci.errorMessage, True):
+            if self.compaction.move_to_history(conn, int(ci.id or 0), state, ci.errorMessage, True):
                 return
             if ci.id:
                 raise hms.MetaException(

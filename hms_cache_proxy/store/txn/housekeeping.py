@@ -97,7 +97,7 @@ def perform_timeouts(service: TxnService) -> HousekeepingResult:
         ).all()
         types = {int(r[0]): txn_type_of(r[1]) for r in rows}
         service.abort_in(conn, list(types), reason=ABORT_TIMEOUT)
-        service._emit_aborts(conn, types)
+        service.emit_aborts(conn, types)
         return sorted(types)
 
     while True:

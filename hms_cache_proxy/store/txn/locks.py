@@ -69,10 +69,12 @@ from hms_cache_proxy.store.txn.txn_base import (
     OPERATION_CODES,
     SHARED_READ,
     SHARED_WRITE,
+    TxnPart,
+    TxnShared,
     lock_id_str,
     txn_id_str,
 )
-from hms_cache_proxy.store.txn.txns import TxnsMixin
+from hms_cache_proxy.store.txn.txns import Txns
 
 _HL = schema.HIVE_LOCKS
 _RESTRICTIVENESS = {SHARED_READ: 1, SHARED_WRITE: 2, EXCL_WRITE: 3, EXCLUSIVE: 4}
@@ -243,8 +245,12 @@ def _grant_unless_blocked() -> Any:
 _GRANT_UNLESS_BLOCKED = pgsql.Compiled(_grant_unless_blocked, "hms_grant_locks", {"ext": "bigint"})
 
 
-class LocksMixin(TxnsMixin):
+class Locks(TxnPart):
     """lock, check_lock, unlock, show_locks and lock heartbeats."""
+
+    def __init__(self, shared: TxnShared, txns: Txns) -> None:
+        super().__init__(shared)
+        self.txns = txns
 
     def lock(self, rqst: Any) -> Any:
         """Enqueue the request's locks, then try to grant them: a LockResponse."""
@@ -538,7 +544,7 @@ class LocksMixin(TxnsMixin):
                 raise hms.NoSuchLockException(message=f"No such lock {lock_id_str(ext_id)}")
             txn_id = mine[0].txn_id
             if txn_id > 0:
-                self.heartbeat_txn_in(conn, txn_id)
+                self.txns.heartbeat_txn_in(conn, txn_id)
             else:
                 self.heartbeat_lock_in(conn, ext_id)
             return self._check(conn, ext_id, txn_id)
@@ -606,7 +612,7 @@ class LocksMixin(TxnsMixin):
                 self.heartbeat_lock_in(conn, int(lock_id))
         if txn_id:
             with self.db.single_statement(write=True) as conn:
-                self.heartbeat_txn_in(conn, int(txn_id))
+                self.txns.heartbeat_txn_in(conn, int(txn_id))
 
     def show_locks(
         self,

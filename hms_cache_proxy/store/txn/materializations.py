@@ -15,7 +15,8 @@ from sqlalchemy import and_, false, or_, select, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
-from hms_cache_proxy.store.txn.writeids import WriteIdsMixin, split_table_name
+from hms_cache_proxy.store.txn.txn_base import TxnPart, TxnShared
+from hms_cache_proxy.store.txn.writeids import WriteIds, split_table_name
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidTxnWriteIdList
 
 _MV = schema.MV_TABLES_USED
@@ -43,7 +44,13 @@ def _changed_since(column: Any, seen: ValidReaderWriteIdList) -> Any:
     return or_(newer, column.in_(seen.exceptions)) if seen.exceptions else newer
 
 
-class MaterializationsMixin(WriteIdsMixin):
+class Materializations(TxnPart):
+    """MV_TABLES_USED counters and materialized-view invalidation."""
+
+    def __init__(self, shared: TxnShared, write_ids: WriteIds) -> None:
+        super().__init__(shared)
+        self.write_ids = write_ids
+
     def update_transaction_statistics(
         self, table_id: int, inserted: int, updated: int, deleted: int
     ) -> None:
@@ -74,7 +81,7 @@ class MaterializationsMixin(WriteIdsMixin):
             raise hms.MetaException(message=f"Invalid validTxnList of the view: {exc}") from None
         current = {
             t.fullTableName: ValidReaderWriteIdList.from_table_valid_write_ids(t)
-            for t in self.get_valid_write_ids(tables_used, valid_txn_list or None)
+            for t in self.write_ids.get_valid_write_ids(tables_used, valid_txn_list or None)
         }
         updates, compacted, queued = [], [], []
         for name in tables_used:

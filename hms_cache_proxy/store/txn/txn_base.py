@@ -18,7 +18,6 @@ Error texts are Hive's, byte for byte (``TxnUtils.raiseTxnUnexpectedState``,
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -144,8 +143,9 @@ class SettledTxns:
     unsettled: frozenset[int]
 
 
-class TxnServiceBase:
-    """State every part of the service uses: the database, the event log, the settings."""
+class TxnShared:
+    """What every part of the service works with: the database, the event log, the settings
+    and the clock, made once per service."""
 
     def __init__(
         self,
@@ -159,10 +159,20 @@ class TxnServiceBase:
         self.events = events
         self.messages = messages
         self.config = config or TxnConfig()
-        self._clock = clock
-        self._settled_lock = threading.Lock()
-        self._settled_txns: SettledTxns | None = None
-        self._settle_pending: tuple[int, float] | None = None
+        self.clock = clock
+
+
+class TxnPart:
+    """One part of the transaction service (txns, write ids, locks, ...): the shared
+    collaborators and the txn-state checks every part makes. A part that uses another is
+    given it in its constructor."""
+
+    def __init__(self, shared: TxnShared) -> None:
+        self.db = shared.db
+        self.events = shared.events
+        self.messages = shared.messages
+        self.config = shared.config
+        self._clock = shared.clock
 
     # -- clock --------------------------------------------------------------------------------
 

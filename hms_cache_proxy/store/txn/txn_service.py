@@ -19,15 +19,148 @@ database.
 
 from __future__ import annotations
 
-from hms_cache_proxy.store.txn.compaction_worker import CompactionWorkerMixin
-from hms_cache_proxy.store.txn.locks import LocksMixin
-from hms_cache_proxy.store.txn.materializations import MaterializationsMixin
-from hms_cache_proxy.store.txn.txn_base import TxnConfig
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.events.log import EventLog
+from hms_cache_proxy.store.events.messages import MessageBuilder
+from hms_cache_proxy.store.forwarding import Forwarded
+from hms_cache_proxy.store.txn.compaction import Compaction
+from hms_cache_proxy.store.txn.compaction_worker import CompactionWorker
+from hms_cache_proxy.store.txn.locks import Locks
+from hms_cache_proxy.store.txn.materializations import Materializations
+from hms_cache_proxy.store.txn.txn_base import TxnConfig, TxnPart, TxnShared
+from hms_cache_proxy.store.txn.txns import Txns
+from hms_cache_proxy.store.txn.writeids import WriteIds
 
 
-class TxnService(MaterializationsMixin, LocksMixin, CompactionWorkerMixin):
+class TxnService:
     """Transactions, write ids, locks and the compaction queue, with their notification
-    events."""
+    events: one object per part, each call forwarded to the part that answers it."""
+
+    def __init__(
+        self,
+        db: Database,
+        events: EventLog,
+        messages: MessageBuilder,
+        config: TxnConfig | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        shared = TxnShared(db, events, messages, config, clock)
+        self.db = shared.db
+        self.events = shared.events
+        self.messages = shared.messages
+        self.config = shared.config
+        self.txns = Txns(shared)
+        self.write_ids = WriteIds(shared, self.txns)
+        self.locks = Locks(shared, self.txns)
+        self.compaction = Compaction(shared)
+        self.compaction_worker = CompactionWorker(shared, self.compaction)
+        self.materializations = Materializations(shared, self.write_ids)
+        self._methods = _bind(self.parts(), _forwarded_names(type(self)), self.txns)
+
+    def parts(self) -> list[TxnPart]:
+        """The parts, in the order they are made (a part is made after those it uses)."""
+        return [value for value in vars(self).values() if isinstance(value, TxnPart)]
+
+    def _forward(self, name: str) -> Callable[..., Any]:
+        return self._methods[name]
+
+    # -- self.txns: transactions
+    open_txn_list = Forwarded(Txns.open_txn_list)
+    get_open_txns = Forwarded(Txns.get_open_txns)
+    get_open_txns_info = Forwarded(Txns.get_open_txns_info)
+    open_txns = Forwarded(Txns.open_txns)
+    min_open_txn_watermark = Forwarded(Txns.min_open_txn_watermark)
+    commit_txn = Forwarded(Txns.commit_txn)
+    abort_txn = Forwarded(Txns.abort_txn)
+    abort_txns = Forwarded(Txns.abort_txns)
+    abort_in = Forwarded(Txns.abort_in)
+    emit_aborts = Forwarded(Txns.emit_aborts)
+    heartbeat_txn_in = Forwarded(Txns.heartbeat_txn_in)
+    heartbeat_txn_range = Forwarded(Txns.heartbeat_txn_range)
+    add_dynamic_partitions = Forwarded(Txns.add_dynamic_partitions)
+    databases_touched = Forwarded(Txns.databases_touched)
+    latest_txn_in_conflict = Forwarded(Txns.latest_txn_in_conflict)
+
+    # -- self.write_ids: write ids
+    allocate_table_write_ids = Forwarded(WriteIds.allocate_table_write_ids)
+    max_allocated_write_id = Forwarded(WriteIds.max_allocated_write_id)
+    seed_write_id = Forwarded(WriteIds.seed_write_id)
+    get_valid_write_ids = Forwarded(WriteIds.get_valid_write_ids)
+    txn_snapshot = Forwarded(WriteIds.txn_snapshot)
+    table_write_ids = Forwarded(WriteIds.table_write_ids)
+    write_id_owner = Forwarded(WriteIds.write_id_owner)
+    require_open_write_id = Forwarded(WriteIds.require_open_write_id)
+    table_write_id = Forwarded(WriteIds.table_write_id)
+    txn_table_write_ids = Forwarded(WriteIds.txn_table_write_ids)
+    txn_write_id_list = Forwarded(WriteIds.txn_write_id_list)
+
+    # -- self.locks: locks
+    lock = Forwarded(Locks.lock)
+    check_lock = Forwarded(Locks.check_lock)
+    unlock = Forwarded(Locks.unlock)
+    heartbeat_lock_in = Forwarded(Locks.heartbeat_lock_in)
+    heartbeat = Forwarded(Locks.heartbeat)
+    show_locks = Forwarded(Locks.show_locks)
+    locks_of = Forwarded(Locks.locks_of)
+
+    # -- self.compaction: the compaction queue
+    compact = Forwarded(Compaction.compact)
+    show_compact = Forwarded(Compaction.show_compact)
+    latest_committed_compactions = Forwarded(Compaction.latest_committed_compactions)
+    abort_compactions = Forwarded(Compaction.abort_compactions)
+    move_to_history = Forwarded(Compaction.move_to_history)
+
+    # -- self.compaction_worker: Hive's compaction Worker and Cleaner
+    find_next_compact = Forwarded(CompactionWorker.find_next_compact)
+    update_compactor_state = Forwarded(CompactionWorker.update_compactor_state)
+    set_hadoop_jobid = Forwarded(CompactionWorker.set_hadoop_jobid)
+    mark_compacted = Forwarded(CompactionWorker.mark_compacted)
+    mark_cleaned = Forwarded(CompactionWorker.mark_cleaned)
+    mark_failed = Forwarded(CompactionWorker.mark_failed)
+    find_columns_with_stats = Forwarded(CompactionWorker.find_columns_with_stats)
+
+    # -- self.materializations: materialized views
+    update_transaction_statistics = Forwarded(Materializations.update_transaction_statistics)
+    materialization_invalidation_info = Forwarded(
+        Materializations.materialization_invalidation_info
+    )
+
+    # -- self.txns: the clock, txn-state checks and events every part shares (answered by txns)
+    now_ms = Forwarded(TxnPart.now_ms)
+    now_ms_value = Forwarded(TxnPart.now_ms_value)
+    require_open_txn = Forwarded(TxnPart.require_open_txn)
+    emit = Forwarded(TxnPart.emit)
+
+    # -- static helpers (no state: the parts' own functions)
+    open_write_ids = staticmethod(WriteIds.open_write_ids)
+    table_write_id_of = staticmethod(Locks.table_write_id_of)
+    lock_open_txn = staticmethod(TxnPart.lock_open_txn)
+    find_txn_state = staticmethod(TxnPart.find_txn_state)
+
+
+def _forwarded_names(cls: type) -> list[str]:
+    return [name for name, value in vars(cls).items() if isinstance(value, Forwarded)]
+
+
+def _bind(
+    parts: list[TxnPart], names: list[str], shared_by: TxnPart
+) -> dict[str, Callable[..., Any]]:
+    """Each forwarded name -> the bound method of the one part whose class defines it; a
+    method of TxnPart itself (every part has it) is ``shared_by``'s."""
+    methods: dict[str, Callable[..., Any]] = {}
+    for name in names:
+        owners = [part for part in parts if name in vars(type(part))]
+        if not owners and name in vars(TxnPart):
+            owners = [shared_by]
+        if len(owners) != 1:
+            found = [type(part).__name__ for part in owners]
+            raise TypeError(f"TxnService.{name}: defined by {found or 'no part'}, expected one")
+        methods[name] = getattr(owners[0], name)
+    return methods
 
 
 __all__ = ["TxnConfig", "TxnService"]

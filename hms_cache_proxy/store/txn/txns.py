@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import random
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -57,7 +58,8 @@ from hms_cache_proxy.store.txn.txn_base import (
     TXN_KEY_START,
     TXN_STATES,
     SettledTxns,
-    TxnServiceBase,
+    TxnPart,
+    TxnShared,
     abort_reason,
     raise_unexpected_state,
     txn_id_str,
@@ -133,8 +135,14 @@ class OpenTxnList:
         )
 
 
-class TxnsMixin(TxnServiceBase):
+class Txns(TxnPart):
     """open_txns, commit_txn, abort_txn(s), get_open_txns*, heartbeats, add_dynamic_partitions."""
+
+    def __init__(self, shared: TxnShared) -> None:
+        super().__init__(shared)
+        self._settled_lock = threading.Lock()
+        self._settled_txns: SettledTxns | None = None
+        self._settle_pending: tuple[int, float] | None = None
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -425,7 +433,7 @@ class TxnsMixin(TxnServiceBase):
 
     def _withdraw(self, conn: Connection, ids: Sequence[int], txn_type: int) -> None:
         self._delete_txns(conn, ids)
-        self._emit_aborts(conn, dict.fromkeys(ids, txn_type))
+        self.emit_aborts(conn, dict.fromkeys(ids, txn_type))
 
     @staticmethod
     def _delete_txns(conn: Connection, ids: Sequence[int]) -> None:
@@ -485,7 +493,7 @@ class TxnsMixin(TxnServiceBase):
                 if conflict is not None:
                     savepoint.rollback()
                     self.abort_in(conn, [txn_id], reason="write conflicts")
-                    self._emit_aborts(conn, {txn_id: txn_type})
+                    self.emit_aborts(conn, {txn_id: txn_type})
                     return hms.TxnAbortedException(
                         message=f"Aborting [{txn_id_str(txn_id)},{commit_id}] due to a write "
                         f"conflict on {conflict}"
@@ -735,7 +743,7 @@ class TxnsMixin(TxnServiceBase):
                     return
                 raise_unexpected_state(state, txn_id)
             self.abort_in(conn, [txn_id], reason=abort_reason(error_code))
-            self._emit_aborts(conn, {txn_id: txn_type})
+            self.emit_aborts(conn, {txn_id: txn_type})
 
         self.db.transaction(run)
 
@@ -754,7 +762,7 @@ class TxnsMixin(TxnServiceBase):
             ).all()
             types = {int(r[0]): txn_type_of(r[1]) for r in locked}
             count = self.abort_in(conn, list(types), reason=abort_reason(error_code))
-            self._emit_aborts(conn, types)
+            self.emit_aborts(conn, types)
             return count
 
         return self.db.transaction(run)
@@ -778,7 +786,7 @@ class TxnsMixin(TxnServiceBase):
         conn.execute(delete(rtm).where(rtm.c.RTM_TARGET_TXN_ID.in_(txn_ids)))
         return int(count)
 
-    def _emit_aborts(self, conn: Connection, txn_types: dict[int, int]) -> None:
+    def emit_aborts(self, conn: Connection, txn_types: dict[int, int]) -> None:
         """ABORT_TXN per aborted txn, with the databases it allocated write ids in."""
         ids = [t for t, kind in sorted(txn_types.items()) if kind != hms.TxnType.READ_ONLY]
         if not ids:

@@ -30,10 +30,12 @@ from hms_cache_proxy.store.events.log import NewEvent, one_statement
 from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.txn_base import (
     OPEN,
+    TxnPart,
+    TxnShared,
     raise_unexpected_state,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn.txns import TxnsMixin
+from hms_cache_proxy.store.txn.txns import Txns
 from hms_cache_proxy.store.txn_snapshots import (
     LONG_MAX,
     ValidReaderWriteIdList,
@@ -52,8 +54,12 @@ def split_table_name(full_name: str) -> tuple[str, str]:
     return db.strip().lower(), table.strip().lower()
 
 
-class WriteIdsMixin(TxnsMixin):
+class WriteIds(TxnPart):
     """allocate_table_write_ids, get_valid_write_ids and what the write calls check."""
+
+    def __init__(self, shared: TxnShared, txns: Txns) -> None:
+        super().__init__(shared)
+        self.txns = txns
 
     # -- allocation ---------------------------------------------------------------------------
 
@@ -234,7 +240,7 @@ class WriteIdsMixin(TxnsMixin):
         self, conn: Connection, txn_id: int, fresh_snapshot: bool = False
     ) -> ValidReadTxnList:
         """The ValidTxnList txn ``txn_id`` reads with (0: no txn), as TxnCommonUtils builds it."""
-        response = self.open_txn_list(conn, fresh_snapshot=fresh_snapshot).response()
+        response = self.txns.open_txn_list(conn, fresh_snapshot=fresh_snapshot).response()
         return ValidReadTxnList.from_open_txns_response(response, txn_id)
 
     def table_write_ids(self, conn: Connection, full_name: str, snapshot: ValidReadTxnList) -> Any:
