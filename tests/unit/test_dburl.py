@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from hms_cache_proxy import dburl
@@ -52,3 +54,24 @@ def test_masked_hides_the_password_and_password_fields() -> None:
     shown = dburl.masked("postgresql://hive:s3cret@db/m?sslpassword=k3y&sslmode=require")
     assert "s3cret" not in shown and "k3y" not in shown
     assert shown.startswith("postgresql://hive:***@db/m?") and "sslmode=require" in shown
+
+
+def test_a_driver_that_is_not_installed_is_one_line_saying_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """psycopg 3 is optional: a URL that names it on a host without it says how to get it (the
+    test extra installs it, so its absence is simulated)."""
+    real_find_spec = importlib.util.find_spec
+
+    def without_psycopg(name: str, *args: object) -> object:
+        return None if name == "psycopg" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_psycopg)
+    with pytest.raises(dburl.UnsupportedDatabaseURL) as info:
+        dburl.resolve("postgresql+psycopg://hive:pw-1@db/metastore")
+    message = str(info.value)
+    assert "needs the Python module psycopg, which is not installed" in message
+    assert "pip install" in message and "postgresql://" in message
+    assert "\n" not in message and "pw-1" not in message
+    # the package's own driver is unaffected
+    assert dburl.resolve("postgresql://hive@db/metastore").drivername == "postgresql+psycopg2"
