@@ -31,6 +31,11 @@ ENV_PREFIX = "HMS_CACHE_PROXY_"
 CONFIG_FILE_ENV = ENV_PREFIX + "CONFIG"
 
 
+def _is_filesystem_root(text: str) -> bool:
+    """Whether a directory setting names "/" (file:/, file:///): as a root it confines nothing."""
+    return to_uri(text.strip()).rstrip("/") in ("file:", "file://")
+
+
 class Settings(BaseSettings):
     """Every setting of the service. Field names are the YAML keys; env names add the prefix."""
 
@@ -168,7 +173,7 @@ class Settings(BaseSettings):
     @classmethod
     def _real_roots(cls, v: list[str]) -> list[str]:
         for root in v:
-            if not root.strip() or to_uri(root.strip()).rstrip("/") in ("file:", "file://"):
+            if not root.strip() or _is_filesystem_root(root):
                 raise ValueError(
                     f"filesystem_roots entry {root!r} would confine nothing: name directories "
                     "the service may change"
@@ -182,7 +187,7 @@ class Settings(BaseSettings):
         if isinstance(v, str):
             if not v.strip():
                 raise ValueError("empty: name the directory managed tables go to")
-            if to_uri(v.strip()).rstrip("/") in ("file:", "file://"):
+            if _is_filesystem_root(v):
                 raise ValueError(
                     "the filesystem root would confine nothing: name the directory managed "
                     "tables go to"
@@ -197,12 +202,12 @@ class Settings(BaseSettings):
             return None
         if isinstance(v, str):
             v = v.strip()
-            uri = to_uri(v)
-            if uri.rstrip("/") in ("file:", "file://"):
+            if _is_filesystem_root(v):
                 raise ValueError(
                     "the filesystem root would confine nothing: name the directory external "
                     "tables go to"
                 )
+            uri = to_uri(v)
             if uri.startswith("file:"):
                 path = Path(unquote(urlparse(uri).path))
                 if path.exists() and not path.is_dir():
