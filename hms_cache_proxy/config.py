@@ -71,6 +71,13 @@ class Settings(BaseSettings):
     database_auto_create: bool = True
     id_block_size: int = Field(100, ge=1)
 
+    # -- an upstream metastore instead of a database (pass-through mode, docs/operations.md)
+    upstream_uri: str | None = None
+    upstream_transport: Literal["buffered", "framed"] = "buffered"
+    upstream_max_connections: int = Field(64, ge=1)
+    upstream_connect_timeout_seconds: float = Field(5.0, gt=0)
+    upstream_timeout_seconds: float = Field(600.0, gt=0)
+
     # -- warehouse and Hive behaviour
     warehouse_dir: str = "warehouse"
     external_warehouse_dir: str | None = None
@@ -141,6 +148,16 @@ class Settings(BaseSettings):
     @classmethod
     def _known_database(cls, v: str) -> str:
         dburl.resolve(v)  # an unknown or uninstalled driver: one line naming the forms that work
+        return v
+
+    @field_validator("upstream_uri", mode="before")
+    @classmethod
+    def _upstream(cls, v: Any) -> Any:
+        if v is None or (isinstance(v, str) and not v.strip()):
+            return None  # blank is unset (an empty variable)
+        if isinstance(v, str):
+            upstream_address(v)  # thrift://HOST:PORT, or one line saying what is wrong
+            return v.strip()
         return v
 
     @field_validator("failpoints")
@@ -225,6 +242,17 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"http_reserved_connections ({self.http_reserved_connections}) must be smaller "
                 f"than http_max_connections ({self.http_max_connections})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _one_backend(self) -> Settings:
+        default = Settings.model_fields["database_url"].default
+        given = "database_url" in self.model_fields_set and self.database_url != default
+        if self.upstream_uri is not None and given:
+            raise ValueError(
+                "upstream_uri and database_url are alternatives: an instance stands either on "
+                "a metastore database or in front of an upstream metastore; set only one"
             )
         return self
 
@@ -325,6 +353,20 @@ class Settings(BaseSettings):
         except Exception:  # noqa: BLE001 - an unparsable URL is refused elsewhere
             pass
         return [s for s in found if s]
+
+
+def upstream_address(uri: str) -> tuple[str, int]:
+    """(host, port) of a ``thrift://HOST:PORT`` URI; ValueError in words a user can act on."""
+    parsed = urlparse(uri.strip())
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if parsed.scheme != "thrift" or not parsed.hostname or port is None or port == 0:
+        raise ValueError(f"{uri!r} is not thrift://HOST:PORT (e.g. thrift://metastore:9083)")
+    if parsed.path not in ("", "/") or parsed.query or parsed.username:
+        raise ValueError(f"{uri!r}: only thrift://HOST:PORT is understood (no path, user, query)")
+    return parsed.hostname, port
 
 
 def to_uri(path_or_uri: str) -> str:

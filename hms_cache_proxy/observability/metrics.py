@@ -210,6 +210,33 @@ CONNECTIONS_TIMED_OUT = Counter(
 )
 
 
+UPSTREAM_CALLS = Counter(
+    "hms_upstream_calls_total",
+    "Calls forwarded to the upstream metastore (upstream mode), by method and outcome (ok, "
+    "upstream_error).",
+    ["method", "outcome"],
+    registry=REGISTRY,
+)
+UPSTREAM_SECONDS = Histogram(
+    "hms_upstream_call_seconds",
+    "Time from forwarding a call to the upstream to its reply (upstream mode), by method.",
+    ["method"],
+    buckets=(0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10),
+    registry=REGISTRY,
+)
+UPSTREAM_CONNECTIONS = Gauge(
+    "hms_upstream_connections",
+    "Connections open to the upstream metastore now (at most upstream_max_connections).",
+    registry=REGISTRY,
+)
+
+
+def observe_upstream_call(method: str, seconds: float, outcome: str) -> None:
+    """Count and time one call forwarded to the upstream (server/passthrough.py)."""
+    UPSTREAM_CALLS.labels(method, outcome).inc()
+    UPSTREAM_SECONDS.labels(method).observe(seconds)
+
+
 class ConnectionSource(Protocol):
     @property
     def connection_count(self) -> int: ...

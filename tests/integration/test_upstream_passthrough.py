@@ -1,0 +1,265 @@
+"""Upstream mode: an instance with no database in front of another metastore, every call passed
+through as the client sent it. The upstream is this project's server in database mode on
+PostgreSQL; clients are Apache Thrift's (a different implementation from the server's)."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hms_cache_proxy.app import Service, build_service
+from hms_cache_proxy.config import Settings
+from tests.integration.test_txn_calls import allocate, commit, open_txns, transactional_table
+from tests.support.apache_thrift import apache_client
+from tests.support.metastore import partition, table
+from tests.support.server import free_port, running_service
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def upstream_port() -> int:
+    return free_port()
+
+
+@pytest.fixture
+def upstream(pg_url: str, tmp_path: Path, upstream_port: int) -> Iterator[Service]:
+    """This project's server in database mode (PostgreSQL): the metastore being fronted."""
+    with running_service(pg_url, tmp_path / "warehouse", port=upstream_port) as svc:
+        yield svc
+
+
+def proxy_settings(upstream_uri: str, **overrides: Any) -> Settings:
+    overrides.setdefault("metrics_port", None)
+    return Settings(upstream_uri=upstream_uri, host="127.0.0.1", port=0, **overrides)
+
+
+@pytest.fixture
+def proxy(upstream: Service) -> Iterator[Service]:
+    svc = build_service(proxy_settings(f"thrift://127.0.0.1:{upstream.port}"))
+    svc.start_background()
+    try:
+        yield svc
+    finally:
+        svc.stop(grace_seconds=5)
+
+
+@pytest.fixture
+def connect(proxy: Service) -> Iterator[Any]:
+    transports = []
+
+    def _connect(port: int | None = None, **kwargs: Any) -> Any:
+        client, transport = apache_client("127.0.0.1", port or proxy.port, **kwargs)
+        transports.append(transport)
+        return client
+
+    yield _connect
+    for t in transports:
+        t.close()
+
+
+@pytest.fixture
+def client(connect: Any) -> Any:
+    return connect()
+
+
+def test_upstream_mode_opens_no_database(proxy: Service) -> None:
+    assert proxy.database is None and proxy.store is None
+    assert proxy.describe().startswith("upstream thrift://127.0.0.1:")
+
+
+def test_databases_tables_and_partitions_pass_through(
+    client: Any, T: Any, upstream: Service
+) -> None:
+    client.create_database(T.Database(name="sales", description="d", parameters={"k": "v"}))
+    db = client.get_database("SALES")
+    assert (db.name, db.description, db.parameters) == ("sales", "d", {"k": "v"})
+    assert "sales" in client.get_all_databases()
+    client.create_table(table(T, "sales", "orders", keys=["day:string"]))
+    assert client.get_table("sales", "orders").partitionKeys[0].name == "day"
+    client.add_partitions([partition(T, "sales", "orders", [d]) for d in ("1", "2", "3")])
+    names = client.get_partition_names("sales", "orders", -1)
+    assert names == ["day=1", "day=2", "day=3"]
+    parts = client.get_partitions_by_names("sales", "orders", ["day=2"])
+    assert [p.values for p in parts] == [["2"]]
+    # what the upstream itself holds, asked directly
+    direct, transport = apache_client("127.0.0.1", upstream.port)
+    try:
+        assert direct.get_partition_names("sales", "orders", -1) == names
+    finally:
+        transport.close()
+
+
+def test_declared_exceptions_come_back_as_the_upstream_sent_them(client: Any, T: Any) -> None:
+    with pytest.raises(T.NoSuchObjectException) as exc:
+        client.get_database("absent")
+    assert "absent" in exc.value.message
+    assert client.get_all_databases() is not None  # the connection still serves
+
+
+def test_a_transaction_opens_allocates_locks_and_commits(client: Any, T: Any) -> None:
+    client.create_database(T.Database(name="acid"))
+    transactional_table(client, T, "t", db="acid")
+    (txn,) = open_txns(client, T, 1)
+    write_ids = allocate(client, T, "t", [txn], db="acid")
+    assert write_ids == {txn: 1}
+    component = T.LockComponent(
+        type=T.LockType.SHARED_WRITE,
+        level=T.LockLevel.TABLE,
+        dbname="acid",
+        tablename="t",
+        operationType=T.DataOperationType.INSERT,
+        isTransactional=True,
+    )
+    resp = client.lock(
+        T.LockRequest(component=[component], txnid=txn, user="u", hostname="h", agentInfo="x")
+    )
+    assert T.LockState._VALUES_TO_NAMES[resp.state] == "ACQUIRED"
+    commit(client, T, txn)
+    assert txn not in client.get_open_txns().open_txns
+
+
+def test_a_method_this_project_does_not_implement_is_answered_by_the_upstream(
+    client: Any, T: Any, upstream: Service
+) -> None:
+    direct, transport = apache_client("127.0.0.1", upstream.port)
+    try:
+        with pytest.raises(T.TApplicationException) as want:
+            direct.get_type("x")
+    finally:
+        transport.close()
+    with pytest.raises(T.TApplicationException) as got:
+        client.get_type("x")
+    assert (got.value.type, got.value.message) == (want.value.type, want.value.message)
+
+
+def _raw_call(port: int, name: str, seqid: int) -> tuple[int, int, int, str]:
+    """A call of ``name`` with empty arguments sent as bytes; the reply's type and seqid, and
+    the TApplicationException's type and message."""
+    from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+    from thrift.Thrift import TApplicationException
+    from thrift.transport.TSocket import TSocket
+
+    raw = name.encode()
+    msg = struct.pack("!iI", -2147418112 | 1, len(raw)) + raw + struct.pack("!i", seqid) + b"\0"
+    sock = TSocket("127.0.0.1", port)
+    sock.setTimeout(30_000)
+    sock.open()
+    try:
+        sock.write(msg)
+        proto = TBinaryProtocol(sock)
+        _, mtype, got_seqid = proto.readMessageBegin()
+        exc = TApplicationException()
+        exc.read(proto)
+        return mtype, got_seqid, exc.type, exc.message
+    finally:
+        sock.close()
+
+
+def test_a_method_of_no_known_idl_gets_the_upstreams_answer_with_the_clients_seqid(
+    proxy: Service, upstream: Service
+) -> None:
+    got = _raw_call(proxy.port, "get_something_from_hive_9", 4242)
+    assert got == _raw_call(upstream.port, "get_something_from_hive_9", 4242)
+    assert got == (3, 4242, 1, "Invalid method name: 'get_something_from_hive_9'")
+
+
+def test_set_ugi_reaches_the_upstream_for_the_calls_of_that_connection(
+    connect: Any, T: Any
+) -> None:
+    bob = connect()
+    assert "bob" in bob.set_ugi("bob", ["staff"])
+    bob.create_database(T.Database(name="bobs"))
+    anonymous = connect()
+    anonymous.create_database(T.Database(name="nobodys"))
+    carol = connect()
+    carol.set_ugi("carol", [])
+    carol.create_database(T.Database(name="carols"))
+    bob.create_database(T.Database(name="bobs2"))  # bob's connection keeps bob
+    owners = {n: anonymous.get_database(n).ownerName for n in ("bobs", "carols", "bobs2")}
+    assert owners == {"bobs": "bob", "carols": "carol", "bobs2": "bob"}
+    assert anonymous.get_database("nobodys").ownerName != "bob"
+
+
+def test_upstream_down_fails_the_call_naming_it_and_the_next_call_after_it_is_back_works(
+    pg_url: str, tmp_path: Path, T: Any
+) -> None:
+    port = free_port()
+    proxy = build_service(proxy_settings(f"thrift://127.0.0.1:{port}"))
+    proxy.start_background()
+    client, transport = apache_client("127.0.0.1", proxy.port)
+    try:
+        with pytest.raises(T.MetaException) as exc:  # get_all_databases declares MetaException
+            client.get_all_databases()
+        assert f"thrift://127.0.0.1:{port}" in exc.value.message
+        with pytest.raises(T.TApplicationException) as app_exc:  # declares none
+            client.get_current_notificationEventId()
+        assert f"thrift://127.0.0.1:{port}" in app_exc.value.message
+        with running_service(pg_url, tmp_path / "warehouse", port=port):
+            client.create_database(T.Database(name="first"))
+            assert client.get_database("first").name == "first"
+    finally:
+        transport.close()
+        proxy.stop(grace_seconds=5)
+
+
+def test_an_upstream_restart_fails_at_most_the_call_in_flight(
+    pg_url: str, tmp_path: Path, T: Any
+) -> None:
+    port = free_port()
+    proxy = build_service(proxy_settings(f"thrift://127.0.0.1:{port}"))
+    proxy.start_background()
+    client, transport = apache_client("127.0.0.1", proxy.port)
+    try:
+        with running_service(pg_url, tmp_path / "warehouse", port=port):
+            client.set_ugi("bob", [])
+            client.create_database(T.Database(name="before"))
+        # the upstream is gone and back: the pooled connection was cut while idle
+        with running_service(pg_url, tmp_path / "warehouse", port=port):
+            assert client.get_database("before").name == "before"
+            client.create_database(T.Database(name="after"))
+            # set_ugi was replayed on the new upstream connection
+            assert client.get_database("after").ownerName == "bob"
+        assert proxy.upstream is not None
+    finally:
+        transport.close()
+        proxy.stop(grace_seconds=5)
+
+
+def test_framed_upstream_and_framed_clients(pg_url: str, tmp_path: Path, T: Any) -> None:
+    with running_service(pg_url, tmp_path / "warehouse", transport="framed") as upstream:
+        settings = proxy_settings(
+            f"thrift://127.0.0.1:{upstream.port}", transport="framed", upstream_transport="framed"
+        )
+        proxy = build_service(settings)
+        proxy.start_background()
+        client, transport = apache_client("127.0.0.1", proxy.port, framed=True)
+        try:
+            client.create_database(T.Database(name="framed"))
+            assert client.get_database("framed").name == "framed"
+        finally:
+            transport.close()
+            proxy.stop(grace_seconds=5)
+
+
+def test_upstream_connections_are_reused_and_bounded(
+    upstream: Service, connect: Any, T: Any
+) -> None:
+    proxy = build_service(
+        proxy_settings(f"thrift://127.0.0.1:{upstream.port}", upstream_max_connections=1)
+    )
+    proxy.start_background()
+    try:
+        clients = [connect(proxy.port) for _ in range(3)]
+        for i, c in enumerate(clients):
+            c.set_ugi(f"user{i}", [])
+            c.create_database(T.Database(name=f"db{i}"))
+        for i, c in enumerate(clients):
+            assert c.get_database(f"db{i}").ownerName == f"user{i}"
+        assert proxy.upstream is not None and proxy.upstream.open_connections == 1
+    finally:
+        proxy.stop(grace_seconds=5)
