@@ -4,7 +4,11 @@ PostgreSQL; clients are Apache Thrift's (a different implementation from the ser
 
 from __future__ import annotations
 
+import os
 import struct
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +20,7 @@ from hms_cache_proxy.config import Settings
 from tests.integration.test_txn_calls import allocate, commit, open_txns, transactional_table
 from tests.support.apache_thrift import apache_client
 from tests.support.metastore import partition, table
-from tests.support.server import free_port, running_service
+from tests.support.server import ROOT, free_port, running_service
 
 pytestmark = pytest.mark.postgres
 
@@ -263,3 +267,35 @@ def test_upstream_connections_are_reused_and_bounded(
         assert proxy.upstream is not None and proxy.upstream.open_connections == 1
     finally:
         proxy.stop(grace_seconds=5)
+
+
+def test_serve_with_upstream_opens_no_database_file_and_names_the_upstream(
+    upstream: Service, tmp_path: Path, T: Any
+) -> None:
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HMS_CACHE_PROXY_METRICS_PORT="off")
+    log = tmp_path / "proxy.log"
+    cmd = [sys.executable, "-m", "hms_cache_proxy", "serve", "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--upstream", f"thrift://127.0.0.1:{upstream.port}"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        client = None
+        for _ in range(300):
+            assert proc.poll() is None, log.read_text()
+            try:
+                client, transport = apache_client("127.0.0.1", port)
+                break
+            except Exception:  # noqa: BLE001 - not listening yet
+                time.sleep(0.1)
+        assert client is not None, log.read_text()
+        try:
+            client.create_database(T.Database(name="from_cli"))
+            assert client.get_database("from_cli").name == "from_cli"
+        finally:
+            transport.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert f"on upstream thrift://127.0.0.1:{upstream.port} (pass-through)" in log.read_text()
+    assert not (tmp_path / "hms-cache-proxy.db").exists()  # the default database never opened
