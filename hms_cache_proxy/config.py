@@ -254,6 +254,19 @@ class Settings(BaseSettings):
                 "upstream_uri and database_url are alternatives: an instance stands either on "
                 "a metastore database or in front of an upstream metastore; set only one"
             )
+        if self.upstream_uri is not None:
+            # Calls pass through undecoded: these rules could not be kept, so they are refused
+            # rather than silently not applied (the upstream authorizes; docs/security.md).
+            unkept = [
+                name
+                for name in ("read_only", "allowed_databases", "allowed_databases_by_user")
+                if getattr(self, name) != Settings.model_fields[name].default
+            ]
+            if unkept:
+                raise ValueError(
+                    f"{', '.join(unkept)} cannot be applied with upstream_uri (calls pass "
+                    "through undecoded; the upstream metastore authorizes them): unset them"
+                )
         return self
 
     @model_validator(mode="after")

@@ -80,3 +80,16 @@ def test_headers_are_what_apache_thrift_writes(
     proto = (TCompactProtocol if compact else TBinaryProtocol)(buf)
     proto.writeMessageBegin(name, mtype, seqid)
     assert message_bytes.header(name, mtype, seqid, compact=compact) == buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"read_only": True},
+        {"allowed_databases": ["sales"]},
+        {"allowed_databases_by_user": {"a": ["x"]}},
+    ],
+)
+def test_access_rules_the_pass_through_cannot_keep_are_refused(rule: dict) -> None:
+    with pytest.raises(ValueError, match="cannot be applied with upstream_uri"):
+        Settings(upstream_uri="thrift://hms:9083", **rule)
