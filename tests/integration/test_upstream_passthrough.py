@@ -4,6 +4,7 @@ PostgreSQL; clients are Apache Thrift's (a different implementation from the ser
 
 from __future__ import annotations
 
+import http.client
 import os
 import struct
 import subprocess
@@ -299,3 +300,38 @@ def test_serve_with_upstream_opens_no_database_file_and_names_the_upstream(
         proc.wait(timeout=30)
     assert f"on upstream thrift://127.0.0.1:{upstream.port} (pass-through)" in log.read_text()
     assert not (tmp_path / "hms-cache-proxy.db").exists()  # the default database never opened
+
+
+def test_healthz_follows_the_upstream_and_metrics_count_its_calls(
+    pg_url: str, tmp_path: Path, T: Any
+) -> None:
+    port = free_port()
+    settings = proxy_settings(f"thrift://127.0.0.1:{port}", metrics_port=0, health_cache_seconds=0)
+    proxy = build_service(settings)
+    proxy.start_background()
+
+    def get(path: str) -> tuple[int, str]:
+        conn = http.client.HTTPConnection("127.0.0.1", proxy.metrics_port, timeout=30)
+        try:
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            return resp.status, resp.read().decode()
+        finally:
+            conn.close()
+
+    try:
+        status, body = get("/healthz")
+        assert status == 503 and f"cannot connect to upstream thrift://127.0.0.1:{port}" in body
+        with running_service(pg_url, tmp_path / "warehouse", port=port):
+            assert get("/healthz")[0] == 200
+            client, transport = apache_client("127.0.0.1", proxy.port)
+            try:
+                client.get_all_databases()
+            finally:
+                transport.close()
+        _, text = get("/metrics")
+        assert 'hms_upstream_calls_total{method="get_all_databases",outcome="ok"}' in text
+        assert 'hms_upstream_call_seconds_count{method="get_all_databases"}' in text
+        assert "hms_upstream_connections" in text
+    finally:
+        proxy.stop(grace_seconds=5)
