@@ -335,3 +335,25 @@ def test_healthz_follows_the_upstream_and_metrics_count_its_calls(
         assert "hms_upstream_connections" in text
     finally:
         proxy.stop(grace_seconds=5)
+
+
+def test_the_sasl_user_reaches_the_upstream_when_the_client_sends_no_set_ugi(
+    upstream: Service,
+) -> None:
+    from hms_cache_proxy.idl import hms
+    from tests.support.security import sasl_client
+
+    settings = proxy_settings(
+        f"thrift://127.0.0.1:{upstream.port}", sasl_enabled=True, sasl_users={"alice": "pw"}
+    )
+    proxy = build_service(settings)
+    proxy.start_background()
+    try:
+        client = sasl_client(proxy.port, "alice", "pw")
+        try:
+            client.create_database(hms.Database(name="alices"))
+            assert client.get_database("alices").ownerName == "alice"
+        finally:
+            client.close()
+    finally:
+        proxy.stop(grace_seconds=5)
