@@ -254,13 +254,17 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         max_connections=settings.upstream_max_connections,
         connect_timeout_seconds=settings.upstream_connect_timeout_seconds,
         timeout_seconds=settings.upstream_timeout_seconds,
+        tls=tls.client_context(settings.upstream_tls_ca_file) if settings.upstream_tls else None,
+        sasl=_upstream_login(settings),
         on_count=metrics.UPSTREAM_CONNECTIONS.set,
     )
     log.info(
         "upstream mode: every call passes through to %s (no database, no cache; "
-        "upstream_max_connections=%d)",
+        "upstream_max_connections=%d, TLS %s, SASL PLAIN %s)",
         pool.uri,
         settings.upstream_max_connections,
+        "on" if settings.upstream_tls else "off",
+        f"as {settings.upstream_sasl_user!r}" if settings.upstream_sasl_user else "off",
     )
     processor = PassThrough(
         service,
@@ -291,6 +295,12 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         endpoints = Endpoints(settings, svc.serving, health, readiness, svc.admin)
         svc.http = ObservabilityServer(settings.metrics_host, settings.metrics_port, endpoints)
     return svc
+
+
+def _upstream_login(settings: Settings) -> tuple[str, str] | None:
+    if settings.upstream_sasl_user is None or settings.upstream_sasl_password is None:
+        return None
+    return settings.upstream_sasl_user, settings.upstream_sasl_password.get_secret_value()
 
 
 def secure_opener(settings: Settings) -> SecureOpener | None:

@@ -77,6 +77,10 @@ class Settings(BaseSettings):
     upstream_max_connections: int = Field(64, ge=1)
     upstream_connect_timeout_seconds: float = Field(5.0, gt=0)
     upstream_timeout_seconds: float = Field(600.0, gt=0)
+    upstream_tls: bool = False
+    upstream_tls_ca_file: str | None = None
+    upstream_sasl_user: str | None = None
+    upstream_sasl_password: SecretStr | None = None
 
     # -- warehouse and Hive behaviour
     warehouse_dir: str = "warehouse"
@@ -254,6 +258,17 @@ class Settings(BaseSettings):
                 "upstream_uri and database_url are alternatives: an instance stands either on "
                 "a metastore database or in front of an upstream metastore; set only one"
             )
+        if (self.upstream_sasl_user is None) != (self.upstream_sasl_password is None):
+            missing = "upstream_sasl_password" if self.upstream_sasl_user else "upstream_sasl_user"
+            raise ValueError(
+                f"upstream_sasl_user and upstream_sasl_password must be set together: {missing} "
+                "is missing"
+            )
+        if self.upstream_sasl_user is not None and self.upstream_transport != "buffered":
+            raise ValueError(
+                "upstream_sasl_user needs upstream_transport: buffered (SASL already frames "
+                "every message)"
+            )
         if self.upstream_uri is not None:
             # Calls pass through undecoded: these rules could not be kept, so they are refused
             # rather than silently not applied (the upstream authorizes; docs/security.md).
@@ -356,7 +371,11 @@ class Settings(BaseSettings):
         """Every secret value, for the log scrubber (observability/redact.py)."""
         from sqlalchemy.engine import make_url
 
-        found = [s.get_secret_value() for s in (self.admin_token, self.tls_key_password) if s]
+        found = [
+            s.get_secret_value()
+            for s in (self.admin_token, self.tls_key_password, self.upstream_sasl_password)
+            if s
+        ]
         found += [p.get_secret_value() for p in self.sasl_users.values()]
         try:
             url = make_url(self.database_url)

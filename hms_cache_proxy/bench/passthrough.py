@@ -21,7 +21,6 @@ from pathlib import Path
 
 from hms_cache_proxy.bench.rawclient import RawClient, encode_call
 
-
 _ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -14,12 +14,16 @@ naming the upstream; the connection it happened on is closed.
 from __future__ import annotations
 
 import logging
+import select
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
 
 from hms_cache_proxy.server import message_bytes
+from hms_cache_proxy.server.sasl import SaslError, plain_login
+from hms_cache_proxy.server.tls import describe_failure
 from hms_cache_proxy.server.wire import (
     ClientGone,
     ClientTimeout,
@@ -58,14 +62,14 @@ class UpstreamConnection:
         return self.reader.read_message()
 
     def alive(self) -> bool:
-        """False when the upstream closed it (or left bytes nobody asked for) while idle."""
+        """False when the upstream closed it (or sent bytes nobody asked for) while idle: an
+        idle connection has nothing to read (a closed one reads as its end, TLS's too)."""
+        poller = select.poll()
+        poller.register(self.sock, select.POLLIN | select.POLLERR | select.POLLHUP)
         try:
-            self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            return True
+            return not poller.poll(0)
         except OSError:
             return False
-        return False  # closed (no bytes), or bytes no request asked for: out of step
 
     def close(self) -> None:
         try:
@@ -87,13 +91,19 @@ class UpstreamPool:
         max_connections: int = 64,
         connect_timeout_seconds: float = 5.0,
         timeout_seconds: float = 600.0,
+        tls: ssl.SSLContext | None = None,
+        sasl: tuple[str, str] | None = None,
         on_count: Callable[[int], None] | None = None,
     ) -> None:
+        """``tls``: speak TLS with this client context (the host name is checked); ``sasl``:
+        (user, password) to log in with SASL PLAIN, after which every message is framed."""
         self.host = host
         self.port = port
         self.uri = f"thrift://{host}:{port}"
-        self.framed = framed
+        self.framed = framed or sasl is not None
         self.compact = compact
+        self.tls = tls
+        self.sasl = sasl
         self.max_connections = max_connections
         self.connect_timeout = connect_timeout_seconds
         self.timeout = timeout_seconds
@@ -193,12 +203,26 @@ class UpstreamPool:
         return self._idle.pop(0) if self._idle and self._open >= self.max_connections else None
 
     def _connect(self) -> UpstreamConnection:
+        """A new connection: TCP, then TLS and SASL PLAIN when configured, each within the
+        connect time-out."""
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
         except OSError as exc:
             raise UpstreamError(
                 f"cannot connect to upstream {self.uri}: {exc.strerror or exc}"
             ) from None
+        try:
+            if self.tls is not None:
+                sock = self.tls.wrap_socket(sock, server_hostname=self.host)
+            if self.sasl is not None:
+                plain_login(sock, *self.sasl)
+        except (ssl.SSLError, ssl.CertificateError) as exc:
+            sock.close()
+            raise UpstreamError(f"upstream {self.uri}: {describe_failure(exc)}") from None
+        except (SaslError, OSError) as exc:
+            sock.close()
+            why = str(exc) if isinstance(exc, SaslError) else exc.strerror or str(exc)
+            raise UpstreamError(f"upstream {self.uri}: {why}") from None
         sock.settimeout(None)  # the reader sets its own time-outs
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)

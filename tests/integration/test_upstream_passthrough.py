@@ -357,3 +357,69 @@ def test_the_sasl_user_reaches_the_upstream_when_the_client_sends_no_set_ugi(
             client.close()
     finally:
         proxy.stop(grace_seconds=5)
+
+
+def test_tls_to_the_upstream_checks_its_certificate(pg_url: str, tmp_path: Path, T: Any) -> None:
+    from tests.support.security import make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    tls = {"tls_cert_file": str(pki.server_cert), "tls_key_file": str(pki.server_key)}
+    with running_service(pg_url, tmp_path / "warehouse", **tls) as upstream:
+        uri = f"thrift://127.0.0.1:{upstream.port}"
+        trusted = build_service(
+            proxy_settings(uri, upstream_tls=True, upstream_tls_ca_file=str(pki.ca))
+        )
+        wrong_ca = build_service(
+            proxy_settings(uri, upstream_tls=True, upstream_tls_ca_file=str(pki.other_ca))
+        )
+        for svc in (trusted, wrong_ca):
+            svc.start_background()
+        try:
+            client, transport = apache_client("127.0.0.1", trusted.port)
+            try:
+                client.create_database(T.Database(name="over_tls"))
+                assert client.get_database("over_tls").name == "over_tls"
+            finally:
+                transport.close()
+            client, transport = apache_client("127.0.0.1", wrong_ca.port)
+            try:
+                with pytest.raises(T.MetaException) as exc:
+                    client.get_all_databases()
+                assert "TLS handshake failed: CERTIFICATE_VERIFY_FAILED" in exc.value.message
+            finally:
+                transport.close()
+        finally:
+            for svc in (trusted, wrong_ca):
+                svc.stop(grace_seconds=5)
+
+
+def test_sasl_plain_login_to_the_upstream(pg_url: str, tmp_path: Path, T: Any) -> None:
+    sasl = {"sasl_enabled": True, "sasl_users": {"proxy": "secret"}}
+    with running_service(pg_url, tmp_path / "warehouse", **sasl) as upstream:
+        uri = f"thrift://127.0.0.1:{upstream.port}"
+        good = build_service(
+            proxy_settings(uri, upstream_sasl_user="proxy", upstream_sasl_password="secret")
+        )
+        bad = build_service(
+            proxy_settings(uri, upstream_sasl_user="proxy", upstream_sasl_password="wrong")
+        )
+        for svc in (good, bad):
+            svc.start_background()
+        try:
+            client, transport = apache_client("127.0.0.1", good.port)
+            try:
+                client.create_database(T.Database(name="over_sasl"))
+                assert client.get_database("over_sasl").name == "over_sasl"
+            finally:
+                transport.close()
+            client, transport = apache_client("127.0.0.1", bad.port)
+            try:
+                with pytest.raises(T.MetaException) as exc:
+                    client.get_all_databases()
+                assert "authentication failed for user 'proxy'" in exc.value.message
+                assert uri in exc.value.message
+            finally:
+                transport.close()
+        finally:
+            for svc in (good, bad):
+                svc.stop(grace_seconds=5)

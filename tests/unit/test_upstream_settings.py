@@ -93,3 +93,21 @@ def test_headers_are_what_apache_thrift_writes(
 def test_access_rules_the_pass_through_cannot_keep_are_refused(rule: dict) -> None:
     with pytest.raises(ValueError, match="cannot be applied with upstream_uri"):
         Settings(upstream_uri="thrift://hms:9083", **rule)
+
+
+def test_an_upstream_sasl_user_needs_its_password_and_buffered_transport() -> None:
+    with pytest.raises(ValueError, match="upstream_sasl_password is missing"):
+        Settings(upstream_uri="thrift://hms:9083", upstream_sasl_user="proxy")
+    with pytest.raises(ValueError, match="needs upstream_transport: buffered"):
+        Settings(
+            upstream_uri="thrift://hms:9083",
+            upstream_sasl_user="proxy",
+            upstream_sasl_password="pw",
+            upstream_transport="framed",
+        )
+
+
+def test_the_upstream_sasl_password_is_a_secret() -> None:
+    settings = Settings(upstream_sasl_user="proxy", upstream_sasl_password="s3cret-pw")
+    assert "s3cret-pw" in settings.secrets()
+    assert settings.redacted()["upstream_sasl_password"] == "********"
