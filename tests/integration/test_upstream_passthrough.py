@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import http.client
 import os
+import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -423,3 +425,106 @@ def test_sasl_plain_login_to_the_upstream(pg_url: str, tmp_path: Path, T: Any) -
         finally:
             for svc in (good, bad):
                 svc.stop(grace_seconds=5)
+
+
+class _DyingUpstream:
+    """A listener that takes one call and then closes the connection without a reply (an
+    upstream that crashes mid-call), or holds it unanswered (``answer=False, close=False``)."""
+
+    def __init__(self, port: int, close: bool = True) -> None:
+        self.sock = socket.create_server(("127.0.0.1", port))
+        self.close_it = close
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        conn.recv(65536)  # the call
+        if self.close_it:
+            conn.close()
+        else:
+            self.held.append(conn)
+
+    def stop(self) -> None:
+        self.sock.close()
+        self.thread.join(timeout=30)
+        for conn in self.held:
+            conn.close()
+
+
+def test_an_upstream_dying_mid_call_fails_that_call_and_the_next_one_works(
+    pg_url: str, tmp_path: Path, T: Any
+) -> None:
+    port = free_port()
+    proxy = build_service(proxy_settings(f"thrift://127.0.0.1:{port}"))
+    proxy.start_background()
+    client, transport = apache_client("127.0.0.1", proxy.port)
+    try:
+        dying = _DyingUpstream(port)
+        try:
+            with pytest.raises(T.MetaException) as exc:
+                client.get_all_databases()
+        finally:
+            dying.stop()
+        assert exc.value.message == (
+            f"upstream thrift://127.0.0.1:{port}: the upstream closed the connection"
+        )
+        with running_service(pg_url, tmp_path / "warehouse", port=port):
+            assert client.get_all_databases() is not None
+    finally:
+        transport.close()
+        proxy.stop(grace_seconds=5)
+
+
+def test_an_upstream_that_does_not_answer_fails_the_call_after_upstream_timeout_seconds(
+    T: Any,
+) -> None:
+    port = free_port()
+    proxy = build_service(
+        proxy_settings(f"thrift://127.0.0.1:{port}", upstream_timeout_seconds=0.5)
+    )
+    proxy.start_background()
+    client, transport = apache_client("127.0.0.1", proxy.port)
+    silent = _DyingUpstream(port, close=False)
+    try:
+        with pytest.raises(T.MetaException) as exc:
+            client.get_all_databases()
+        assert "no reply within 0.5 s (upstream_timeout_seconds)" in exc.value.message
+    finally:
+        silent.stop()
+        transport.close()
+        proxy.stop(grace_seconds=5)
+
+
+def test_concurrent_clients_share_a_bounded_pool(upstream: Service, T: Any) -> None:
+    proxy = build_service(
+        proxy_settings(f"thrift://127.0.0.1:{upstream.port}", upstream_max_connections=2)
+    )
+    proxy.start_background()
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        client, transport = apache_client("127.0.0.1", proxy.port)
+        try:
+            client.create_database(T.Database(name=f"c{i}"))
+            for _ in range(20):
+                assert client.get_database(f"c{i}").name == f"c{i}"
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            transport.close()
+
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not errors, errors
+        assert proxy.upstream is not None and 1 <= proxy.upstream.open_connections <= 2
+    finally:
+        proxy.stop(grace_seconds=5)
