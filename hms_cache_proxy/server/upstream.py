@@ -147,7 +147,11 @@ class UpstreamPool:
         return reply
 
     def check(self) -> None:
-        """Raise UpstreamError unless a connection to the upstream can be had (health)."""
+        """Raise UpstreamError unless a connection to the upstream can be had (health). With
+        every connection busy there is nothing to check without waiting: they are in use."""
+        with self._cond:
+            if self._open >= self.max_connections and not self._idle:
+                return
         conn = self._borrow(())
         self._give_back(conn)
 
