@@ -528,3 +528,23 @@ def test_concurrent_clients_share_a_bounded_pool(upstream: Service, T: Any) -> N
         assert proxy.upstream is not None and 1 <= proxy.upstream.open_connections <= 2
     finally:
         proxy.stop(grace_seconds=5)
+
+
+def test_compact_protocol_clients_through_to_a_compact_upstream(
+    pg_url: str, tmp_path: Path, T: Any
+) -> None:
+    with running_service(pg_url, tmp_path / "warehouse", protocol="compact") as upstream:
+        proxy = build_service(
+            proxy_settings(f"thrift://127.0.0.1:{upstream.port}", protocol="compact")
+        )
+        proxy.start_background()
+        client, transport = apache_client("127.0.0.1", proxy.port, compact=True)
+        try:
+            client.set_ugi("dora", [])
+            client.create_database(T.Database(name="compact"))
+            assert client.get_database("compact").ownerName == "dora"
+            with pytest.raises(T.NoSuchObjectException):
+                client.get_database("absent")
+        finally:
+            transport.close()
+            proxy.stop(grace_seconds=5)
