@@ -85,6 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
         "passed through to it unchanged (the alternative to --database-url; docs/operations.md)",
     )
     serve.add_argument(
+        "--upstream-from-hive-site",
+        action="store_true",
+        default=None,
+        help="with --hive-site: stand in front of the metastore its hive.metastore.uris names "
+        "(the first URI) instead of using its database (default: off)",
+    )
+    serve.add_argument(
         "--external-warehouse-dir",
         metavar="PATH_OR_URI",
         help="root of the external warehouse: where an external table created without a "
@@ -221,6 +228,7 @@ _FLAGS = {
     "port": "--port",
     "database_url": "--database-url",
     "upstream_uri": "--upstream",
+    "upstream_from_hive_site": "--upstream-from-hive-site",
     "warehouse_dir": "--warehouse-dir",
     "external_warehouse_dir": "--external-warehouse-dir",
     "hive_site": "--hive-site",
@@ -264,6 +272,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port=args.port,
         external_warehouse_dir=args.external_warehouse_dir,
         upstream_uri=args.upstream,
+        upstream_from_hive_site=args.upstream_from_hive_site,
         log_level=args.log_level,
         log_format=args.log_format,
         metrics_host=args.metrics_host,

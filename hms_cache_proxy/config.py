@@ -73,6 +73,7 @@ class Settings(BaseSettings):
 
     # -- an upstream metastore instead of a database (pass-through mode, docs/operations.md)
     upstream_uri: str | None = None
+    upstream_from_hive_site: bool = False
     upstream_transport: Literal["buffered", "framed"] = "buffered"
     upstream_max_connections: int = Field(64, ge=1)
     upstream_connect_timeout_seconds: float = Field(5.0, gt=0)
@@ -257,6 +258,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 "upstream_uri and database_url are alternatives: an instance stands either on "
                 "a metastore database or in front of an upstream metastore; set only one"
+            )
+        if self.upstream_from_hive_site and not self.hive_site:
+            raise ValueError(
+                "upstream_from_hive_site needs hive_site: the file whose hive.metastore.uris "
+                "names the upstream"
             )
         if (self.upstream_sasl_user is None) != (self.upstream_sasl_password is None):
             missing = "upstream_sasl_password" if self.upstream_sasl_user else "upstream_sasl_user"
@@ -494,7 +500,7 @@ def load_settings(
     if not settings.hive_site:
         return settings
     try:
-        site = read_hive_site(Path(settings.hive_site))
+        site = read_hive_site(Path(settings.hive_site), upstream=settings.upstream_from_hive_site)
     except ConfigurationFileError as exc:
         raise SettingsError(f"{origins.name('hive_site')}: {exc}") from None
     origins.hive_site = site.path

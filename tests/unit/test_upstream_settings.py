@@ -111,3 +111,40 @@ def test_the_upstream_sasl_password_is_a_secret() -> None:
     settings = Settings(upstream_sasl_user="proxy", upstream_sasl_password="s3cret-pw")
     assert "s3cret-pw" in settings.secrets()
     assert settings.redacted()["upstream_sasl_password"] == "********"
+
+
+def _site(tmp_path: Path, props: dict[str, str]) -> Path:
+    from tests.unit.test_hive_site import hive_site
+
+    return hive_site(tmp_path, props)
+
+
+def test_upstream_from_hive_site_takes_the_first_metastore_uri_and_no_database(
+    tmp_path: Path,
+) -> None:
+    site = _site(
+        tmp_path,
+        {
+            "hive.metastore.uris": "thrift://hms-a:9083, thrift://hms-b:9083",
+            "javax.jdo.option.ConnectionURL": "jdbc:derby:;databaseName=metastore_db",
+        },
+    )
+    notes: list[str] = []
+    settings = load_settings(None, hive_site=str(site), upstream_from_hive_site=True, notes=notes)
+    assert settings.upstream_uri == "thrift://hms-a:9083"
+    assert settings.database_url == Settings.model_fields["database_url"].default  # not read
+    assert any("first of its 2 URIs" in n for n in notes)
+    given = load_settings(
+        None, hive_site=str(site), upstream_from_hive_site=True, upstream_uri="thrift://c:1"
+    )
+    assert given.upstream_uri == "thrift://c:1"
+
+
+def test_upstream_from_hive_site_without_uris_or_without_a_file_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    site = _site(tmp_path, {"hive.metastore.warehouse.dir": "/wh"})
+    err = _refused(capsys, "serve", "--hive-site", str(site), "--upstream-from-hive-site")
+    assert "no hive.metastore.uris" in err and "--upstream" in err
+    err = _refused(capsys, "serve", "--upstream-from-hive-site")
+    assert err.startswith("hms-cache-proxy: --upstream-from-hive-site needs --hive-site")
