@@ -300,6 +300,7 @@ def test_serve_with_upstream_opens_no_database_file_and_names_the_upstream(
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    assert proc.returncode == 0, log.read_text()  # SIGTERM: a clean stop
     assert f"on upstream thrift://127.0.0.1:{upstream.port} (pass-through)" in log.read_text()
     assert not (tmp_path / "hms-cache-proxy.db").exists()  # the default database never opened
 
