@@ -363,6 +363,77 @@ def test_alter_table_errors_are_invalid_operation(client, T):
         client.alter_table_req(req)
 
 
+# Iceberg's HiveCatalog without its lock (engine.hive.lock-enabled=false) commits with this
+# EnvironmentContext: Hive 4 checks the stored value under the alter's transaction.
+ICEBERG_KEY = "metadata_location"
+
+
+def _expecting(T, value, **more):
+    return _env(T, expected_parameter_key=ICEBERG_KEY, expected_parameter_value=value, **more)
+
+
+def _modified(current, expected):
+    return (
+        f"The table has been modified. The parameter value for key '{ICEBERG_KEY}' is "
+        f"'{current}'. The expected was value was '{expected}'"
+    )
+
+
+def test_alter_with_a_stale_expected_parameter_is_refused_and_changes_nothing(client, T):
+    client.create_table(table(T, "default", "ice", params={ICEBERG_KEY: "v1"}))
+    stored = client.get_table("default", "ice")  # cached from here on
+    before = last_event_id(client)
+    stale = table(T, "default", "ice", params={ICEBERG_KEY: "v2"})
+    with raises(T.MetaException, _modified("v1", "v0")):
+        client.alter_table_with_environment_context("default", "ice", stale, _expecting(T, "v0"))
+    req = T.AlterTableRequest(
+        dbName="default", tableName="ice", table=stale, environmentContext=_expecting(T, "v0")
+    )
+    with raises(T.MetaException, _modified("v1", "v0")):
+        client.alter_table_req(req)
+    assert client.get_table("default", "ice") == stored
+    assert events_since(client, T, before) == []
+
+
+def test_alter_with_the_current_expected_parameter_succeeds(client, T):
+    client.create_table(table(T, "default", "ice", params={ICEBERG_KEY: "v1"}))
+    client.get_table("default", "ice")
+    new = table(T, "default", "ice", params={ICEBERG_KEY: "v2"})
+    client.alter_table_with_environment_context("default", "ice", new, _expecting(T, "v1"))
+    assert client.get_table("default", "ice").parameters[ICEBERG_KEY] == "v2"
+    new = table(T, "default", "ice", params={ICEBERG_KEY: "v3"})
+    req = T.AlterTableRequest(
+        dbName="default", tableName="ice", table=new, environmentContext=_expecting(T, "v2")
+    )
+    client.alter_table_req(req)
+    assert client.get_table("default", "ice").parameters[ICEBERG_KEY] == "v3"
+
+
+def test_alter_expecting_a_parameter_the_table_lacks_or_leaves_unset_is_refused(client, T):
+    client.create_table(table(T, "default", "plain"))
+    new = table(T, "default", "plain", params={ICEBERG_KEY: "v1"})
+    with raises(T.MetaException, _modified("null", "v0")):
+        client.alter_table_with_environment_context("default", "plain", new, _expecting(T, "v0"))
+    unset = table(T, "default", "plain")
+    with raises(T.MetaException, f"New value for expected key {ICEBERG_KEY} is not set"):
+        client.alter_table_with_environment_context("default", "plain", unset, _expecting(T, "v0"))
+    assert ICEBERG_KEY not in client.get_table("default", "plain").parameters
+
+
+def test_alter_table_req_fields_override_the_environment_context(client, T):
+    client.create_table(table(T, "default", "ice", params={ICEBERG_KEY: "v1"}))
+    req = T.AlterTableRequest(
+        dbName="default",
+        tableName="ice",
+        table=table(T, "default", "ice", params={ICEBERG_KEY: "v2"}),
+        environmentContext=_expecting(T, "v0"),
+        expectedParameterKey=ICEBERG_KEY,
+        expectedParameterValue="v1",
+    )
+    client.alter_table_req(req)  # Hive 4 puts the request's fields into the context
+    assert client.get_table("default", "ice").parameters[ICEBERG_KEY] == "v2"
+
+
 def test_rename_managed_table_moves_data_and_partition_locations(service, client, T):
     wh = warehouse_dir(service)
     client.create_database(T.Database(name="db2"))
