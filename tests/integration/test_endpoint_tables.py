@@ -4,6 +4,7 @@ metastore answers (docs/compatibility.md lists where we differ, and why)."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -418,6 +419,48 @@ def test_alter_expecting_a_parameter_the_table_lacks_or_leaves_unset_is_refused(
     with raises(T.MetaException, f"New value for expected key {ICEBERG_KEY} is not set"):
         client.alter_table_with_environment_context("default", "plain", unset, _expecting(T, "v0"))
     assert ICEBERG_KEY not in client.get_table("default", "plain").parameters
+
+
+def _race_commits(writers, T, base, r):
+    """Each writer alters ``ice`` from ``base`` at once (a barrier); index -> None or the
+    MetaException it got."""
+    barrier = threading.Barrier(len(writers))
+    outcome = {}
+
+    def commit(i):
+        new = table(T, "default", "ice", params={ICEBERG_KEY: f"v{r}-{i}"})
+        barrier.wait()
+        try:
+            writers[i].alter_table_with_environment_context(
+                "default", "ice", new, _expecting(T, base)
+            )
+            outcome[i] = None
+        except T.MetaException as exc:
+            outcome[i] = exc
+
+    threads = [threading.Thread(target=commit, args=(i,)) for i in range(len(writers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return outcome
+
+
+def test_two_writers_expecting_the_same_value_exactly_one_wins(connect, T):
+    writers = [connect(), connect()]
+    writers[0].create_table(table(T, "default", "ice", params={ICEBERG_KEY: "v0"}))
+    different = f"The table has been modified. The parameter value for key '{ICEBERG_KEY}' is "
+    base = "v0"
+    for r in range(1, 5):
+        outcome = _race_commits(writers, T, base, r)
+        winners = [i for i, exc in outcome.items() if exc is None]
+        assert len(outcome) == 2 and len(winners) == 1, f"round {r}: {outcome}"
+        [loser] = [exc for exc in outcome.values() if exc is not None]
+        won = f"v{r}-{winners[0]}"
+        assert loser.message in (_modified(won, base), different + "different")
+        for c in writers:
+            assert c.get_table("default", "ice").parameters[ICEBERG_KEY] == won
+        base = won
 
 
 def test_alter_table_req_fields_override_the_environment_context(client, T):
