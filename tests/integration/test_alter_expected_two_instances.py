@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.cache import Counted, clients, instances, settle, wait_until
-from tests.support.metastore import table
+from tests.support.metastore import event_types, last_event_id, table
 
 pytestmark = [pytest.mark.postgres]
 
@@ -71,6 +71,7 @@ def test_racing_expected_value_alters_on_two_instances_let_exactly_one_win(T, pa
     (a, b), (ca, cb) = pair
     writers = {"a": ca, "b": cb}
     ca.create_table(table(T, "default", "ice", params={KEY: "v0"}))
+    created = last_event_id(ca)
     settle(a, b)
     base = "v0"
     for r in range(1, ROUNDS + 1):
@@ -95,3 +96,5 @@ def test_racing_expected_value_alters_on_two_instances_let_exactly_one_win(T, pa
                 assert (got[KEY], got["previous_metadata_location"]) == (won, base)
         assert counted.hits("get_table") == 2  # from the two caches' entries
         base = won
+    # one ALTER_TABLE per round, the winner's: a refused alter left nothing for a cache to apply
+    assert event_types(cb, T, created) == ["ALTER_TABLE"] * ROUNDS
