@@ -68,6 +68,7 @@ class Metadata(Protocol):
         is_truncate: bool = ...,
         prepare: Any = ...,
         relocate: Sequence[tuple[str, str]] = ...,
+        expected: tuple[str, str] | None = ...,
     ) -> tuple[hms.Table, hms.Table]: ...
     def drop_table(
         self, cat: str, db: str, name: str, *, check: Any = ...
