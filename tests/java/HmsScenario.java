@@ -700,7 +700,8 @@ public class HmsScenario {
     private void expectedParameterAlters() throws Exception {
         call("createTable t_ice", () -> {
             client.createTable(table(DB, "t_ice", new ArrayList<>(),
-                    map("table_type", "ICEBERG", "metadata_location", "m1"), "EXTERNAL_TABLE",
+                    map("EXTERNAL", "TRUE", "table_type", "ICEBERG", "metadata_location", "m1"),
+                    "EXTERNAL_TABLE",
                     "file:" + warehouse + "/ext/t_ice", false));
             return "ok";
         });
