@@ -62,9 +62,8 @@ ALLOWED: dict[str, str] = {
     "getValidTxns after": _COMPARED,
     # A second request for a queued compaction: Hive 4 answers id -1, "refused".
     "compact2 again": "Transactions: the compaction queue, locks",
-    # Role errors arrive as the declared MetaException; 2.3 fails inside or ignores them.
+    # Role errors arrive as the declared MetaException; 2.3 fails inside.
     "create_role again": "Roles and privileges",
-    "drop_role missing": "Roles and privileges",
     # PySpark's jars have no DbNotificationListener: the stock server logs no events.
     "getNextNotification": _COMPARED,
     # The partition value whitelist is only what a client sets with setMetaConf here; 2.3
