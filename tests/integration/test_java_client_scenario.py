@@ -53,7 +53,7 @@ ALLOWED: dict[str, str] = {
     "getTableObjectsByName missing db": "Deviations (get_table_objects_by_name) and " + _COMPARED,
     # 2.3 fails inside (INTERNAL_ERROR); we answer the declared MetaException.
     "listPartitionNames missing table": "Policy (Hive's bugs and crashes are not copied)",
-    # LIKE: a Java regex in 2.3, SQL LIKE in Hive 4 and here.
+    # Partition-filter LIKE: a JDOQL matches() regex in 2.3, SQL LIKE in Hive 4 and here.
     'listPartitionsByFilter ds like "2024-01-0%"': "Small calls (LIKE) and " + _COMPARED,
     'getNumPartitionsByFilter ds like "2024-01-0%"': "Small calls (LIKE) and " + _COMPARED,
     # Hive 3 made GetOpenTxnsResponse.open_txns a list; 2.3's client reads only a set.
