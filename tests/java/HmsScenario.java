@@ -579,8 +579,16 @@ public class HmsScenario {
                 "hive_filter_field_params__i <> \"t_many1\"",
                 "hive_filter_field_last_access__ = 0",
                 "hive_filter_field_params__p = \"1\" or hive_filter_field_params__p = \"2\"",
-                "hive_filter_field_owner__ like \"al.*\"",
-                "hive_filter_field_owner__ like \"a%\""}) {
+                // LIKE takes a JDOQL matches() pattern, run by DataNucleus as SQL LIKE.
+                "hive_filter_field_owner__ like \"ali.*\"",
+                "hive_filter_field_owner__ like \"a.ice\"",
+                "hive_filter_field_owner__ like \"ali%\"",
+                "hive_filter_field_owner__ like \"al[i]ce\"",
+                "hive_filter_field_owner__ like \"alice|bob\"",
+                "hive_filter_field_owner__ like \"(?i)ALI.*\"",
+                "hive_filter_field_owner__ like \"alic\"",
+                "hive_filter_field_params__p like \"[12]\"",
+                "hive_filter_field_params__p like \".\""}) {
             call("listTableNamesByFilter " + filter,
                     () -> client.listTableNamesByFilter(DB, filter, (short) -1));
         }
