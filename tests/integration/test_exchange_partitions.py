@@ -4,8 +4,9 @@ warehouse: the partitions leave the source and join the destination in one trans
 directories move with them, the writing instance reads its own write from its cache and the
 other follows through the ADD_PARTITION/DROP_PARTITION events; refused exchanges change nothing.
 
-Spark SQL is not exercised: Spark 3's parser refuses ``ALTER TABLE .. EXCHANGE PARTITION``
-("Operation not allowed") without calling the metastore.
+Spark SQL is not exercised: Spark's parser refuses ``ALTER TABLE .. EXCHANGE PARTITION``
+before any metastore call (Spark 3: "Operation not allowed"; the Spark 4.0 of the test extra:
+``INVALID_STATEMENT_OR_CLAUSE``).
 """
 
 from __future__ import annotations
