@@ -37,6 +37,10 @@ from hms_cache_proxy.store.partition_filter.syntax_tree import FilterError, Node
 log = logging.getLogger(__name__)
 
 MISSING_PARTITIONS = "Some partitions to drop are missing"
+EXCHANGE_NULLS = (  # HMSHandler.exchange_partitions
+    "The DB and table name for the source and destination tables, and the partition specs "
+    "must not be null."
+)
 
 
 def _max(n: int | None) -> int:
@@ -771,15 +775,12 @@ class PartitionHandlers(PartitionAddHandlers):
         A partition stored elsewhere (its own location, another filesystem, outside the
         roots) keeps its location: its data is never touched, and stays where the metadata
         points. A destination outside the roots is refused (MetaException)."""
-        missing = "The DB and table name for the source and destination tables, and the " + (
-            "partition specs must not be null."
-        )
         if spec is None or source_db is None or dest_db is None:
-            raise hms.MetaException(message=missing)
+            raise hms.MetaException(message=EXCHANGE_NULLS)
         s_cat, s_db = self.split_db(source_db)
         d_cat, d_db = self.split_db(dest_db)
         if not s_db or not d_db or not source_tbl or not dest_tbl:
-            raise hms.MetaException(message=missing)
+            raise hms.MetaException(message=EXCHANGE_NULLS)
         if s_cat != d_cat:
             raise hms.MetaException(message="You cannot move a partition across catalogs")
         s_tbl, d_tbl = self.require_name(source_tbl), self.require_name(dest_tbl)
@@ -814,7 +815,12 @@ class PartitionHandlers(PartitionAddHandlers):
                 if after.sd is None or not old:
                     continue
                 new = after.sd.location
-                if not (new and self.files.inside(old) and self.below_table_dir(src_dir, old)):
+                if not (
+                    new
+                    and new != old
+                    and self.files.inside(old)
+                    and self.below_table_dir(src_dir, old)
+                ):
                     after.sd.location = old  # never moved from there: the data stays put
                     continue
                 what = f"partition {java_list(before.values)} of {src.dbName}.{src.tableName}"

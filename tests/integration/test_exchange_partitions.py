@@ -275,3 +275,28 @@ def test_a_failed_move_puts_the_moved_directories_back_and_commits_nothing(T, pa
             ["x", "2", "0"],
         ]
         assert c.get_partitions("default", "dst", -1) == []
+
+
+def test_an_exchange_across_catalogs_is_refused(T, refused) -> None:
+    ca, unchanged, _ = refused
+    with raises(T.MetaException, "You cannot move a partition across catalogs"):
+        ca.exchange_partitions({"ds": "x"}, "@hive#default", "src", "@other#default", "dst")
+    unchanged()
+
+
+def test_a_partition_stored_outside_its_table_directory_keeps_its_location(T, pair) -> None:
+    (a, b), (ca, cb), wh = pair
+    _table(ca, T, "src")
+    _table(ca, T, "dst")
+    own = wh / "elsewhere" / "x1"
+    ca.add_partition(partition(T, "default", "src", ["x", "1"], location=uri(own)))
+    write_files(own, {"f": b"kept"})
+
+    ca.exchange_partition({"ds": "x", "hr": "1"}, "default", "src", "default", "dst")
+
+    settle(a, b)
+    for c in (ca, cb):
+        assert c.get_partitions("default", "src", -1) == []
+        assert c.get_partition("default", "dst", ["x", "1"]).sd.location == uri(own)
+    assert (own / "f").read_bytes() == b"kept"
+    assert not (wh / "dst" / "ds=x").exists()
