@@ -300,3 +300,34 @@ def test_a_partition_stored_outside_its_table_directory_keeps_its_location(T, pa
         assert c.get_partition("default", "dst", ["x", "1"]).sd.location == uri(own)
     assert (own / "f").read_bytes() == b"kept"
     assert not (wh / "dst" / "ds=x").exists()
+
+
+def test_column_statistics_of_exchanged_partitions_go_with_the_source_rows(T, pair) -> None:
+    """As Hive's ObjectStore: the partitions are dropped from the source with their column
+    statistics and added to the destination without any (their parameters are kept)."""
+    (a, b), (ca, cb), _ = pair
+    _table(ca, T, "src")
+    _table(ca, T, "dst")
+    _add(ca, T, "src", ["x", "1"])
+    desc = T.ColumnStatisticsDesc(
+        isTblLevel=False, dbName="default", tableName="src", partName="ds=x/hr=1"
+    )
+    long_stats = T.LongColumnStatsData(lowValue=1, highValue=9, numNulls=0, numDVs=4)
+    obj = T.ColumnStatisticsObj(
+        colName="a", colType="int", statsData=T.ColumnStatisticsData(longStats=long_stats)
+    )
+    ca.update_partition_column_statistics(
+        T.ColumnStatistics(statsDesc=desc, statsObj=[obj], engine="hive")
+    )
+    params = ca.get_partition("default", "src", ["x", "1"]).parameters
+
+    ca.exchange_partition({"ds": "x", "hr": "1"}, "default", "src", "default", "dst")
+
+    settle(a, b)
+    for c in (ca, cb):
+        assert c.get_partition("default", "dst", ["x", "1"]).parameters == params
+        for tbl in ("src", "dst"):
+            rqst = T.PartitionsStatsRequest(
+                dbName="default", tblName=tbl, colNames=["a"], partNames=["ds=x/hr=1"]
+            )
+            assert c.get_partitions_statistics_req(rqst).partStats == {}
