@@ -144,12 +144,14 @@ def test_only_a_client_allowed_on_its_databases_may_finish_a_transaction(
     reader.close()
 
 
+@pytest.mark.parametrize("cache_enabled", [True, False], ids=["cache_on", "cache_off"])
 def test_flush_cache_needs_an_admin_and_a_writable_instance(
-    database_url: str, tmp_path: Path
+    database_url: str, tmp_path: Path, cache_enabled: bool
 ) -> None:
     with running_service(
         database_url,
         tmp_path / "wh",
+        cache_enabled=cache_enabled,
         sasl_enabled=True,
         sasl_users=USERS,
         admin_users=["owner"],
@@ -162,7 +164,9 @@ def test_flush_cache_needs_an_admin_and_a_writable_instance(
         assert reader.get_all_databases() == ["default"]  # the connection still serves
         owner.close()
         reader.close()
-    with running_service(database_url, tmp_path / "wh", read_only=True) as svc:
+    with running_service(
+        database_url, tmp_path / "wh", read_only=True, cache_enabled=cache_enabled
+    ) as svc:
         from thriftpy2.rpc import make_client
 
         from hms_cache_proxy.idl import service
