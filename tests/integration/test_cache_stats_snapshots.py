@@ -7,7 +7,8 @@ getTableColumnStatistics and getPartitionColumnStatistics), and the Thrift calls
 as HMSHandler does (get_table_statistics_req, get_partitions_statistics_req: nothing;
 get_aggr_stats_for: empty, partsFound 0). The snapshots are ones the cache may serve (its entry's
 write ids are equivalent to them): the write id aborted, still open, and above an older
-snapshot's high-water mark while open."""
+snapshot's high-water mark while open; and, in strong mode, newer statistics written elsewhere
+that the caching instance has not applied yet."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from tests.support.cache import (
     abort,
     allocate,
     clients,
+    commit,
     open_txn,
     ours,
     settle,
@@ -155,3 +157,50 @@ def test_statistics_of_an_open_write_id(pair: tuple[Any, Any, Any, Any], T: Any)
     _same_from_cache_and_database(pair, T, t, p, now_t, now_p)
     # a snapshot from before the write id was allocated is equivalent to the entry too
     _same_from_cache_and_database(pair, T, t, p, before_t, before_p)
+
+
+def test_strong_mode_answers_statistics_as_the_database_while_the_cache_lags(
+    pg_url: str, tmp_path: Path, T: Any
+) -> None:
+    """Newer statistics written by an open transaction elsewhere, not yet applied here: the
+    reader's snapshot excludes their write id and is equivalent to the entry's. Hive keeps one
+    version of statistics, so the database path answers none valid for that snapshot (the rows
+    with isStatsCompliant=false); in strong mode the caching instance answers the same, not the
+    older statistics its entry still holds."""
+    with ExitStack() as stack:
+        cached = stack.enter_context(
+            running_service(
+                pg_url, tmp_path / "wh", consistency="strong", consistency_wait_seconds=0.2, **FAST
+            )
+        )
+        cached.name = "cached"
+        direct = stack.enter_context(running_service(pg_url, tmp_path / "wh", cache_enabled=False))
+        c_cached, c_direct = stack.enter_context(clients(cached, direct))
+        c_cached.create_database(T.Database(name=DB, parameters={}))
+        t, p = _tables(c_cached, T, "lag")
+        first = open_txn(c_cached, T)
+        _write_stats(c_cached, T, first, t, None)
+        _write_stats(c_cached, T, first, p, "ds=1")
+        commit(c_cached, T, first)
+        settle(cached)
+        s_t, s_p = snapshot(c_cached, T, DB, t), snapshot(c_cached, T, DB, p)
+        for _ in range(2):  # load the entries and their statistics rows
+            _answers(c_cached, T, t, p, s_t, s_p)
+            settle(cached)
+        assert _answers(c_cached, T, t, p, s_t, s_p)["get_table_statistics_req"].tableStats
+
+        with cached.cache.poller._poll_lock:  # this instance lags behind the writes below
+            newer = open_txn(c_direct, T)
+            _write_stats(c_direct, T, newer, t, None)
+            _write_stats(c_direct, T, newer, p, "ds=1")
+            s_t = snapshot(c_direct, T, DB, t)  # the newer write id listed open
+            s_p = snapshot(c_direct, T, DB, p)
+            from_database = _answers(c_direct, T, t, p, s_t, s_p)
+            assert from_database["get_table_statistics_req"].tableStats == []
+            assert from_database["get_partitions_statistics_req"].partStats == {}
+            assert from_database["get_aggr_stats_for"].partsFound == 0
+            assert _answers(c_cached, T, t, p, s_t, s_p) == from_database
+            assert _store_answers(cached.cache.store, t, p, s_t, s_p) == _store_answers(
+                direct.store, t, p, s_t, s_p
+            )
+        abort(c_direct, T, newer)

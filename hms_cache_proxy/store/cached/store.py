@@ -26,6 +26,10 @@ list calls (get_partitions*, by filter, by names,     as above, on the table's e
 names, values, counts) and statistics                 committed entry holds all partitions and
                                                       W covers them all, so every partition
                                                       returned is committed and equivalent
+statistics of a transactional table, strong mode      as above, once the cache has applied
+                                                      every event the database had (Hive keeps
+                                                      one version: a newer one the entry has
+                                                      not seen makes the database answer none)
 ====================================================  =========================================
 
 W is the write-id state the entry reflects: computed in the snapshot that loaded it and moved
@@ -230,13 +234,18 @@ class CachedStore(StatsReads, ForwardingStore):
         from_db: Callable[[], Any],
         *,
         partitions: bool = False,
+        newest: bool = False,
     ) -> Any:
-        """Answer from the cache when the rules allow, else from the database."""
+        """Answer from the cache when the rules allow, else from the database.
+
+        ``newest``: the answer depends on the newest rows, not only on the snapshot's committed
+        writes (statistics: Hive keeps one version, judged against the snapshot), so in strong
+        mode a transactional table's read also waits for the position, as other reads do."""
         try:
             with self.cache.lock:
                 entry = self._check_locked(key, snapshot, partitions=partitions)
                 result = from_cache(entry)
-                barrier = None if entry.transactional else self._barrier
+                barrier = None if entry.transactional and not newest else self._barrier
                 if barrier is not None:
                     # What the answer reflects: every event up to here was applied before.
                     seen = barrier.applied
