@@ -537,6 +537,12 @@ class Transactions(Protocol):
         partition_names: Sequence[str],
         operation_type: int | None,
     ) -> None: ...
+    def databases_touched(
+        self, txn_ids: Sequence[int] = ..., lock_ids: Sequence[int] = ...
+    ) -> set[str]:
+        """The databases the transactions and locks name: handler/access.py lets a client
+        commit, abort or unlock them only when it may use every one."""
+        ...
 
     # -- write ids -------------------------------------------------------------------------------
 
