@@ -194,6 +194,7 @@ def build_service(settings: Settings) -> Service:
     # The handler reads through the cache (or, with cache_enabled false, the database only).
     cache = CacheService(store, settings, readiness) if settings.cache_enabled else None
     handler = Handler(cache.store if cache is not None else DirectStore(store), settings)
+    log_roots(settings)
     # read_only and allowed_databases (the handler itself when neither is set: no cost per call)
     processor = Processor(service, access.guard(handler, settings), observer=metrics.observe_call)
     server = _thrift_server(settings, processor, opener)
@@ -328,6 +329,19 @@ def secure_opener(settings: Settings) -> SecureOpener | None:
         f"on ({len(settings.sasl_users)} users)" if sasl is not None else "off",
     )
     return SecureOpener(ctx, sasl, timeout, on_user=access.set_user)
+
+
+def log_roots(settings: Settings) -> None:
+    """Say at start which directories DDL may use: a client whose own warehouse lies elsewhere
+    (Spark's default spark.sql.warehouse.dir is ./spark-warehouse in its working directory)
+    gets CREATE DATABASE refused, and this line tells the operator why."""
+    log.info(
+        "file locations are confined to: warehouse %s, external warehouse %s, "
+        "filesystem_roots %s; a database or managed table a client places elsewhere is refused",
+        settings.warehouse_uri(),
+        settings.external_warehouse_uri() or "(unset)",
+        ", ".join(settings.extra_root_uris()) or "(none)",
+    )
 
 
 def _count_database_errors(database: Database) -> None:

@@ -357,11 +357,11 @@ class Settings(BaseSettings):
         ``filesystem_roots`` (relative paths taken from the working directory, as for the
         warehouse)."""
         external = self.external_warehouse_uri()
-        return [
-            self.warehouse_uri(),
-            *([external] if external else []),
-            *(to_uri(r.strip()) for r in self.filesystem_roots),
-        ]
+        return [self.warehouse_uri(), *([external] if external else []), *self.extra_root_uris()]
+
+    def extra_root_uris(self) -> list[str]:
+        """``filesystem_roots`` as URIs (relative paths taken from the working directory)."""
+        return [to_uri(r.strip()) for r in self.filesystem_roots]
 
     def redacted(self) -> dict[str, Any]:
         """The settings as a dict safe to log: secrets and database passwords masked."""

@@ -82,6 +82,20 @@ def normalize_table_type(table: hms.Table) -> None:
         table.tableType = MANAGED_TABLE
 
 
+def expected_parameter(
+    props: dict[str, str], key: str | None = None, value: str | None = None
+) -> tuple[str, str] | None:
+    """The (key, value) an alter must find stored before it changes anything, or None.
+
+    Hive 4 reads it from the EnvironmentContext (expected_parameter_key/value, what Iceberg's
+    lock-free commit sends); alter_table_req's own fields, when set, replace those entries one
+    by one. Hive checks only when both are given.
+    """
+    key = key if key is not None else props.get(hms.EXPECTED_PARAMETER_KEY)
+    value = value if value is not None else props.get(hms.EXPECTED_PARAMETER_VALUE)
+    return (key, value) if key is not None and value is not None else None
+
+
 def copy_table(t: hms.Table) -> hms.Table:
     new = hms.Table(**t.__dict__)
     new.parameters = dict(t.parameters or {})
@@ -599,16 +613,6 @@ class TableHandlers(FileRules):
 
         def prepare(conn: Any, before: hms.Table, after: hms.Table) -> hms.Table:
             moves.clear()
-            key, value = expected
-            if key is not None:
-                if (after.parameters or {}).get(key) is None:
-                    raise hms.MetaException(message=f"New value for expected key {key} is not set")
-                if (before.parameters or {}).get(key) != value:
-                    raise hms.MetaException(
-                        message="The table has been modified. The parameter value for key "
-                        f"'{key}' is '{(before.parameters or {}).get(key)}'. The expected was "
-                        f"value was '{value}'"
-                    )
             if renamed and self.store.table_exists(conn, cat, new_db, new_name):
                 raise hms.InvalidOperationException(
                     message=f"new table {new_db}.{new_name} already exists"
@@ -656,6 +660,7 @@ class TableHandlers(FileRules):
                 valid_write_id_list=valid_write_id_list,
                 prepare=prepare,
                 relocate=moves,
+                expected=expected_parameter(props, *expected),
             )
         except Exception as exc:
             for src, dst in reversed(moved):

@@ -1,13 +1,24 @@
-"""Hive's table-filter language (get_table_names_by_filter) over the partition-filter parser.
+r"""Hive's table-filter language (get_table_names_by_filter) over the partition-filter parser.
 
 A table filter is a partition filter whose keys are Hive's three table fields
 (hive_metastore_constants): ``hive_filter_field_owner__`` (the owner, a string),
 ``hive_filter_field_last_access__`` (lastAccessTime, an integer) and
 ``hive_filter_field_params__<key>`` (the table parameter ``<key>``, a string), for example
-``hive_filter_field_owner__ like "ali%" and hive_filter_field_params__k = "v"``. The grammar,
-operators, LIKE patterns and comparisons are those of store/partition_filter/ with these three
-key types. A parameter the table does not have is SQL NULL (what Hive's JDO query reads for a
-missing map entry): a comparison with it is unknown, which no table passes, under NOT too.
+``hive_filter_field_owner__ like "ali.*" and hive_filter_field_params__k = "v"``. The grammar,
+operators and comparisons are those of store/partition_filter/ with these three key types. A
+parameter the table does not have is SQL NULL (what Hive's JDO query reads for a missing map
+entry): a comparison with it is unknown, which no table passes, under NOT too.
+
+LIKE is not the partition filter's SQL LIKE. Hive (2.3 and 4) has no direct-SQL path for table
+filters: ObjectStore.listTableNamesByFilter runs the JDOQL ``this.owner.matches(v)``, whose
+argument is a Java regular expression, and DataNucleus runs it on the database as SQL LIKE
+after its RegularExpressionConverter (``matches_as_like``): ``.*`` is any text, ``.`` one
+character, ``\.`` a dot, ``%`` and ``_`` stand for themselves, and a leading ``(?i)`` compares
+case-insensitively; every other character, regex syntax included, is literal. So
+``diff.*`` finds owner ``diff``, and ``d[i]ff`` or ``a|b`` only that very text, as on a stock
+metastore. No regular-expression engine runs: a pattern costs at most its length times the value's
+(no backtracking; the
+filter's length is bounded by ``partition_filter_max_length``).
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from hms_cache_proxy.store.partition_filter.syntax_tree import (
     Comparison,
     FilterError,
     In,
+    Literal,
     MatchAll,
     Node,
     Not,
@@ -126,13 +138,59 @@ def _compile(node: Node, names: list[str], types: list[str]) -> Callable[[Any], 
     # A comparison: compiled against its own key only, unknown when that value is missing.
     assert isinstance(node, Comparison | Between | In)
     index = _index(node.key, names)
+    fold = False
+    if isinstance(node, Comparison) and node.op == "LIKE" and node.value.kind == "string":
+        like, fold = matches_as_like(str(node.value.value))
+        node = Comparison(node.key, "LIKE", Literal("string", like, node.value.pos), node.pos)
     predicate = compile_filter(node, [node.key], [types[index]])
 
     def leaf(values: Any) -> Tri:
         value = values[index]
-        return None if value is None else bool(predicate([value]))
+        if value is None:
+            return None
+        return bool(predicate([value.lower() if fold else value]))
 
     return leaf
+
+
+def matches_as_like(pattern: str) -> tuple[str, bool]:
+    """The SQL LIKE pattern (escape ``\\``) DataNucleus runs for JDOQL ``x.matches(pattern)``,
+    and whether it compares lower-cased (a leading ``(?i)``).
+
+    Step for step DataNucleus's RegularExpressionConverter, quirks included, since that and
+    not java.util.regex decides which tables a stock metastore answers: a backslash before a
+    character is a literal backslash followed by that character as it is, except ``\\.`` (a
+    dot) and ``\\\\`` (two backslashes); a trailing backslash is one backslash.
+    """
+    fold = pattern.startswith("(?i)")
+    if fold:
+        pattern = pattern[4:]
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            if i + 1 == n:
+                out.append("\\\\")
+            elif pattern[i + 1] == ".":
+                out.append(".")
+            elif pattern[i + 1] == "\\":
+                out.append("\\\\\\\\")
+            else:
+                out.append("\\\\" + pattern[i + 1])
+            i += 2
+        elif c == ".":
+            if i + 1 < n and pattern[i + 1] == "*":
+                out.append("%")
+                i += 2
+            else:
+                out.append("_")
+                i += 1
+        else:
+            out.append("\\" + c if c in "%_" else c)
+            i += 1
+    like = "".join(out)
+    return (like.lower(), True) if fold else (like, False)
 
 
 def _index(key: str, names: list[str]) -> int:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -186,3 +187,39 @@ def test_a_tls_file_that_does_not_exist_is_named_as_the_flag_given(tmp_path: Pat
     assert out.stderr.strip().splitlines()[-1] == (
         f"hms-cache-proxy: --tls-cert: {tmp_path / 'missing.pem'} does not exist or is not a file"
     )
+
+
+def test_serve_logs_the_roots_it_confines_locations_to(
+    sqlite_url: str, tmp_path: Path, T: Any
+) -> None:
+    """One INFO line at start names the warehouse, the external warehouse and filesystem_roots,
+    so an operator sees why a client with its own warehouse (Spark's ./spark-warehouse) is
+    refused; the refusal itself is checked over Thrift."""
+    config = tmp_path / "settings.yaml"
+    config.write_text(f"filesystem_roots: [{tmp_path / 'data'}]\n")
+    log_path = tmp_path / "server.log"
+    server = ServerProcess(
+        sqlite_url,
+        tmp_path / "wh",
+        log_path,
+        "--config",
+        str(config),
+        "--external-warehouse-dir",
+        str(tmp_path / "ext"),
+    )
+    try:
+        client, trans = apache_client("127.0.0.1", server.port)
+        try:
+            spark_default = f"file:{tmp_path / 'spark-warehouse' / 'sales.db'}"
+            with pytest.raises(T.MetaException):
+                client.create_database(T.Database(name="sales", locationUri=spark_default))
+        finally:
+            trans.close()
+    finally:
+        server.stop()
+    lines = [line for line in log_path.read_text().splitlines() if "confined to" in line]
+    assert len(lines) == 1, log_path.read_text()
+    assert "INFO" in lines[0]
+    assert f"warehouse file:{tmp_path / 'wh'}" in lines[0]
+    assert f"external warehouse file:{tmp_path / 'ext'}" in lines[0]
+    assert f"filesystem_roots file:{tmp_path / 'data'}" in lines[0]

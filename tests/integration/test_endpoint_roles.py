@@ -117,6 +117,16 @@ def test_roles_are_created_granted_listed_revoked_and_dropped(client, T):
         client.get_principals_in_role(T.GetPrincipalsInRoleRequest(roleName="readers"))
 
 
+def test_drop_role_of_a_missing_role_answers_true_as_hive_4(client, T):
+    """Hive 4's ObjectStore.removeRole drops nothing and answers true for an unknown role."""
+    assert "ghost" not in client.get_role_names()
+    assert client.drop_role("ghost") is True
+    client.create_role(T.Role(roleName="once"))
+    assert client.drop_role("once") is True
+    assert client.drop_role("once") is True
+    assert "once" not in client.get_role_names()
+
+
 def test_privileges_at_every_level_are_granted_listed_and_revoked(client, T):
     USER = T.PrincipalType.USER
     client.create_database(T.Database(name="sales"))

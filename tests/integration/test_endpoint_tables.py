@@ -4,6 +4,7 @@ metastore answers (docs/compatibility.md lists where we differ, and why)."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -361,6 +362,119 @@ def test_alter_table_errors_are_invalid_operation(client, T):
     )
     with raises(T.MetaException, contains="The table has been modified"):
         client.alter_table_req(req)
+
+
+# Iceberg's HiveCatalog without its lock (engine.hive.lock-enabled=false) commits with this
+# EnvironmentContext: Hive 4 checks the stored value under the alter's transaction.
+ICEBERG_KEY = "metadata_location"
+
+
+def _expecting(T, value, **more):
+    return _env(T, expected_parameter_key=ICEBERG_KEY, expected_parameter_value=value, **more)
+
+
+def _modified(current, expected):
+    return (
+        f"The table has been modified. The parameter value for key '{ICEBERG_KEY}' is "
+        f"'{current}'. The expected was value was '{expected}'"
+    )
+
+
+def test_alter_with_a_stale_expected_parameter_is_refused_and_changes_nothing(client, T):
+    client.create_table(table(T, "default", "ice", params={ICEBERG_KEY: "v1"}))
+    stored = client.get_table("default", "ice")  # cached from here on
+    before = last_event_id(client)
+    stale = table(T, "default", "ice", params={ICEBERG_KEY: "v2"})
+    with raises(T.MetaException, _modified("v1", "v0")):
+        client.alter_table_with_environment_context("default", "ice", stale, _expecting(T, "v0"))
+    req = T.AlterTableRequest(
+        dbName="default", tableName="ice", table=stale, environmentContext=_expecting(T, "v0")
+    )
+    with raises(T.MetaException, _modified("v1", "v0")):
+        client.alter_table_req(req)
+    assert client.get_table("default", "ice") == stored
+    assert events_since(client, T, before) == []
+
+
+def test_alter_with_the_current_expected_parameter_succeeds(client, T):
+    client.create_table(table(T, "default", "ice", params={ICEBERG_KEY: "v1"}))
+    client.get_table("default", "ice")
+    new = table(T, "default", "ice", params={ICEBERG_KEY: "v2"})
+    client.alter_table_with_environment_context("default", "ice", new, _expecting(T, "v1"))
+    assert client.get_table("default", "ice").parameters[ICEBERG_KEY] == "v2"
+    new = table(T, "default", "ice", params={ICEBERG_KEY: "v3"})
+    req = T.AlterTableRequest(
+        dbName="default", tableName="ice", table=new, environmentContext=_expecting(T, "v2")
+    )
+    client.alter_table_req(req)
+    assert client.get_table("default", "ice").parameters[ICEBERG_KEY] == "v3"
+
+
+def test_alter_expecting_a_parameter_the_table_lacks_or_leaves_unset_is_refused(client, T):
+    client.create_table(table(T, "default", "plain"))
+    new = table(T, "default", "plain", params={ICEBERG_KEY: "v1"})
+    with raises(T.MetaException, _modified("null", "v0")):
+        client.alter_table_with_environment_context("default", "plain", new, _expecting(T, "v0"))
+    unset = table(T, "default", "plain")
+    with raises(T.MetaException, f"New value for expected key {ICEBERG_KEY} is not set"):
+        client.alter_table_with_environment_context("default", "plain", unset, _expecting(T, "v0"))
+    assert ICEBERG_KEY not in client.get_table("default", "plain").parameters
+
+
+def _race_commits(writers, T, base, r):
+    """Each writer alters ``ice`` from ``base`` at once (a barrier); index -> None or the
+    MetaException it got."""
+    barrier = threading.Barrier(len(writers))
+    outcome = {}
+
+    def commit(i):
+        new = table(T, "default", "ice", params={ICEBERG_KEY: f"v{r}-{i}"})
+        barrier.wait()
+        try:
+            writers[i].alter_table_with_environment_context(
+                "default", "ice", new, _expecting(T, base)
+            )
+            outcome[i] = None
+        except T.MetaException as exc:
+            outcome[i] = exc
+
+    threads = [threading.Thread(target=commit, args=(i,)) for i in range(len(writers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return outcome
+
+
+def test_two_writers_expecting_the_same_value_exactly_one_wins(connect, T):
+    writers = [connect(), connect()]
+    writers[0].create_table(table(T, "default", "ice", params={ICEBERG_KEY: "v0"}))
+    different = f"The table has been modified. The parameter value for key '{ICEBERG_KEY}' is "
+    base = "v0"
+    for r in range(1, 5):
+        outcome = _race_commits(writers, T, base, r)
+        winners = [i for i, exc in outcome.items() if exc is None]
+        assert len(outcome) == 2 and len(winners) == 1, f"round {r}: {outcome}"
+        [loser] = [exc for exc in outcome.values() if exc is not None]
+        won = f"v{r}-{winners[0]}"
+        assert loser.message in (_modified(won, base), different + "different")
+        for c in writers:
+            assert c.get_table("default", "ice").parameters[ICEBERG_KEY] == won
+        base = won
+
+
+def test_alter_table_req_fields_override_the_environment_context(client, T):
+    client.create_table(table(T, "default", "ice", params={ICEBERG_KEY: "v1"}))
+    req = T.AlterTableRequest(
+        dbName="default",
+        tableName="ice",
+        table=table(T, "default", "ice", params={ICEBERG_KEY: "v2"}),
+        environmentContext=_expecting(T, "v0"),
+        expectedParameterKey=ICEBERG_KEY,
+        expectedParameterValue="v1",
+    )
+    client.alter_table_req(req)  # Hive 4 puts the request's fields into the context
+    assert client.get_table("default", "ice").parameters[ICEBERG_KEY] == "v2"
 
 
 def test_rename_managed_table_moves_data_and_partition_locations(service, client, T):

@@ -10,8 +10,9 @@ from thrift.Thrift import TApplicationException
 
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
-from tests.support.cache import clients, instances, settle
+from tests.support.cache import clients, entry, instances, settle
 from tests.support.metastore import raises, table
+from tests.support.server import running_service
 
 OWNER = "hive_filter_field_owner__"
 ACCESS = "hive_filter_field_last_access__"
@@ -36,14 +37,14 @@ def test_get_table_names_by_filter_over_owner_access_and_parameters(client, T) -
         return client.get_table_names_by_filter("default", text, limit)
 
     assert names(f'{OWNER} = "bob"') == ["t_bob"]
-    assert names(f'{OWNER} like "%o%"') == ["t_bob", "t_carol"]
+    assert names(f'{OWNER} like ".*o.*"') == ["t_bob", "t_carol"]
     assert names(f'{OWNER} <> "bob"') == ["t_alice", "t_carol"]
     assert names(f"{ACCESS} > 50") == ["t_bob", "t_carol"]
     assert names(f'{ACCESS} = 0 or {OWNER} = "carol"') == ["t_alice", "t_carol"]
     assert names(f'{PARAM}team = "red"') == ["t_alice"]
     # A table without the parameter matches neither = nor <>: NULL, as in Hive's query.
     assert names(f'{PARAM}team <> "red"') == ["t_bob"]
-    assert names(f'{PARAM}team like "%e%" and {PARAM}tier = "1"') == ["t_alice"]
+    assert names(f'{PARAM}team like ".*e.*" and {PARAM}tier = "1"') == ["t_alice"]
     assert names("") == ["t_alice", "t_bob", "t_carol"]
     assert names("", 2) == ["t_alice", "t_bob"]
     assert names(f'{OWNER} = "nobody"') == []
@@ -154,5 +155,43 @@ def test_table_filter_on_a_second_instance_sees_a_parameter_change(pg_server, tm
             first.alter_table("default", "t1", changed)
             settle(*svcs)
             assert second.get_table_names_by_filter("default", flt, -1) == ["t1"]
+    finally:
+        pg_server.drop_database(url.rsplit("/", 1)[1])
+
+
+@pytest.mark.postgres
+def test_table_filter_like_is_a_jdoql_matches_pattern_from_cache_and_database(
+    pg_server, tmp_path, T
+) -> None:
+    """LIKE in a table filter is Hive's JDOQL matches() pattern as DataNucleus runs it (``.*``
+    any text, ``.`` one character, ``%`` itself, ``(?i)`` ignores case, other regex syntax
+    literal), the same answer from a caching instance's entries and from the database."""
+    url = pg_server.new_database()
+    owners = {"t_diff": "diff", "t_diffuse": "diffuse", "t_upper": "Diff", "t_pct": "50%"}
+    cases = {
+        f'{OWNER} like "diff.*"': ["t_diff", "t_diffuse"],  # a stock metastore's answer
+        f'{OWNER} like "d.ff"': ["t_diff"],
+        f'{OWNER} like "diff%"': [],
+        f'{OWNER} like "50%"': ["t_pct"],
+        f'{OWNER} like "(?i)DIFF"': ["t_diff", "t_upper"],
+        f'{OWNER} like "d[i]ff"': [],
+        f'{OWNER} not like "diff.*"': ["t_pct", "t_upper"],
+        f'{PARAM}tier like "gold.*"': ["t_diff"],
+    }
+    try:
+        with (
+            instances(url, tmp_path, n=1) as [cached],
+            running_service(url, tmp_path / "warehouse", cache_enabled=False) as direct,
+            clients(cached, direct) as (through_cache, through_database),
+        ):
+            for name, owner in owners.items():
+                params = {"tier": "gold-1"} if name == "t_diff" else {}
+                through_database.create_table(table(T, "default", name, owner=owner, params=params))
+            through_cache.get_table_names_by_filter("default", "", -1)  # loads the entries
+            settle(cached)
+            assert all(entry(cached, "default", name) is not None for name in owners)
+            for flt, expected in cases.items():
+                assert through_cache.get_table_names_by_filter("default", flt, -1) == expected, flt
+                assert through_database.get_table_names_by_filter("default", flt, -1) == expected
     finally:
         pg_server.drop_database(url.rsplit("/", 1)[1])

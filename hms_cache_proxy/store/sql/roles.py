@@ -170,10 +170,16 @@ class Roles(SqlPart):
         self.db.transaction(run)
 
     def drop_role(self, name: str) -> None:
-        """Drop a role with its grants to principals, its grants of it, and its privileges."""
+        """Drop a role with its grants to principals, its grants of it, and its privileges.
+
+        A role that does not exist is no error: Hive 4's ObjectStore.removeRole drops nothing
+        and answers true (so does 2.3), so a repeated or racing drop is harmless.
+        """
 
         def run(conn: Connection) -> None:
-            row = role_row(conn, name, lock=True)
+            row = conn.execute(select(_R).where(_R.c.ROLE_NAME == name).with_for_update()).first()
+            if row is None:
+                return
             conn.execute(delete(_M).where(_M.c.ROLE_ID == row.ROLE_ID))
             conn.execute(
                 delete(_M).where(_M.c.PRINCIPAL_NAME == name, _M.c.PRINCIPAL_TYPE == "ROLE")

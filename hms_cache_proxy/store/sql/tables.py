@@ -337,6 +337,7 @@ class Tables(SqlPart):
         is_truncate: bool = False,
         prepare: Any = None,
         relocate: Sequence[tuple[str, str]] = (),
+        expected: tuple[str, str] | None = None,
     ) -> tuple[hms.Table, hms.Table]:
         """Replace a table's definition; returns (before, after), both as stored.
 
@@ -352,6 +353,9 @@ class Tables(SqlPart):
         and becomes TBLS.WRITE_ID, and COLUMN_STATS_ACCURATE goes when the stored statistics
         are not valid for the writer's snapshot. Turning a table transactional drops
         COLUMN_STATS_ACCURATE. Without a write id WRITE_ID stays as it was.
+
+        ``expected`` (key, value): the alter happens only if the stored parameter ``key`` still
+        has ``value`` (Iceberg's lock-free commit; see ``_check_expected``).
         """
 
         return self.db.transaction(
@@ -367,6 +371,7 @@ class Tables(SqlPart):
                 is_truncate=is_truncate,
                 prepare=prepare,
                 relocate=relocate,
+                expected=expected,
             )
         )
 
@@ -385,10 +390,13 @@ class Tables(SqlPart):
         is_truncate: bool = False,
         prepare: Any = None,
         relocate: Sequence[tuple[str, str]] = (),
+        expected: tuple[str, str] | None = None,
     ) -> tuple[hms.Table, hms.Table]:
         """``alter_table`` inside the caller's write transaction ``conn``."""
         row = self._table_row(conn, cat, db, name, lock=True)
         before = self.load_table_by_id(conn, row.TBL_ID)
+        if expected is not None:
+            self._check_expected(conn, row.TBL_ID, before, new_table, *expected)
         after = new_table
         if prepare is not None:
             after = prepare(conn, before, new_table) or new_table
@@ -437,6 +445,46 @@ class Tables(SqlPart):
             ],
         )
         return before, stored
+
+    def _check_expected(
+        self,
+        conn: Connection,
+        tbl_id: int,
+        before: hms.Table,
+        new_table: hms.Table,
+        key: str,
+        value: str,
+    ) -> None:
+        """HiveAlterHandler's compare-and-set of one table parameter (HIVE-26882), which
+        Iceberg's HiveCatalog relies on when it commits without a lock.
+
+        ``before`` was read under the TBLS row lock (FOR UPDATE on PostgreSQL, the write lock
+        of BEGIN IMMEDIATE on SQLite), so of two writers expecting the same value the second
+        reads the first one's and is refused. The conditional UPDATE is Hive's own guard: it
+        changes nothing and refuses when TABLE_PARAMS no longer holds ``value``, even if a
+        writer that does not lock TBLS changed it.
+        """
+        new_value = (new_table.parameters or {}).get(key)
+        if new_value is None:
+            raise hms.MetaException(message=f"New value for expected key {key} is not set")
+        current = (before.parameters or {}).get(key)
+        if current != value:
+            shown = "null" if current is None else current  # as Hive's Java prints it
+            raise hms.MetaException(
+                message=f"The table has been modified. The parameter value for key '{key}' is "
+                f"'{shown}'. The expected was value was '{value}'"
+            )
+        p = schema.TABLE_PARAMS
+        changed = conn.execute(
+            update(p)
+            .where(p.c.TBL_ID == tbl_id, p.c.PARAM_KEY == key, p.c.PARAM_VALUE == value)
+            .values(PARAM_VALUE=new_value)
+        ).rowcount
+        if changed != 1:
+            raise hms.MetaException(
+                message=f"The table has been modified. The parameter value for key '{key}' is "
+                "different"
+            )
 
     def _alter_txn_write(
         self,
