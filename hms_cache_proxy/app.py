@@ -24,10 +24,14 @@ from hms_cache_proxy.observability.readiness import Readiness
 from hms_cache_proxy.server import tls
 from hms_cache_proxy.server.passthrough import PassThrough
 from hms_cache_proxy.server.processor import Processor
+from hms_cache_proxy.server.reply_cache import ReplyCache
 from hms_cache_proxy.server.sasl import PlainAuthenticator
 from hms_cache_proxy.server.secure import SecureOpener
+from hms_cache_proxy.server.sidecar_cache import SidecarCache
 from hms_cache_proxy.server.thrift_server import ThriftServer
 from hms_cache_proxy.server.upstream import UpstreamPool
+from hms_cache_proxy.server.upstream_client import UpstreamClient
+from hms_cache_proxy.server.upstream_events import NO_LOG, UpstreamEvents
 from hms_cache_proxy.server.wire import Limits
 from hms_cache_proxy.store.cached.cache_service import CacheService
 from hms_cache_proxy.store.cached.direct import DirectStore
@@ -52,6 +56,7 @@ class Service:
     http: ObservabilityServer | None = None  # None when metrics_port is off
     cache: CacheService | None = None  # None when cache_enabled is false
     upstream: UpstreamPool | None = None  # upstream mode: the metastore calls go to
+    sidecar: SidecarCache | None = None  # upstream mode with upstream_cache
     _thread: threading.Thread | None = field(default=None, repr=False)
     _serving: threading.Event = field(default_factory=threading.Event, repr=False)
     _bound: bool = field(default=False, repr=False)
@@ -127,6 +132,8 @@ class Service:
             self.housekeeper.start()
         if self.cache is not None:
             self.cache.start()
+        if self.sidecar is not None:
+            self.sidecar.start()
         metrics.track_connections(self.server)
         if self.database is not None:
             metrics.track_pool(self.database)
@@ -149,6 +156,8 @@ class Service:
             self.housekeeper.stop(grace_seconds)
         if self.cache is not None:
             self.cache.stop(grace_seconds)
+        if self.sidecar is not None:
+            self.sidecar.stop()
         if self._thread is not None:
             self._thread.join(timeout=grace_seconds)
         if self.http is not None:
@@ -259,10 +268,12 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         sasl=_upstream_login(settings),
         on_count=metrics.UPSTREAM_CONNECTIONS.set,
     )
+    sidecar = _sidecar_cache(settings, pool)
     log.info(
-        "upstream mode: every call passes through to %s (no database, no cache; "
+        "upstream mode: every call passes through to %s (no database; cache %s; "
         "upstream_max_connections=%d, TLS %s, SASL PLAIN %s)",
         pool.uri,
+        "on, coherent from the upstream's notification log" if sidecar else "off",
         settings.upstream_max_connections,
         "on" if settings.upstream_tls else "off",
         f"as {settings.upstream_sasl_user!r}" if settings.upstream_sasl_user else "off",
@@ -273,8 +284,11 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         compact=settings.protocol == "compact",
         observer=metrics.observe_call,
         upstream_observer=metrics.observe_upstream_call,
+        cache=sidecar,
     )
     readiness = Readiness()
+    if sidecar is not None:
+        readiness.add_detail("upstream_cache", sidecar.describe)
     readiness.mark_schema_checked()
     readiness.mark_ready()  # nothing to load: readiness follows the upstream via /healthz
     svc = Service(
@@ -284,6 +298,7 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         _thrift_server(settings, processor, opener),
         readiness=readiness,
         upstream=pool,
+        sidecar=sidecar,
     )
     if settings.metrics_enabled:
         assert settings.metrics_port is not None
@@ -296,6 +311,38 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         endpoints = Endpoints(settings, svc.serving, health, readiness, svc.admin)
         svc.http = ObservabilityServer(settings.metrics_host, settings.metrics_port, endpoints)
     return svc
+
+
+def _sidecar_cache(settings: Settings, pool: UpstreamPool) -> SidecarCache | None:
+    """The upstream-mode cache and its poller (its own connection to the upstream)."""
+    if not settings.upstream_cache:
+        return None
+    if pool.compact:
+        log.info("upstream_cache: off with protocol compact (replies are cached as binary)")
+        return None
+    events_pool = UpstreamPool(
+        pool.host,
+        pool.port,
+        framed=settings.upstream_transport == "framed",
+        max_connections=1,
+        connect_timeout_seconds=settings.upstream_connect_timeout_seconds,
+        timeout_seconds=min(settings.upstream_timeout_seconds, 60.0),
+        tls=pool.tls,
+        sasl=pool.sasl,
+    )
+    ttl = settings.upstream_cache_ttl_seconds
+    cache = ReplyCache(settings.cache_max_bytes, ttl_seconds=ttl)
+    events = UpstreamEvents(
+        UpstreamClient(service, events_pool),
+        cache,
+        interval_seconds=settings.upstream_poll_interval_seconds,
+        on_state=lambda state: metrics.UPSTREAM_TTL.set(
+            ttl if ttl is not None and state == NO_LOG else 0
+        ),
+    )
+    return SidecarCache(
+        service, cache, events, catch_up_seconds=settings.upstream_catch_up_seconds, ttl_seconds=ttl
+    )
 
 
 def _upstream_login(settings: Settings) -> tuple[str, str] | None:

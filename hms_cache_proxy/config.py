@@ -82,6 +82,10 @@ class Settings(BaseSettings):
     upstream_tls_ca_file: str | None = None
     upstream_sasl_user: str | None = None
     upstream_sasl_password: SecretStr | None = None
+    upstream_cache: bool = True
+    upstream_poll_interval_seconds: float = Field(0.2, gt=0)
+    upstream_catch_up_seconds: float = Field(5.0, ge=0)
+    upstream_cache_ttl_seconds: float | None = Field(None, gt=0)
 
     # -- warehouse and Hive behaviour
     warehouse_dir: str = "warehouse"

@@ -231,6 +231,20 @@ UPSTREAM_CONNECTIONS = Gauge(
 )
 
 
+UPSTREAM_LOG = Gauge(
+    "hms_upstream_notification_log",
+    "1 while the upstream-mode cache follows the upstream's notification log, else 0 (no "
+    "log, unreachable, or the cache off).",
+    registry=REGISTRY,
+)
+UPSTREAM_TTL = Gauge(
+    "hms_upstream_cache_ttl_seconds",
+    "upstream_cache_ttl_seconds while the upstream-mode cache keeps replies for a time only "
+    "(an upstream without a notification log, opted in), else 0.",
+    registry=REGISTRY,
+)
+
+
 _upstream_recorders: dict[tuple[str, str], Callable[[float], None]] = {}
 
 

@@ -28,6 +28,8 @@ from thriftpy2.utils import serialize
 from hms_cache_proxy.handler.access import current_user
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.server import message_bytes
+from hms_cache_proxy.server.cached_calls import CACHED
+from hms_cache_proxy.server.sidecar_cache import Load, SidecarCache, succeeded
 from hms_cache_proxy.server.upstream import State, UpstreamError, UpstreamPool
 from hms_cache_proxy.server.wire import Message
 
@@ -57,8 +59,11 @@ class PassThrough:
         compact: bool = False,
         observer: CallObserver | None = None,
         upstream_observer: CallObserver | None = None,
+        cache: SidecarCache | None = None,
     ) -> None:
+        """``cache``: answer the hot reads from the upstream-mode cache (binary protocol)."""
         self._service = service
+        self._cache = None if compact else cache
         self._pool = pool
         self._compact = compact
         self._observer = observer
@@ -100,6 +105,17 @@ class PassThrough:
         after = state
         if api in SESSION_CALLS:
             after = _with(state, self._session_message(api, msg.body))
+        cache, load, before = self._cache, None, None
+        if cache is not None:
+            if api in CACHED and msg.mtype == TMessageType.CALL:
+                hit, load = cache.lookup(state, api, msg.body)
+                if hit is not None:
+                    oprot.trans.write(self._header(api, TMessageType.REPLY, seqid) + hit)
+                    oprot.trans.flush()
+                    self._observe(api, started, "ok")
+                    return
+            else:
+                before = cache.before_write(api)
         request = self._header(api, msg.mtype, seqid) + msg.body
         sent = time.perf_counter()
         try:
@@ -109,6 +125,11 @@ class PassThrough:
                     f"upstream {self._pool.uri}: reply seqid {reply.seqid} for call seqid {seqid}"
                 )
         except UpstreamError as exc:
+            if cache is not None:
+                if load is not None:
+                    cache.finish(load, TMessageType.EXCEPTION, None)
+                elif api not in CACHED:
+                    cache.wrote(api, None, False)  # it may have reached the upstream
             log.warning("%s: %s", api, exc)
             self._observe_upstream(api, sent, "upstream_error")
             self._observe(self._label(api), started, "upstream_error")
@@ -116,6 +137,8 @@ class PassThrough:
                 self._send_failure(oprot, api, seqid, str(exc))
             return
         self._observe_upstream(api, sent, "ok")
+        if cache is not None:
+            _after_forward(cache, api, load, before, reply)
         outcome = "ok"
         if reply is not None:
             if reply.mtype == TMessageType.EXCEPTION:
@@ -183,6 +206,20 @@ class PassThrough:
     def _observe_upstream(self, api: str, sent: float, outcome: str) -> None:
         if self._upstream_observer is not None:
             self._upstream_observer(self._label(api), time.perf_counter() - sent, outcome)
+
+
+def _after_forward(
+    cache: SidecarCache, api: str, load: Load | None, before: int | None, reply: Message | None
+) -> None:
+    """Install a miss's reply, or note a call that may have written."""
+    if load is not None:
+        if reply is None:
+            cache.finish(load, TMessageType.EXCEPTION, None)
+        else:
+            cache.finish(load, reply.mtype, reply.body)
+    elif api not in CACHED:
+        ok = reply is not None and reply.mtype == TMessageType.REPLY and succeeded(reply.body)
+        cache.wrote(api, before, ok)
 
 
 def _with(state: State, message: bytes) -> State:
