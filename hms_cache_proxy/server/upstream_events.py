@@ -234,13 +234,26 @@ class UpstreamEvents:
                 self._cache.drop_database(cat, db, tables=kind not in _DATABASE_ONLY)
         elif kind in _CATALOG:
             self._cache.flush()
-        if kind == "COMMIT_TXN" and event.message:
+        if kind == "ALTER_TABLE":
+            self._drop_renamed(event)
+        elif kind == "COMMIT_TXN" and event.message:
             try:
                 body = messages.decode(event.message, event.messageFormat)
             except Exception:
                 return
             for cat, db, table in messages.tables_altered(body):
                 self._cache.drop_table(cat, db, table)
+
+    def _drop_renamed(self, event: Any) -> None:
+        """ALTER_TABLE names the table after the change: a rename's old name is in the
+        message (unreadable: every table of the database goes)."""
+        cat, db = split_catalog(event.catName, event.dbName or "")
+        try:
+            before = messages.table_before(messages.decode(event.message, event.messageFormat))
+            old_cat, old_db = split_catalog(before.catName or cat, before.dbName)
+            self._cache.drop_table(old_cat, old_db, before.tableName)
+        except Exception:
+            self._cache.drop_database(cat, db, tables=True)
 
     # -- state -----------------------------------------------------------------------------------
 
