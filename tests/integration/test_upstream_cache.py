@@ -4,6 +4,7 @@ by the events of the central instance's notification log (docs/cache.md, "In ups
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -275,6 +276,56 @@ def test_an_unreachable_upstream_stops_the_cache_and_its_missed_events_are_appli
             assert [p.values for p in parts] == [["1"], ["2"], ["3"]]
     finally:
         sidecar.stop(grace_seconds=5)
+
+
+class _Statements:
+    """SQL statements the central instance runs on threads other than its poller's."""
+
+    def __init__(self, svc: Service) -> None:
+        assert svc.database is not None
+        self.engines = svc.database.engines()
+        self.count = 0
+        for engine in self.engines:
+            sa.event.listen(engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, *_: Any) -> None:
+        if threading.current_thread().name != "hms-cache-poller":
+            self.count += 1
+
+    def close(self) -> None:
+        for engine in self.engines:
+            sa.event.remove(engine, "before_cursor_execute", self._seen)
+
+
+def test_the_central_instance_answers_notification_reads_from_its_pollers_events(
+    central: Service, connect: Any, T: Any
+) -> None:
+    client = connect(central.port)
+    start = client.get_current_notificationEventId().eventId
+    _orders(client, T)
+    _set_param(client, "k", "v")  # read back at once below: its own writes are included
+    assert central.store is not None
+    from_database = central.store.next_notifications(start, None)
+    statements = _Statements(central)
+    try:
+        request = T.NotificationEventRequest(lastEvent=start)
+        for _ in range(20):
+            answer = client.get_next_notification(request).events
+        tail = client.get_next_notification(T.NotificationEventRequest(lastEvent=start + 2))
+        skipped = client.get_next_notification(
+            T.NotificationEventRequest(lastEvent=start, eventTypeSkipList=["ADD_PARTITION"])
+        )
+        assert statements.count == 0  # not one statement for 22 reads of the log
+        client.get_current_notificationEventId()
+        assert statements.count > 0  # (the count sees the statements there are)
+    finally:
+        statements.close()
+    assert [(e.eventId, e.eventType, e.message) for e in answer] == [
+        (e.eventId, e.eventType, e.message) for e in from_database
+    ]
+    assert [e.eventType for e in answer][-1] == "ALTER_TABLE"
+    assert [e.eventId for e in tail.events] == [e.eventId for e in answer][2:]
+    assert "ADD_PARTITION" not in [e.eventType for e in skipped.events]
 
 
 def test_upstream_cache_off_forwards_every_read(central: Service, connect: Any, T: Any) -> None:

@@ -17,6 +17,7 @@ from hms_cache_proxy.store.cached.store import CachedStore
 from hms_cache_proxy.store.cached.strong import PositionBarrier
 from hms_cache_proxy.store.cached.table_selection import TablePatterns
 from hms_cache_proxy.store.events.poller import Poller, SequenceReader
+from hms_cache_proxy.store.events.recent import RecentEvents
 from hms_cache_proxy.store.sql import cacheload
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class CacheService:
         self.applier = EventApplier(self.cache, self.loader, self.patterns)
         position = sql.current_notification_event_id()
         self.cache.position = position
+        self.recent = RecentEvents(position, cap=settings.notification_max_events)
         self.poller = Poller(
             sql.db,
             sql.events,
@@ -51,6 +53,7 @@ class CacheService:
             position=position,
             interval=settings.cache_poll_interval_seconds,
             listen=settings.cache_listen,
+            recent=self.recent,
         )
         # This instance's writes reach its cache from memory (apply_own), not by reading the
         # log back, whenever nothing else was committed in between.
@@ -72,6 +75,8 @@ class CacheService:
             strict=settings.cache_strict,
             caught_up=self.poller.caught_up,
             absorb=self._absorb_own_events,
+            recent=self.recent,
+            newest_here=lambda: sql.events.newest_here,
         )
         cache = self.cache
         metrics.CACHE_BYTES.set_function(lambda: float(cache.nbytes))
