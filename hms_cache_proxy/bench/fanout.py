@@ -6,9 +6,10 @@ on). At each step, with every sidecar idle (each tailing the central instance's 
 measures over ``--idle-seconds``: PostgreSQL's connections to the metastore database and its
 transactions per second (``pg_stat_database``: every statement here runs in one), and the
 central instance's CPU time per second (``/proc``); then the lag from a write acknowledged by
-the central instance to its visibility on every sidecar (one client per sidecar reading
-``get_table`` until the new parameter shows, ``--writes`` writes). Prints a table; ``--report
-FILE`` writes it as JSON.
+the central instance to its visibility on every sidecar (one client per sidecar: the table is
+read into each sidecar's cache, written through the central instance, then read through every
+sidecar every 5 ms until the new parameter shows; ``--writes`` writes). Prints a table;
+``--report FILE`` writes it as JSON.
 """
 
 from __future__ import annotations
