@@ -165,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="hms-fanout-") as tmp:
             work = Path(tmp)
             central_port = _free_port()
+            os.environ["HMS_CACHE_PROXY_MAX_CONNECTIONS_PER_CLIENT"] = "0"  # all on 127.0.0.1
             central = _spawn(work, central_port, "--database-url", url, "--warehouse-dir", tmp)
+            del os.environ["HMS_CACHE_PROXY_MAX_CONNECTIONS_PER_CLIENT"]
             procs.append(central)
             _wait_listening([central_port], [central])
             setup = connect("127.0.0.1", central_port, timeout_s=60)

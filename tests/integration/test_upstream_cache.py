@@ -136,10 +136,28 @@ def test_a_write_through_the_central_instance_reaches_the_sidecar(
     )
 
 
+def test_the_sidecar_long_polls_this_service_and_learns_of_a_write_without_polling_again(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+) -> None:
+    # No poll interval passes in this test: only the held read returns when the event comes.
+    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE, upstream_wait_seconds=5)
+    client, direct = connect(sidecar.port), connect(central.port)
+    _orders(direct, T)
+    assert sidecar.sidecar is not None
+    _applied(sidecar.sidecar.events, direct)
+    assert "k" not in client.get_table("sales", "orders").parameters  # now an entry
+    _set_param(direct, "k", "1")
+    until(
+        lambda: client.get_table("sales", "orders").parameters.get("k") == "1",
+        "the held read returns with the write's event",
+        timeout=20,
+    )
+
+
 def test_a_write_through_the_sidecar_is_read_back_on_that_connection_at_once(
     central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
 ) -> None:
-    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE)
+    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE, upstream_wait_seconds=0)
     client = connect(sidecar.port)
     _orders(client, T)
     for n in range(5):
@@ -153,7 +171,7 @@ def test_a_write_through_the_sidecar_is_read_back_on_that_connection_at_once(
 def test_a_table_renamed_elsewhere_is_gone_under_its_old_name(
     central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
 ) -> None:
-    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE)
+    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE, upstream_wait_seconds=0)
     assert sidecar.sidecar is not None
     client, direct = connect(sidecar.port), connect(central.port)
     _orders(direct, T)
@@ -219,9 +237,28 @@ def test_each_session_has_entries_of_its_own(
 
 
 def test_a_hole_in_the_upstreams_log_empties_the_cache(
-    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any, pg_url: str
+    pg_url: str, tmp_path: Path, connect: Any, T: Any
 ) -> None:
-    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE)
+    # The upstream reads its log from the database (cache off), where the hole is made.
+    with running_service(pg_url, tmp_path / "w", cache_enabled=False) as central:
+        _log_an_event(central.port)
+        sidecar = build_service(
+            proxy_settings(
+                f"thrift://127.0.0.1:{central.port}",
+                upstream_poll_interval_seconds=IDLE,
+                upstream_wait_seconds=0,
+            )
+        )
+        sidecar.start_background()
+        try:
+            assert sidecar.sidecar is not None
+            until(sidecar.sidecar.answering, "the sidecar follows the upstream's log")
+            _hole(sidecar, central, connect, T, pg_url)
+        finally:
+            sidecar.stop(grace_seconds=5)
+
+
+def _hole(sidecar: Service, central: Service, connect: Any, T: Any, pg_url: str) -> None:
     assert sidecar.sidecar is not None
     client, direct = connect(sidecar.port), connect(central.port)
     _orders(direct, T)

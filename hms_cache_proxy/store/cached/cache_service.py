@@ -77,6 +77,7 @@ class CacheService:
             absorb=self._absorb_own_events,
             recent=self.recent,
             newest_here=lambda: sql.events.newest_here,
+            wait_for=self.poller.wait_for,
         )
         cache = self.cache
         metrics.CACHE_BYTES.set_function(lambda: float(cache.nbytes))

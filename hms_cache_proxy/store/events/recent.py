@@ -17,6 +17,27 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+WAIT_MARK = "hms-cache-proxy:wait-ms="
+"""An ``eventTypeSkipList`` entry ``WAIT_MARK + N``: hold the request up to N ms until an
+event after ``lastEvent`` is applied (sidecars' long poll). A metastore that does not know it
+skips an event type that does not exist and answers at once: plain polling."""
+
+MAX_WAIT_SECONDS = 5.0
+
+
+def split_wait(skip_types: Sequence[str]) -> tuple[float, list[str]]:
+    """(seconds to wait, at most MAX_WAIT_SECONDS; the skip list without the mark)."""
+    wait, rest = 0.0, []
+    for kind in skip_types:
+        if kind.startswith(WAIT_MARK):
+            try:
+                wait = min(MAX_WAIT_SECONDS, max(0.0, int(kind[len(WAIT_MARK) :]) / 1000))
+            except ValueError:
+                pass
+        else:
+            rest.append(kind)
+    return wait, rest
+
 
 class RecentEvents:
     """At most ``capacity`` events; ``cap``: the most one answer holds (notification_max_events)."""
