@@ -21,13 +21,15 @@ _NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
 """TxnUtils.getEpochFn on PostgreSQL: the transaction's start, in epoch milliseconds."""
 
 _LOCK_TXNS_SHARED = 'LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE; '
-_OPEN_STEPS = (
+_OPEN_NEW = (
     f"WITH now AS (SELECT {_NOW_MS} AS ms), "
     'new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER", '
     '"TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE") '
     "SELECT 'o', now.ms, now.ms, %(user)s, %(host)s, %(agent)s, %(type)s "
-    'FROM now, generate_series(1, %(n)s) RETURNING "TXN_ID"), '
-    'first AS (SELECT min("TXN_ID") AS id FROM new), '
+    'FROM now, generate_series(1, %(n)s) RETURNING "TXN_ID") '
+)
+_OPEN_MIN_HISTORY = (
+    ', first AS (SELECT min("TXN_ID") AS id FROM new), '
     # The watermark as txns._watermark_expr computes it after the insert (the new rows are not
     # visible to this statement's subqueries, so the first new id stands in for them).
     "mark AS (SELECT LEAST("
@@ -42,37 +44,46 @@ _OPEN_STEPS = (
     'mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID") '
     'SELECT new."TXN_ID", mark.m FROM new, mark) '
 )
+
+
+def _open_steps(min_history: bool) -> str:
+    """The TXNS rows (and, with ``min_history``, their MIN_HISTORY_LEVEL rows) as CTEs."""
+    return _OPEN_NEW + (_OPEN_MIN_HISTORY if min_history else "")
+
+
 _LOCK_WAIT = "extract(epoch FROM clock_timestamp() - statement_timestamp())"
-OPEN_SQL = (
-    _LOCK_TXNS_SHARED + _OPEN_STEPS + f'SELECT "TXN_ID", {_LOCK_WAIT} FROM new ORDER BY "TXN_ID"'
-)
-"""openTxns after its TXN_LOCK_TBL share lock: the TXNS rows and their MIN_HISTORY_LEVEL rows.
-The second column is how long the lock took (the opener's clock starts after it, as Hive's)."""
 
-_OPEN_KEEPING = Prepared(
-    "hms_open_txns",
-    _OPEN_STEPS
-    + "SELECT set_config('hms.open_txn_ids', "
+
+def open_sql(min_history: bool) -> str:
+    """openTxns after its TXN_LOCK_TBL share lock: the TXNS rows and, with ``min_history``
+    (metastore.txn.use.minhistorylevel), their MIN_HISTORY_LEVEL rows. The second column is how
+    long the lock took (the opener's clock starts after it, as Hive's)."""
+    return (
+        _LOCK_TXNS_SHARED
+        + _open_steps(min_history)
+        + f'SELECT "TXN_ID", {_LOCK_WAIT} FROM new ORDER BY "TXN_ID"'
+    )
+
+
+OPEN_SQL = open_sql(True)
+_OPEN_TYPES = {"user": "text", "host": "text", "agent": "text", "type": "integer", "n": "integer"}
+_MARK_TYPES = {"floor": "bigint", "unsettled": "bigint[]", "window": "bigint"}
+_KEEP = (
+    "SELECT set_config('hms.open_txn_ids', "
     + 'string_agg("TXN_ID"::text, \',\' ORDER BY "TXN_ID"), true), '
-    + f"set_config('hms.open_lock_wait', max({_LOCK_WAIT})::text, true) FROM new",
-    {
-        "user": "text",
-        "host": "text",
-        "agent": "text",
-        "type": "integer",
-        "n": "integer",
-        "floor": "bigint",
-        "unsettled": "bigint[]",
-        "window": "bigint",
-    },
+    + f"set_config('hms.open_lock_wait', max({_LOCK_WAIT})::text, true) FROM new"
 )
+_OPEN_KEEPING = {
+    True: Prepared("hms_open_txns", _open_steps(True) + _KEEP, _OPEN_TYPES | _MARK_TYPES),
+    False: Prepared("hms_open_txns_plain", _open_steps(False) + _KEEP, _OPEN_TYPES),
+}
 
 
-def open_keeping_sql(conn: Connection) -> str:
-    """OPEN_SQL for a message that goes on (the OPEN_TXN event's sequence lock): the new ids
+def open_keeping_sql(conn: Connection, min_history: bool = True) -> str:
+    """open_sql for a message that goes on (the OPEN_TXN event's sequence lock): the new ids
     and the lock's wait kept in transaction-local settings, read back by OPEN_KEPT. Call it
     before the transaction's first statement (it may prepare the statement)."""
-    return _LOCK_TXNS_SHARED + _OPEN_KEEPING.text(conn) + "; "
+    return _LOCK_TXNS_SHARED + _OPEN_KEEPING[min_history].text(conn) + "; "
 
 
 OPEN_KEPT = ", current_setting('hms.open_txn_ids'), current_setting('hms.open_lock_wait')"
@@ -98,14 +109,25 @@ _MOVE_COMPONENTS = (
 _DELETE_COMPONENTS = 'DELETE FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = %(txn)s; '
 _FINISH = (
     'DELETE FROM "HIVE_LOCKS" WHERE "HL_TXNID" = %(txn)s; '
-    'UPDATE "TXNS" SET "TXN_STATE" = \'c\' WHERE "TXN_ID" = %(txn)s; '
-    'DELETE FROM "MIN_HISTORY_LEVEL" WHERE "MHL_TXNID" = %(txn)s; '
-    'DELETE FROM "MIN_HISTORY_WRITE_ID" WHERE "MH_TXNID" = %(txn)s'
+    'UPDATE "TXNS" SET "TXN_STATE" = \'c\' WHERE "TXN_ID" = %(txn)s'
 )
-COMMIT_WITH_COMPONENTS_SQL = _MOVE_COMPONENTS + _DELETE_COMPONENTS + _FINISH
-"""commitTxn of a txn that inserted (no update or delete: no write set, no exclusive lock)."""
-COMMIT_SQL = _FINISH
-"""commitTxn of a txn without components (or a read-only one, whose components stay)."""
+_FORGET_LEVEL = '; DELETE FROM "MIN_HISTORY_LEVEL" WHERE "MHL_TXNID" = %(txn)s'
+_FORGET_WRITE_ID = '; DELETE FROM "MIN_HISTORY_WRITE_ID" WHERE "MH_TXNID" = %(txn)s'
+
+
+def finish_commit_sql(
+    move_components: bool, min_history_level: bool = True, min_history_write_id: bool = True
+) -> str:
+    """commitTxn's last statements as text for a message that goes on (placeholder ``txn``):
+    with ``move_components`` those of a txn that inserted (no update or delete: no write set,
+    no exclusive lock), else of one without components (or a read-only one, whose components
+    stay); the txn's MIN_HISTORY_LEVEL / MIN_HISTORY_WRITE_ID rows go with the switches on."""
+    sql = (_MOVE_COMPONENTS + _DELETE_COMPONENTS if move_components else "") + _FINISH
+    if min_history_level:
+        sql += _FORGET_LEVEL
+    if min_history_write_id:
+        sql += _FORGET_WRITE_ID
+    return sql + "; "
 
 
 def open_params(
@@ -137,9 +159,11 @@ def opened(kept: tuple[Any, ...]) -> tuple[list[int], float]:
     return [int(i) for i in ids.split(",")], float(wait)
 
 
-def open_txns_with(conn: Connection, params: dict[str, Any]) -> tuple[list[int], float]:
+def open_txns_with(
+    conn: Connection, params: dict[str, Any], min_history: bool = True
+) -> tuple[list[int], float]:
     """open_txns with its values from ``open_params``."""
-    rows = conn.exec_driver_sql(OPEN_SQL, params).all()
+    rows = conn.exec_driver_sql(open_sql(min_history), params).all()
     return [int(r[0]) for r in rows], float(rows[0][1]) if rows else 0.0
 
 
@@ -174,11 +198,6 @@ def lock_and_read_commit(
         else:
             writes.append((int(value), db, table))
     return None if txn_type is None else (txn_type, ops, writes)
-
-
-def finish_commit_sql(move_components: bool) -> str:
-    """finish_commit's statements as text for a message that goes on (placeholder ``txn``)."""
-    return (COMMIT_WITH_COMPONENTS_SQL if move_components else COMMIT_SQL) + "; "
 
 
 def commit_facts(conn: Connection, txn_id: int) -> tuple[set[str], list[tuple[int, str, str]]]:

@@ -65,7 +65,7 @@ from hms_cache_proxy.store.txn.txn_base import (
     txn_id_str,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn_snapshots import bitset_to_bytes
+from hms_cache_proxy.store.txn_snapshots import LONG_MAX, bitset_to_bytes
 
 _T = schema.TXNS
 _OPEN_RETRIES = 10
@@ -361,13 +361,18 @@ class Txns(TxnPart):
                 settled.floor if settled else 0,
                 sorted(settled.unsettled) if settled else [],
             )
+            level = self.config.use_min_history_level
             if txn_type == hms.TxnType.READ_ONLY:  # no event
-                ids, lock_wait = pgsql.open_txns_with(conn, params)
+                ids, lock_wait = pgsql.open_txns_with(conn, params, level)
                 started.append(sent + lock_wait)
                 return ids
             # Two round trips: the txns and the event's sequence lock, then the event + COMMIT.
             reservation = self.events.reserve(
-                conn, 1, before=pgsql.open_keeping_sql(conn), params=params, also=pgsql.OPEN_KEPT
+                conn,
+                1,
+                before=pgsql.open_keeping_sql(conn, level),
+                params=params,
+                also=pgsql.OPEN_KEPT,
             )
             ids, lock_wait = pgsql.opened(reservation.extra)
             started.append(sent + lock_wait)
@@ -391,15 +396,16 @@ class Txns(TxnPart):
         started.append(time.monotonic())
         stmt = insert(_T).values([row] * n).returning(_T.c.TXN_ID)
         ids = sorted(int(i) for i in conn.execute(stmt).scalars())
-        # Each new txn's MIN_HISTORY_LEVEL row holds the open-txn watermark. Computed after the
-        # insert it also sees the new txns, which changes nothing: they are above the watermark.
-        mark = self._watermark_expr(conn, _T.c.TXN_ID)
-        conn.execute(
-            insert(schema.MIN_HISTORY_LEVEL).from_select(
-                ["MHL_TXNID", "MHL_MIN_OPEN_TXNID"],
-                select(_T.c.TXN_ID, mark).where(_T.c.TXN_ID.in_(ids)),
+        if self.config.use_min_history_level:
+            # Each new txn's MIN_HISTORY_LEVEL row holds the open-txn watermark. Computed after
+            # the insert it also sees the new txns, which changes nothing: they are above it.
+            mark = self._watermark_expr(conn, _T.c.TXN_ID)
+            conn.execute(
+                insert(schema.MIN_HISTORY_LEVEL).from_select(
+                    ["MHL_TXNID", "MHL_MIN_OPEN_TXNID"],
+                    select(_T.c.TXN_ID, mark).where(_T.c.TXN_ID.in_(ids)),
+                )
             )
-        )
         self._emit_open(conn, ids, txn_type)
         return ids
 
@@ -430,6 +436,16 @@ class Txns(TxnPart):
             )
         candidates = [int(low_mark) + 1] + ([int(found)] if found is not None else [])
         return min(candidates)
+
+    def min_txn_id_seen_open(self, conn: Connection) -> int:
+        """Hive's findMinTxnIdSeenOpen: the lowest txn any open txn's snapshot may hold as
+        open (MIN_HISTORY_LEVEL); LONG_MAX when there is no row, or when the level switch is
+        off or the write-id switch on (Hive reads no MIN_HISTORY_LEVEL then)."""
+        if not self.config.use_min_history_level or self.config.use_min_history_write_id:
+            return LONG_MAX
+        mhl = schema.MIN_HISTORY_LEVEL
+        found = conn.execute(select(func.min(mhl.c.MHL_MIN_OPEN_TXNID))).scalar()
+        return LONG_MAX if found is None else int(found)
 
     def _withdraw(self, conn: Connection, ids: Sequence[int], txn_type: int) -> None:
         self._delete_txns(conn, ids)
@@ -538,7 +554,11 @@ class Txns(TxnPart):
             body = self.messages.commit_txn(txn_id, infos or None)
             events.append(NewEvent(msg.COMMIT_TXN, body, cat_name=None))
         # The finish travels with the event's sequence lock; the COMMIT with the event.
-        finish = pgsql.finish_commit_sql(move_components=bool(ops) and not read_only)
+        finish = pgsql.finish_commit_sql(
+            bool(ops) and not read_only,
+            self.config.use_min_history_level,
+            self.config.use_min_history_write_id,
+        )
         self.events.append(conn, events, before=finish, params={"txn": txn_id}, last=True)
         return True
 
@@ -694,11 +714,14 @@ class Txns(TxnPart):
             )
         self._forget_min_history(conn, [txn_id])
 
-    @staticmethod
-    def _forget_min_history(conn: Connection, txn_ids: Sequence[int]) -> None:
+    def _forget_min_history(self, conn: Connection, txn_ids: Sequence[int]) -> None:
+        """The ended txns' MIN_HISTORY_LEVEL / MIN_HISTORY_WRITE_ID rows, as Hive does when
+        the switch is on (with it off, housekeeping removes rows left from when it was)."""
         mhl, mhw = schema.MIN_HISTORY_LEVEL, schema.MIN_HISTORY_WRITE_ID
-        conn.execute(delete(mhl).where(mhl.c.MHL_TXNID.in_(txn_ids)))
-        conn.execute(delete(mhw).where(mhw.c.MH_TXNID.in_(txn_ids)))
+        if self.config.use_min_history_level:
+            conn.execute(delete(mhl).where(mhl.c.MHL_TXNID.in_(txn_ids)))
+        if self.config.use_min_history_write_id:
+            conn.execute(delete(mhw).where(mhw.c.MH_TXNID.in_(txn_ids)))
 
     @staticmethod
     def _update_key_value(conn: Connection, txn_id: int, kv: Any) -> tuple[str, str, str]:
