@@ -308,31 +308,44 @@ def enqueue_locks(
     return None if found is None else int(found[0])
 
 
+_T2W_OF_TABLE = '"T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s'
 _TABLE_WRITE_IDS_SQL = (
     'WITH below AS (SELECT max("T2W_WRITEID") AS w FROM "TXN_TO_WRITE_ID" '
-    'WHERE "T2W_TXNID" <= %(txn_hwm)s AND "T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s), '
+    f'WHERE "T2W_TXNID" <= %(txn_hwm)s AND {_T2W_OF_TABLE}), '
     "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM below), 0) > 0 THEN (SELECT w FROM below) "
     'ELSE COALESCE((SELECT "NWI_NEXT" - 1 FROM "NEXT_WRITE_ID" '
-    'WHERE "NWI_DATABASE" = %(db)s AND "NWI_TABLE" = %(tbl)s), 0) END AS w) '
-    'SELECT hwm.w, t."T2W_TXNID", t."T2W_WRITEID" FROM hwm LEFT JOIN "TXN_TO_WRITE_ID" t '
-    'ON t."T2W_DATABASE" = %(db)s AND t."T2W_TABLE" = %(tbl)s AND t."T2W_WRITEID" <= hwm.w '
+    'WHERE "NWI_DATABASE" = %(db)s AND "NWI_TABLE" = %(tbl)s), 0) END AS w), '
+    'valid AS (SELECT EXISTS (SELECT 1 FROM "TXN_TO_WRITE_ID", hwm '
+    f'WHERE {_T2W_OF_TABLE} AND "T2W_WRITEID" <= hwm.w AND "T2W_TXNID" <= %(txn_hwm)s '
+    'AND "T2W_TXNID" <> ALL(%(invalid)s::bigint[])) AS found) '
+    'SELECT hwm.w, valid.found, t."T2W_TXNID", t."T2W_WRITEID" FROM hwm CROSS JOIN valid '
+    'LEFT JOIN "TXN_TO_WRITE_ID" t ON t."T2W_DATABASE" = %(db)s AND t."T2W_TABLE" = %(tbl)s '
+    'AND t."T2W_WRITEID" <= hwm.w '
+    'AND (t."T2W_TXNID" > %(txn_hwm)s OR t."T2W_TXNID" = ANY(%(invalid)s::bigint[])) '
     'ORDER BY t."T2W_WRITEID"'
 )
-"""getValidWriteIdsForTable's two reads in one: the write-id hwm under the snapshot's txn hwm
-(else the last allocated id), and every (txn, write id) at or below it."""
+"""getValidWriteIdsForTable's reads in one: the write-id hwm under the snapshot's txn hwm (else
+the last allocated id), whether a write id at or below it is valid in the snapshot, and the
+(txn, write id) rows at or below it that are not (their txn above the txn hwm, or one of the
+snapshot's open and aborted txns ``invalid``). The committed rows, which Hive's cleaner would
+have removed, are neither sent nor decoded."""
 _TABLE_WRITE_IDS = Prepared(
-    "hms_table_write_ids", _TABLE_WRITE_IDS_SQL, {"txn_hwm": "bigint", "db": "text", "tbl": "text"}
+    "hms_table_write_ids",
+    _TABLE_WRITE_IDS_SQL,
+    {"txn_hwm": "bigint", "db": "text", "tbl": "text", "invalid": "bigint[]"},
 )
 
 
 def table_write_ids(
-    conn: Connection, db: str, table: str, txn_hwm: int
-) -> tuple[int, list[tuple[int, int]]]:
-    """The table's write-id hwm and the (txn, write id) rows at or below it, in one query."""
-    values = {"txn_hwm": txn_hwm, "db": db, "tbl": table}
+    conn: Connection, db: str, table: str, txn_hwm: int, invalid: Sequence[int]
+) -> tuple[int, bool, list[tuple[int, int]]]:
+    """The table's write-id hwm, whether a valid write id lies at or below it, and the
+    (txn, write id) rows at or below it whose txn is above ``txn_hwm`` or in ``invalid``."""
+    values = {"txn_hwm": txn_hwm, "db": db, "tbl": table, "invalid": list(invalid)}
     rows = conn.exec_driver_sql(_TABLE_WRITE_IDS.text(conn), values).all()
     hwm = int(rows[0][0]) if rows else 0
-    return hwm, [(int(r[1]), int(r[2])) for r in rows if r[1] is not None]
+    found = bool(rows[0][1]) if rows else False
+    return hwm, found, [(int(r[2]), int(r[3])) for r in rows if r[2] is not None]
 
 
 def _open_txn_list_sql(info: bool) -> str:

@@ -246,11 +246,14 @@ class WriteIds(TxnPart):
     def table_write_ids(self, conn: Connection, full_name: str, snapshot: ValidReadTxnList) -> Any:
         """Hive's getValidWriteIdsForTable: the table's write ids as ``snapshot`` sees them."""
         db, table = split_table_name(full_name)
+        found_valid: bool | None = None
         if one_statement(conn):
-            hwm, rows = pgsql.table_write_ids(conn, db, table, snapshot.high_watermark)
+            hwm, found_valid, rows = pgsql.table_write_ids(
+                conn, db, table, snapshot.high_watermark, snapshot.exceptions
+            )
         else:
             hwm, rows = self._table_write_ids(conn, db, table, snapshot.high_watermark)
-        return _valid_write_ids(full_name, snapshot, hwm, rows)
+        return _valid_write_ids(full_name, snapshot, hwm, rows, found_valid)
 
     @staticmethod
     def _table_write_ids(
@@ -371,13 +374,18 @@ class WriteIds(TxnPart):
 
 
 def _valid_write_ids(
-    full_name: str, snapshot: ValidReadTxnList, hwm: int, rows: list[tuple[int, int]]
+    full_name: str,
+    snapshot: ValidReadTxnList,
+    hwm: int,
+    rows: list[tuple[int, int]],
+    any_valid: bool | None = None,
 ) -> Any:
-    """Hive's getValidWriteIdsForTable from the hwm and the rows below it."""
+    """Hive's getValidWriteIdsForTable from the hwm and the rows below it (or only the invalid
+    ones among them, with ``any_valid`` saying whether a valid one was left out)."""
     invalid: list[int] = []
     bits = 0
     min_open = LONG_MAX
-    found_valid = False
+    found_valid = bool(any_valid)
     for txn, wid in rows:
         if snapshot.is_txn_valid(txn):
             found_valid = True
