@@ -1,6 +1,7 @@
 """get_valid_write_ids on PostgreSQL reads only the write ids a snapshot holds invalid (the
-committed history stays in the database): its answers are those of the general path, which
-reads every row at or below the hwm, for each shape of history."""
+committed history stays in the database), and without a snapshot reads the open-txn list and
+the write ids in one statement: its answers are those of the general path, which takes the
+snapshot first and then reads every row at or below the hwm, for each shape of history."""
 
 from __future__ import annotations
 
@@ -41,6 +42,18 @@ def both_paths(svc: TxnService, snapshot: ValidReadTxnList) -> tuple[str, str]:
     return text(fast), text(general)
 
 
+def now_both_ways(svc: TxnService) -> tuple[str, str]:
+    """get_valid_write_ids without a snapshot (one statement), and the snapshot taken first."""
+    [folded] = svc.get_valid_write_ids([TABLE])
+    snapshot = snapshot_now(svc)
+    with svc.db.single_statement() as conn:
+        hwm, rows = svc.write_ids._table_write_ids(conn, "default", "t", snapshot.high_watermark)
+    general = writeids._valid_write_ids(TABLE, snapshot, hwm, rows)
+    return tuple(  # type: ignore[return-value]
+        ValidReaderWriteIdList.from_table_valid_write_ids(t).to_string() for t in (folded, general)
+    )
+
+
 def write(svc: TxnService, end: str = "commit") -> int:
     [txn] = svc.open_txns(1, "u", "h")
     svc.allocate_table_write_ids("default", "t", [txn])
@@ -63,6 +76,7 @@ def test_committed_open_and_aborted_write_ids(svc: TxnService) -> None:
     write(svc)
     fast, general = both_paths(svc, snapshot_now(svc))
     assert fast == general == "default.t:8:6:6:7"
+    assert now_both_ways(svc) == (fast, fast)
 
 
 def test_a_later_txn_with_a_lower_write_id_is_invalid(svc: TxnService) -> None:
@@ -86,6 +100,7 @@ def test_only_invalid_rows_left_after_cleaning(svc: TxnService) -> None:
         conn.execute(delete(t2w).where(t2w.c.T2W_TXNID.in_(committed)))
     fast, general = both_paths(svc, snapshot_now(svc))
     assert fast == general == "default.t:4:4:4:"
+    assert now_both_ways(svc) == (fast, fast)
 
 
 def test_no_write_ids_and_an_everything_valid_snapshot(svc: TxnService) -> None:
@@ -95,3 +110,16 @@ def test_no_write_ids_and_an_everything_valid_snapshot(svc: TxnService) -> None:
     write(svc, "open")
     fast, general = both_paths(svc, ValidReadTxnList())
     assert fast == general == "default.t:2:9223372036854775807::"
+
+
+def test_without_a_snapshot_one_statement_answers_every_shape(svc: TxnService) -> None:
+    assert now_both_ways(svc) == ("default.t:0:9223372036854775807::",) * 2
+    write(svc)
+    [other] = svc.open_txns(1, "u", "h")  # open, no write id on the table
+    opened = write(svc, "open")
+    write(svc, "abort")
+    write(svc)
+    svc.abort_txn(other)
+    assert now_both_ways(svc) == ("default.t:4:2:2:3",) * 2
+    svc.commit_txn(opened)
+    assert now_both_ways(svc) == ("default.t:4:9223372036854775807::3",) * 2

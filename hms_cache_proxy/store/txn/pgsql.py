@@ -348,26 +348,79 @@ def table_write_ids(
     return hwm, found, [(int(r[2]), int(r[3])) for r in rows if r[2] is not None]
 
 
-def _open_txn_list_sql(info: bool) -> str:
+def _open_txn_list_parts(info: bool) -> tuple[str, str]:
+    """(the CTEs, the two SELECTs joined by UNION ALL) of txns.open_txn_list's query."""
     extra = ', t."TXN_USER", t."TXN_HOST", t."TXN_STARTED", t."TXN_LAST_HEARTBEAT"' if info else ""
     cols = (
         't."TXN_ID", t."TXN_STATE", t."TXN_TYPE", now.ms - t."TXN_STARTED" AS age, '
         f"fy.id AS first_young{extra}"
     )
-    return (
+    ctes = (
         f"WITH now AS (SELECT {_NOW_MS} AS ms), "
         'fy AS (SELECT min("TXN_ID") AS id FROM "TXNS" '
         'WHERE "TXN_STARTED" > (SELECT ms FROM now) - %(window)s AND "TXN_ID" >= %(floor)s), '
         'st AS (SELECT COALESCE((SELECT max("TXN_ID") FROM "TXNS" '
         'WHERE "TXN_ID" < (SELECT id FROM fy)), (SELECT id FROM fy), '
         '(SELECT max("TXN_ID") FROM "TXNS")) AS id) '
+    )
+    selects = (
         f'SELECT {cols} FROM "TXNS" t, now, fy WHERE t."TXN_ID" >= %(floor)s '
         'AND (t."TXN_STATE" <> \'c\' OR t."TXN_ID" >= (SELECT id FROM st)) '
         "UNION ALL "
         f'SELECT {cols} FROM "TXNS" t, now, fy WHERE t."TXN_ID" < %(floor)s '
         'AND (t."TXN_ID" = (SELECT id FROM st) OR t."TXN_ID" = ANY(%(unsettled)s)) '
-        "ORDER BY 1"
     )
+    return ctes, selects
+
+
+def _open_txn_list_sql(info: bool) -> str:
+    ctes, selects = _open_txn_list_parts(info)
+    return ctes + selects + "ORDER BY 1"
+
+
+def _write_ids_now_sql() -> str:
+    ctes, selects = _open_txn_list_parts(False)
+    return (
+        ctes
+        + f", l AS ({selects}), "
+        + 'bad AS (SELECT "TXN_ID" FROM l WHERE "TXN_STATE" <> \'c\'), '
+        + f'top AS (SELECT max("T2W_WRITEID") AS w FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE}), '
+        + "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM top), 0) > 0 THEN (SELECT w FROM top) "
+        + 'ELSE COALESCE((SELECT "NWI_NEXT" - 1 FROM "NEXT_WRITE_ID" '
+        + 'WHERE "NWI_DATABASE" = %(db)s AND "NWI_TABLE" = %(tbl)s), 0) END AS w) '
+        + 'SELECT \'t\' AS kind, "TXN_ID", "TXN_STATE", "TXN_TYPE", age, first_young, '
+        + "NULL::bigint AS write_id, NULL::boolean AS found FROM l "
+        + "UNION ALL "
+        + 'SELECT \'w\', "T2W_TXNID", NULL, NULL, NULL, NULL, "T2W_WRITEID", NULL '
+        + f'FROM "TXN_TO_WRITE_ID", hwm WHERE {_T2W_OF_TABLE} AND "T2W_WRITEID" <= hwm.w '
+        + 'AND "T2W_TXNID" IN (SELECT "TXN_ID" FROM bad) '
+        + "UNION ALL "
+        + "SELECT 'h', NULL, NULL, NULL, NULL, NULL, hwm.w, EXISTS (SELECT 1 "
+        + f'FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} AND "T2W_WRITEID" <= hwm.w '
+        + 'AND "T2W_TXNID" NOT IN (SELECT "TXN_ID" FROM bad)) FROM hwm '
+        + "ORDER BY 1, 7, 2"
+    )
+
+
+_WRITE_IDS_NOW = Prepared(
+    "hms_write_ids_now",
+    _write_ids_now_sql(),
+    {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]", "db": "text", "tbl": "text"},
+)
+"""get_valid_write_ids of one table at the current snapshot in one statement: the open-txn
+list's rows (kind ``t``, columns as open_txn_rows'), the table's (txn, write id) rows whose txn
+is open or aborted in TXNS (``w``, write-id order), and the write-id hwm with whether a write id
+at or below it belongs to another txn (``h``). One statement, one snapshot: every txn of a
+TXN_TO_WRITE_ID row is at or below the list's hwm (allocation needs the txn's row), and a gap
+the list reports as open has no write ids, so the rows left out are exactly the valid ones."""
+
+
+def write_ids_now_rows(
+    conn: Connection, window_ms: int, floor: int, unsettled: list[int], db: str, table: str
+) -> Sequence[Any]:
+    """The rows of _WRITE_IDS_NOW, ``t`` rows first in TXN_ID order, ``w`` rows by write id."""
+    values = {"window": window_ms, "floor": floor, "unsettled": unsettled, "db": db, "tbl": table}
+    return conn.exec_driver_sql(_WRITE_IDS_NOW.text(conn), values).all()
 
 
 _LIST_TYPES = {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]"}

@@ -171,6 +171,38 @@ class Txns(TxnPart):
             )
         else:
             rows = conn.execute(self._open_txn_list_query(conn, info, floor, settled))
+        return self._open_txn_list_of(rows, info, fresh_snapshot, began)
+
+    def open_txn_list_with_write_ids(
+        self, conn: Connection, db: str, table: str
+    ) -> tuple[OpenTxnList, int, bool, list[tuple[int, int]]]:
+        """PostgreSQL: ``open_txn_list`` of a fresh snapshot and, from the same statement, the
+        table's write-id hwm, whether a write id at or below it belongs to a txn that is not
+        open or aborted, and the (txn, write id) rows of open or aborted txns, by write id."""
+        settled = self._settled_txns
+        began = time.monotonic()
+        rows = pgsql.write_ids_now_rows(
+            conn,
+            self.config.open_txn_timeout_ms,
+            settled.floor if settled else 0,
+            sorted(settled.unsettled) if settled else [],
+            db,
+            table,
+        )
+        listed = self._open_txn_list_of([r for r in rows if r.kind == "t"], False, True, began)
+        hwm, found = 0, False
+        writes: list[tuple[int, int]] = []
+        for r in rows:
+            if r.kind == "w":
+                writes.append((int(r.TXN_ID), int(r.write_id)))
+            elif r.kind == "h":
+                hwm, found = int(r.write_id), bool(r.found)
+        return listed, hwm, found, writes
+
+    def _open_txn_list_of(
+        self, rows: Any, info: bool, fresh_snapshot: bool, began: float
+    ) -> OpenTxnList:
+        """open_txn_list from its query's rows (TXN_ID order), read after ``began``."""
         timeout = self.config.open_txn_timeout_ms
         txns: list[TxnRow] = []
         not_committed: list[int] = []

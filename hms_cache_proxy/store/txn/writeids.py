@@ -221,6 +221,9 @@ class WriteIds(TxnPart):
         # stays open in it, so its write ids count as invalid either way. No BEGIN / COMMIT.
         if given is not None:
             snapshot = given
+        elif write_id is None and len(names) == 1 and self.db.folds_round_trips:
+            with self.db.single_statement() as conn:  # the list and the write ids at once
+                return [self._table_write_ids_now(conn, names[0])]
         else:
             with self.db.single_statement() as conn:
                 if write_id is not None and names:
@@ -254,6 +257,13 @@ class WriteIds(TxnPart):
         else:
             hwm, rows = self._table_write_ids(conn, db, table, snapshot.high_watermark)
         return _valid_write_ids(full_name, snapshot, hwm, rows, found_valid)
+
+    def _table_write_ids_now(self, conn: Connection, full_name: str) -> Any:
+        """``table_write_ids`` at a snapshot taken now, by one statement (PostgreSQL)."""
+        db, table = split_table_name(full_name)
+        listed, hwm, found, rows = self.txns.open_txn_list_with_write_ids(conn, db, table)
+        snapshot = ValidReadTxnList.from_open_txns_response(listed.response())
+        return _valid_write_ids(full_name, snapshot, hwm, rows, found)
 
     @staticmethod
     def _table_write_ids(
