@@ -309,20 +309,41 @@ def enqueue_locks(
 
 
 _T2W_OF_TABLE = '"T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s'
+_NEXT_WRITE_ID_LESS_ONE = (
+    'COALESCE((SELECT "NWI_NEXT" - 1 FROM "NEXT_WRITE_ID" '
+    'WHERE "NWI_DATABASE" = %(db)s AND "NWI_TABLE" = %(tbl)s), 0)'
+)
+
+
+def _invalid_write_ids(txns: str) -> str:
+    """The table's (txn, write id) rows at or below hwm.w of the txn ids in CTE ``txns``
+    (column ``id``), each looked up by Hive's (database, table, txn) index."""
+    return (
+        f'SELECT w."T2W_TXNID", w."T2W_WRITEID" FROM {txns} c, hwm, LATERAL (SELECT "T2W_TXNID", '
+        f'"T2W_WRITEID" FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" = c.id '
+        "OFFSET 0) w "
+        'WHERE w."T2W_WRITEID" <= hwm.w'
+    )
+
+
 _TABLE_WRITE_IDS_SQL = (
-    'WITH below AS (SELECT max("T2W_WRITEID") AS w FROM "TXN_TO_WRITE_ID" '
-    f'WHERE "T2W_TXNID" <= %(txn_hwm)s AND {_T2W_OF_TABLE}), '
+    # The highest write id of a txn at or below the snapshot's hwm: down the write-id index
+    # from the top (the first row usually qualifies), else the last allocated id.
+    'WITH below AS (SELECT "T2W_WRITEID" AS w FROM "TXN_TO_WRITE_ID" '
+    f'WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" <= %(txn_hwm)s ORDER BY "T2W_WRITEID" DESC LIMIT 1), '
     "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM below), 0) > 0 THEN (SELECT w FROM below) "
-    'ELSE COALESCE((SELECT "NWI_NEXT" - 1 FROM "NEXT_WRITE_ID" '
-    'WHERE "NWI_DATABASE" = %(db)s AND "NWI_TABLE" = %(tbl)s), 0) END AS w), '
+    f"ELSE {_NEXT_WRITE_ID_LESS_ONE} END AS w), "
     'valid AS (SELECT EXISTS (SELECT 1 FROM "TXN_TO_WRITE_ID", hwm '
     f'WHERE {_T2W_OF_TABLE} AND "T2W_WRITEID" <= hwm.w AND "T2W_TXNID" <= %(txn_hwm)s '
-    'AND "T2W_TXNID" <> ALL(%(invalid)s::bigint[])) AS found) '
-    'SELECT hwm.w, valid.found, t."T2W_TXNID", t."T2W_WRITEID" FROM hwm CROSS JOIN valid '
-    'LEFT JOIN "TXN_TO_WRITE_ID" t ON t."T2W_DATABASE" = %(db)s AND t."T2W_TABLE" = %(tbl)s '
-    'AND t."T2W_WRITEID" <= hwm.w '
-    'AND (t."T2W_TXNID" > %(txn_hwm)s OR t."T2W_TXNID" = ANY(%(invalid)s::bigint[])) '
-    'ORDER BY t."T2W_WRITEID"'
+    'AND "T2W_TXNID" <> ALL(%(invalid)s::bigint[])) AS found), '
+    # The txns the snapshot holds invalid that may have write ids here: those above its hwm
+    # (an index range) and its open and aborted ones.
+    'above AS MATERIALIZED (SELECT "T2W_TXNID" AS id FROM "TXN_TO_WRITE_ID" '
+    f'WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" > %(txn_hwm)s ORDER BY "T2W_TXNID"), '
+    "cands AS MATERIALIZED (SELECT id FROM above UNION SELECT unnest(%(invalid)s::bigint[])), "
+    "bad AS (" + _invalid_write_ids("cands") + ") "
+    'SELECT hwm.w, valid.found, bad."T2W_TXNID", bad."T2W_WRITEID" FROM hwm CROSS JOIN valid '
+    'LEFT JOIN bad ON true ORDER BY bad."T2W_WRITEID"'
 )
 """getValidWriteIdsForTable's reads in one: the write-id hwm under the snapshot's txn hwm (else
 the last allocated id), whether a write id at or below it is valid in the snapshot, and the
@@ -383,21 +404,21 @@ def _write_ids_now_sql() -> str:
     return (
         ctes
         + f", l AS ({selects}), "
-        + 'bad AS (SELECT "TXN_ID" FROM l WHERE "TXN_STATE" <> \'c\'), '
-        + f'top AS (SELECT max("T2W_WRITEID") AS w FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE}), '
+        + 'bad AS MATERIALIZED (SELECT "TXN_ID" AS id FROM l WHERE "TXN_STATE" <> \'c\'), '
+        + f'top AS (SELECT "T2W_WRITEID" AS w FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} '
+        + 'ORDER BY "T2W_WRITEID" DESC LIMIT 1), '
         + "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM top), 0) > 0 THEN (SELECT w FROM top) "
-        + 'ELSE COALESCE((SELECT "NWI_NEXT" - 1 FROM "NEXT_WRITE_ID" '
-        + 'WHERE "NWI_DATABASE" = %(db)s AND "NWI_TABLE" = %(tbl)s), 0) END AS w) '
+        + f"ELSE {_NEXT_WRITE_ID_LESS_ONE} END AS w) "
         + 'SELECT \'t\' AS kind, "TXN_ID", "TXN_STATE", "TXN_TYPE", age, first_young, '
         + "NULL::bigint AS write_id, NULL::boolean AS found FROM l "
         + "UNION ALL "
-        + 'SELECT \'w\', "T2W_TXNID", NULL, NULL, NULL, NULL, "T2W_WRITEID", NULL '
-        + f'FROM "TXN_TO_WRITE_ID", hwm WHERE {_T2W_OF_TABLE} AND "T2W_WRITEID" <= hwm.w '
-        + 'AND "T2W_TXNID" IN (SELECT "TXN_ID" FROM bad) '
+        + 'SELECT \'w\', "T2W_TXNID", NULL, NULL, NULL, NULL, "T2W_WRITEID", NULL FROM ('
+        + _invalid_write_ids("bad")
+        + ") w "
         + "UNION ALL "
         + "SELECT 'h', NULL, NULL, NULL, NULL, NULL, hwm.w, EXISTS (SELECT 1 "
         + f'FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} AND "T2W_WRITEID" <= hwm.w '
-        + 'AND "T2W_TXNID" NOT IN (SELECT "TXN_ID" FROM bad)) FROM hwm '
+        + 'AND "T2W_TXNID" NOT IN (SELECT id FROM bad)) FROM hwm '
         + "ORDER BY 1, 7, 2"
     )
 
