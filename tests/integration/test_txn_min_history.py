@@ -86,33 +86,84 @@ def test_switched_off_rows_of_ended_txns_are_left_to_housekeeping(make: MakeServ
     assert set(mhl_rows(off)) == {still_open}  # whoever wrote it still needs it
 
 
+def _insert_lock(svc: TxnService, txn: int, op: int = hms.DataOperationType.INSERT) -> None:
+    """The SHARED_WRITE lock a writer takes (its TXN_COMPONENTS row)."""
+    component = hms.LockComponent(
+        type=hms.LockType.SHARED_WRITE,
+        level=hms.LockLevel.TABLE,
+        dbname="default",
+        tablename="t",
+        operationType=op,
+        isTransactional=True,
+    )
+    svc.lock(hms.LockRequest(component=[component], txnid=txn, user="u", hostname="h"))
+
+
 def _reader_saw_a_writer_open(svc: TxnService) -> tuple[int, int]:
-    """A writer with a write id, then a reader opened while it was open; the writer commits.
-    The reader's snapshot holds the writer as open, so it needs the writer's write id."""
+    """A writer (write id, insert lock), then a reader opened while it was open; the writer
+    commits. The reader's snapshot holds the writer as open, so it needs its write id."""
     [writer] = svc.open_txns(1, "u", "h")
     svc.allocate_table_write_ids("default", "t", [writer])
+    _insert_lock(svc, writer)
     [reader] = svc.open_txns(1, "u", "h")
     svc.commit_txn(writer)
     return writer, reader
 
 
-def test_housekeeping_keeps_the_write_ids_a_recorded_snapshot_needs(make: MakeService) -> None:
-    svc = make(level=True)
+def _age_txns(svc: TxnService) -> None:
+    """Every txn begun long before the open window (so the open-txn watermark can rise)."""
+    t = schema.TXNS
+    with svc.db.write_engine.begin() as conn:
+        conn.execute(t.update().values(TXN_STARTED=t.c.TXN_STARTED - 60_000))
+
+
+def write_set(svc: TxnService) -> list[tuple[int, int, str]]:
+    ws = schema.WRITE_SET
+    with svc.db.read() as conn:
+        rows = conn.execute(select(ws.c.WS_TXNID, ws.c.WS_COMMIT_ID, ws.c.WS_OPERATION_TYPE))
+        return sorted((int(a), int(b), str(c)) for a, b, c in rows)
+
+
+@pytest.mark.parametrize("level", [True, False], ids=["level-on", "level-off"])
+def test_housekeeping_keeps_the_write_ids_an_open_snapshot_needs(
+    make: MakeService, level: bool
+) -> None:
+    """Level on: the reader's MIN_HISTORY_LEVEL row keeps them; off: the writer's WRITE_SET
+    row, which stays until no open txn began before the writer committed (Hive 4)."""
+    svc = make(level=level)
     writer, reader = _reader_saw_a_writer_open(svc)
+    _age_txns(svc)
     clean_txn_tables(svc)
-    assert writer in t2w_txns(svc)  # the reader's MIN_HISTORY_LEVEL row holds it
+    clean_txn_tables(svc)
+    assert writer in t2w_txns(svc)
     svc.commit_txn(reader)
+    _age_txns(svc)
+    clean_txn_tables(svc)
     clean_txn_tables(svc)
     assert writer not in t2w_txns(svc)
 
 
-@pytest.mark.parametrize(
-    ("level", "write_id"), [(False, False), (True, True)], ids=["level-off", "write-id-on"]
-)
-def test_without_min_history_level_housekeeping_keeps_open_and_aborted_txns_only(
-    make: MakeService, level: bool, write_id: bool
+@pytest.mark.parametrize("level", [True, False], ids=["level-on", "level-off"])
+def test_without_min_history_level_a_commit_records_its_inserts_in_the_write_set(
+    make: MakeService, level: bool
 ) -> None:
-    svc = make(level=level, write_id=write_id)
+    svc = make(level=level)
+    [other] = svc.open_txns(1, "u", "h")
+    writer, _ = _reader_saw_a_writer_open(svc)
+    [reader_only] = svc.open_txns(1, "u", "h", txn_type=hms.TxnType.READ_ONLY)
+    svc.commit_txn(reader_only)
+    expected = [] if level else [(writer, writer + 1, "i")]  # commit id: the txn hwm then
+    assert write_set(svc) == expected
+    assert other < writer
+
+
+def test_with_the_write_id_switch_min_history_level_no_longer_bounds_the_cleaning(
+    make: MakeService,
+) -> None:
+    """As Hive's findMinTxnIdSeenOpen with metastore.txn.use.minhistorywriteid: the cleaning
+    keeps the open and aborted txns' write ids only (their protection would be
+    MIN_HISTORY_WRITE_ID, which HiveServer2 fills through add_write_ids_to_min_history)."""
+    svc = make(level=True, write_id=True)
     writer, reader = _reader_saw_a_writer_open(svc)
     [aborted] = svc.open_txns(1, "u", "h")
     svc.allocate_table_write_ids("default", "t", [aborted])
@@ -120,31 +171,21 @@ def test_without_min_history_level_housekeeping_keeps_open_and_aborted_txns_only
     [late] = svc.open_txns(1, "u", "h")
     svc.allocate_table_write_ids("default", "t", [late])
     result = clean_txn_tables(svc)
-    # Hive 4's other path: the lowest open or aborted txn bounds what is kept.
     assert writer not in t2w_txns(svc) and result.write_ids_removed == 1
     assert {aborted, late} <= t2w_txns(svc)
     assert reader < aborted
 
 
-def test_without_min_history_level_a_write_set_keeps_its_txns_write_ids(
+def test_without_min_history_level_an_update_write_set_keeps_its_txns_write_ids(
     make: MakeService,
 ) -> None:
     svc = make(level=False)
     [updater] = svc.open_txns(1, "u", "h")
     svc.allocate_table_write_ids("default", "t", [updater])
     [reader] = svc.open_txns(1, "u", "h")
-    component = hms.LockComponent(
-        type=hms.LockType.SHARED_WRITE,
-        level=hms.LockLevel.TABLE,
-        dbname="default",
-        tablename="t",
-        operationType=hms.DataOperationType.UPDATE,
-        isTransactional=True,
-    )
-    svc.lock(hms.LockRequest(component=[component], txnid=updater, user="u", hostname="h"))
+    _insert_lock(svc, updater, hms.DataOperationType.UPDATE)
     svc.commit_txn(updater)
-    with svc.db.read() as conn:
-        assert conn.execute(select(schema.WRITE_SET.c.WS_TXNID)).scalars().all() == [updater]
+    assert [row[0] for row in write_set(svc)] == [updater]
     clean_txn_tables(svc)
     assert updater in t2w_txns(svc)  # min(WS_TXNID) bounds the cleaning
     assert reader > updater

@@ -107,6 +107,14 @@ _MOVE_COMPONENTS = (
     'FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = %(txn)s AND "TC_OPERATION_TYPE" <> \'c\'); '
 )
 _DELETE_COMPONENTS = 'DELETE FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = %(txn)s; '
+_WRITE_SET_OF_INSERTS = (
+    'INSERT INTO "WRITE_SET" ("WS_DATABASE", "WS_TABLE", "WS_PARTITION", "WS_TXNID", '
+    '"WS_COMMIT_ID", "WS_OPERATION_TYPE") SELECT DISTINCT "TC_DATABASE", "TC_TABLE", '
+    '"TC_PARTITION", "TC_TXNID", (SELECT max("TXN_ID") FROM "TXNS"), "TC_OPERATION_TYPE" '
+    'FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = %(txn)s AND "TC_OPERATION_TYPE" <> \'c\'; '
+)
+"""Without MIN_HISTORY_LEVEL a commit records its writes in WRITE_SET, inserts too, with the
+txn hwm as commit id (Hive 4; no TXN_LOCK_TBL lock for a txn that updated nothing)."""
 _FINISH = (
     'DELETE FROM "HIVE_LOCKS" WHERE "HL_TXNID" = %(txn)s; '
     'UPDATE "TXNS" SET "TXN_STATE" = \'c\' WHERE "TXN_ID" = %(txn)s'
@@ -121,8 +129,11 @@ def finish_commit_sql(
     """commitTxn's last statements as text for a message that goes on (placeholder ``txn``):
     with ``move_components`` those of a txn that inserted (no update or delete: no write set,
     no exclusive lock), else of one without components (or a read-only one, whose components
-    stay); the txn's MIN_HISTORY_LEVEL / MIN_HISTORY_WRITE_ID rows go with the switches on."""
+    stay); the txn's MIN_HISTORY_LEVEL / MIN_HISTORY_WRITE_ID rows go with the switches on, and
+    with the level switch off a txn that inserted records its writes in WRITE_SET first."""
     sql = (_MOVE_COMPONENTS + _DELETE_COMPONENTS if move_components else "") + _FINISH
+    if move_components and not min_history_level:
+        sql = _WRITE_SET_OF_INSERTS + sql
     if min_history_level:
         sql += _FORGET_LEVEL
     if min_history_write_id:

@@ -529,10 +529,19 @@ class Txns(TxnPart):
         if txn_type in (hms.TxnType.SOFT_DELETE, hms.TxnType.COMPACTION):
             commit_id = self._lock_txns_exclusive(conn)
         elif txn_type != hms.TxnType.READ_ONLY:
+            # Without MIN_HISTORY_LEVEL every write goes to WRITE_SET (inserts too), so that
+            # housekeeping keeps the write ids of txns a reader may still hold open (Hive 4).
+            level = self.config.use_min_history_level
             writes = and_(
-                tc.c.TC_TXNID == txn_id, tc.c.TC_OPERATION_TYPE.in_([OP_UPDATE, OP_DELETE])
+                tc.c.TC_TXNID == txn_id,
+                tc.c.TC_OPERATION_TYPE.in_([OP_UPDATE, OP_DELETE])
+                if level
+                else tc.c.TC_OPERATION_TYPE != OP_COMPACT,
             )
-            if ops & {OP_UPDATE, OP_DELETE}:
+            if not level and ops and not ops & {OP_UPDATE, OP_DELETE}:
+                self._insert_write_set(conn, txn_id, temp_id, writes)
+                commit_id = int(conn.execute(select(func.max(_T.c.TXN_ID))).scalar_one())
+            elif ops & {OP_UPDATE, OP_DELETE}:
                 update_delete = "Y"
                 savepoint = conn.begin_nested()
                 self._insert_write_set(conn, txn_id, temp_id, writes)
