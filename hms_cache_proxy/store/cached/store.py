@@ -65,6 +65,7 @@ from hms_cache_proxy.store.partition_filter.binder import compile_filter
 from hms_cache_proxy.store.partition_filter.parser import parse
 from hms_cache_proxy.store.partition_filter.pushdown import pushdown
 from hms_cache_proxy.store.patterns import filter_names
+from hms_cache_proxy.store.repl_props import has_repl
 from hms_cache_proxy.store.sql.sql_base import java_list, table_ref
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 from hms_cache_proxy.store.write_id_equivalence import check_equivalent_write_ids
@@ -357,6 +358,10 @@ class CachedStore(StatsReads, ForwardingStore):
             found = self.cache.databases.get((cat, name))
         if found is None:
             self.counters.miss("get_database", metrics.MISS_NOT_CACHED)
+            return self.sql.get_database(cat, name)
+        if found[0] is None or has_repl(found[0].parameters):
+            # Replication state changes with no event (Hive writes none): never from the cache.
+            self.counters.miss("get_database", metrics.MISS_REPLICATION)
             return self.sql.get_database(cat, name)
         self.counters.hit("get_database")
         return thrift_bytes.decode(hms.Database, found[1])
