@@ -59,7 +59,7 @@ WRITE_CALLS = _calls(
     update_table_column_statistics_req update_partition_column_statistics_req
     set_aggr_stats_for delete_partition_column_statistics delete_table_column_statistics
     create_function drop_function alter_function open_txns abort_txn abort_txns commit_txn
-    allocate_table_write_ids seed_write_id lock check_lock unlock heartbeat
+    allocate_table_write_ids seed_write_id repl_tbl_writeid_state lock check_lock unlock heartbeat
     heartbeat_txn_range add_dynamic_partitions fire_listener_event flushCache
     add_primary_key add_foreign_key add_unique_constraint add_not_null_constraint
     add_default_constraint add_check_constraint drop_constraint

@@ -526,9 +526,9 @@ def test_hive2_layout_of_add_dynamic_partitions_is_refused_and_connection_surviv
     assert client.get_open_txns().open_txns == [txn]
 
 
-def test_replication_requests_are_refused_clearly(client, T) -> None:
+def test_a_replayed_allocation_without_source_write_ids_is_refused_clearly(client, T) -> None:
     (txn,) = open_txns(client, T)
-    with pytest.raises(T.MetaException, match="replication transactions"):
+    with pytest.raises(T.MetaException, match="needs replPolicy and srcTxnToWriteIdList"):
         client.allocate_table_write_ids(
             T.AllocateTableWriteIdsRequest(
                 dbName="default", tableName="r", replPolicy="p", srcTxnToWriteIdList=[]

@@ -508,10 +508,14 @@ class EventApplier:
     def _alloc(self, body: dict[str, Any]) -> Op:
         db, table = _norm(body.get("dbName")), _norm(body.get("tableName"))
         pairs = list(zip(body.get("txnIdList") or [], body.get("writeIdList") or [], strict=False))
+        forced = msg.write_ids_forced(body)
 
         def op(b: _Batch) -> None:
             for txn, wid in pairs:
                 self._allocated[(db, table, int(wid))] = int(txn)
+            if forced:  # replayed ids jumped (and the old mapping went): W cannot move on
+                for entry in list(self._entries_named(b, db, table)):
+                    b.drop(entry.key, "write_ids_forced")
 
         return op
 

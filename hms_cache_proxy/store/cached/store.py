@@ -76,7 +76,18 @@ log = logging.getLogger(__name__)
 TXN_WRITES = frozenset({"commit_txn"})
 """A commit that alters tables (``key_value``): the cache catches up before it returns, so
 the writer reads the altered table from it."""
-TXN_EVENTS = frozenset({"open_txns", "allocate_table_write_ids", "abort_txn", "abort_txns"})
+TXN_EVENTS = frozenset(
+    {
+        "open_txns",
+        "allocate_table_write_ids",
+        "abort_txn",
+        "abort_txns",
+        "repl_open_txns",
+        "repl_allocate_write_ids",
+        "repl_table_write_id_state",
+        "repl_abort_txn",
+    }
+)
 """Calls whose events (OPEN_TXN, ALLOC_WRITE_ID, ABORT_TXN, and COMMIT_TXN of a commit without
 ``key_value``) the cache need not see before they return: they change only which write ids
 are valid, and the rules compare every transactional read's snapshot with the entry's, so an
@@ -812,6 +823,10 @@ class _TxnWrites:
     get_valid_write_ids = Forwarded(api.Transactions.get_valid_write_ids)
     max_allocated_write_id = Forwarded(api.Transactions.max_allocated_write_id)
     seed_write_id = Forwarded(api.Transactions.seed_write_id)
+    repl_open_txns = Forwarded(api.Transactions.repl_open_txns)
+    repl_allocate_write_ids = Forwarded(api.Transactions.repl_allocate_write_ids)
+    repl_table_write_id_state = Forwarded(api.Transactions.repl_table_write_id_state)
+    repl_abort_txn = Forwarded(api.Transactions.repl_abort_txn)
     lock = Forwarded(api.Transactions.lock)
     check_lock = Forwarded(api.Transactions.check_lock)
     unlock = Forwarded(api.Transactions.unlock)

@@ -190,6 +190,10 @@ would come first and hold no table objects."""
 REPL_LEFT_OUT = "replPropertiesLeftOut"
 """Our extra field of ALTER_DATABASE: Hive's replication properties were left out of its
 objects (as Hive's AlterDatabaseEvent does), so they are not the database as stored."""
+WRITE_IDS_FORCED = "writeIdsForced"
+"""Our extra field of ALLOC_WRITE_ID_EVENT: a replayed allocation took the source's write ids
+where the table's did not stand (NEXT_WRITE_ID jumped, TXN_TO_WRITE_ID rows wiped), so a
+cache cannot move its write-id list on from what it held."""
 TABLES_ALTERED = "tablesAltered"
 """Our extra field of COMMIT_TXN: tables ([cat, db, table]) whose parameters the commit changed
 (CommitTxnRequest.keyValue). No other event describes that change: caches drop those tables."""
@@ -996,6 +1000,11 @@ def written_by_us(body: Mapping[str, Any]) -> bool:
 def repl_left_out(body: Mapping[str, Any]) -> bool:
     """ALTER_DATABASE's ``replPropertiesLeftOut`` (false when absent)."""
     return body.get(REPL_LEFT_OUT) is True
+
+
+def write_ids_forced(body: Mapping[str, Any]) -> bool:
+    """ALLOC_WRITE_ID_EVENT's ``writeIdsForced`` (false when absent)."""
+    return body.get(WRITE_IDS_FORCED) is True
 
 
 def tables_altered(body: Mapping[str, Any]) -> list[tuple[str, str, str]]:

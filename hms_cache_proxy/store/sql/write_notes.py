@@ -91,10 +91,10 @@ class WriteNotes(SqlPart):
             partition = found[0]
         files = encoded_files(req.fileInfo)
         body = self.messages.acid_write(req.txnId, req.writeId, table, part_name, partition, files)
-        self._record_write(conn, req, table, part_name, partition, files)
+        self.record_write(conn, req, table, part_name, partition, files)
         return NewEvent(msg.ACID_WRITE_EVENT, body, cat, db, tbl)
 
-    def _record_write(
+    def record_write(
         self,
         conn: Connection,
         req: hms.WriteNotificationLogRequest,
