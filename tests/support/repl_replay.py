@@ -119,6 +119,20 @@ class Workload:
         )
         return write_id
 
+    def lock(self, txn: int, table: str) -> None:
+        """The shared-write lock an insert takes (what REPL DUMP's bootstrap finds the open
+        txns of a database by)."""
+        T = self.T
+        component = T.LockComponent(
+            type=T.LockType.SHARED_WRITE,
+            level=T.LockLevel.TABLE,
+            dbname=self.db,
+            tablename=table,
+            operationType=T.DataOperationType.INSERT,
+            isTransactional=True,
+        )
+        self.c.lock(T.LockRequest(component=[component], txnid=txn, user="hive", hostname="hs2"))
+
     def commit(self, txn: int) -> None:
         self.c.commit_txn(self.T.CommitTxnRequest(txnid=txn))
 
@@ -175,6 +189,20 @@ class Dumper:
             ).to_string()
             for t in got
         }
+
+    def abort_open_txns(self) -> list[int]:
+        """ReplDumpTask#getValidTxnListForReplDump after hive.repl.bootstrap.dump.open.txn.timeout
+        with abort.write.txn.after.timeout: the open txns holding locks on this database are
+        aborted (those of other databases are left alone)."""
+        rqst = self.T.GetOpenTxnsRequest(excludeTxnTypes=[READ_ONLY, REPL_CREATED])
+        listed = ours(self.client.get_open_txns_req(rqst))
+        snapshot = ValidReadTxnList.from_open_txns_response(listed)
+        open_ids = {t for t in listed.open_txns if not snapshot.is_txn_aborted(t)}
+        locks = self.client.show_locks(self.T.ShowLocksRequest(dbname=self.db)).locks or []
+        mine = sorted({lk.txnid for lk in locks if lk.txnid in open_ids})
+        if mine:
+            self.client.abort_txns(self.T.AbortTxnsRequest(txn_ids=mine))
+        return mine
 
     def bootstrap(self) -> Bootstrap:
         last = int(self.client.get_current_notificationEventId().eventId)
@@ -336,6 +364,14 @@ class Loader:
                 txnid=ev.body["txnid"], replPolicy=self.policy, txn_type=REPL_CREATED
             )
         )
+
+    def _on_create_table(self, ev: Dumped) -> None:
+        """CreateTableHandler's import, in the target's warehouse."""
+        table = to_apache(messages.table(ev.body))
+        if table.tableName in self.c.get_all_tables(self.db):
+            return
+        table.sd.location, table.writeId, table.id = None, None, None
+        self.c.create_table(table)
 
     def _on_add_partition(self, ev: Dumped) -> None:
         """AddPartitionHandler's import: a partition the target already has is not added
