@@ -6,9 +6,9 @@ transaction service (``store.txn``).
 
 Replication: REPL LOAD names a replayed txn (``txn_type=REPL_CREATED`` with ``replPolicy``) by
 its source txn id; open, allocate (``srcTxnToWriteIdList``), commit (``writeEventInfos``) and
-abort go to the store's replayed-txn calls (``store/txn/repl.py``). A ``replPolicy`` on a txn
-of another type (REPL LOAD's own statement txn, for which Hive writes no txn events) is refused:
-this service would write them.
+abort go to the store's replayed-txn calls (``store/txn/repl.py``); ``replPolicy`` on a DEFAULT
+txn is REPL LOAD's own statement txn, opened, committed and aborted with no txn events (Hive
+writes none for it).
 
 Hive 2.3 clients send an older layout of AddDynamicPartitions (no writeid, so every later field
 id is one lower); decoded with the 4.0 layout it arrives without writeid and tablename, and is
@@ -23,22 +23,20 @@ from hms_cache_proxy.handler.base import HandlerBase, normalize
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.api import Transactions
 
-_REPL_DEFAULT_UNSUPPORTED = (
-    "hms-cache-proxy: replPolicy on a txn that is not REPL_CREATED (REPL LOAD's own statement "
-    "txn, which Hive logs no events for) is not supported; replayed txns are"
-)
-
 
 def _replayed(repl_policy: str | None, txn_type: int | None) -> bool:
-    """Whether the request names a replayed txn (by its source id); refuses the other kinds
-    of replication txn."""
+    """Whether the request names a replayed txn (by its source id)."""
     if txn_type == hms.TxnType.REPL_CREATED:
         if not repl_policy:
             raise hms.MetaException(message="a REPL_CREATED txn needs replPolicy")
         return True
-    if repl_policy:
-        raise hms.MetaException(message=_REPL_DEFAULT_UNSUPPORTED)
     return False
+
+
+def _load_txn(repl_policy: str | None, txn_type: int | None) -> bool:
+    """Whether the request names REPL LOAD's (or DUMP's) own statement txn: ``replPolicy``
+    with a DEFAULT txn, for which Hive writes no txn events."""
+    return bool(repl_policy) and txn_type in (None, hms.TxnType.DEFAULT)
 
 
 def _required(value: Any, what: str) -> Any:
@@ -77,6 +75,15 @@ class TxnHandlers(HandlerBase):
                 rqst.replPolicy, src, rqst.user or "", rqst.hostname or "", rqst.agentInfo
             )
             return hms.OpenTxnsResponse(txn_ids=ids)
+        if _load_txn(rqst.replPolicy, rqst.txn_type):
+            if _required(rqst.num_txns, "num_txns") != 1:
+                raise hms.MetaException(message="REPL LOAD opens its own txn one at a time")
+            txn = self.txn.load_open_txn(rqst.user or "", rqst.hostname or "", rqst.agentInfo)
+            return hms.OpenTxnsResponse(txn_ids=[txn])
+        if rqst.replPolicy:
+            raise hms.MetaException(
+                message=f"replPolicy on a txn of type {rqst.txn_type} is not supported"
+            )
         txn_type = hms.TxnType.DEFAULT if rqst.txn_type is None else rqst.txn_type
         ids = self.txn.open_txns(
             _required(rqst.num_txns, "num_txns"),
@@ -91,6 +98,9 @@ class TxnHandlers(HandlerBase):
         _required(rqst, "AbortTxnRequest")
         if _replayed(rqst.replPolicy, rqst.txn_type):
             self.txn.repl_abort_txn(rqst.replPolicy, _required(rqst.txnid, "txnid"))
+            return
+        if _load_txn(rqst.replPolicy, rqst.txn_type):
+            self.txn.load_abort_txn(_required(rqst.txnid, "txnid"))
             return
         self.txn.abort_txn(_required(rqst.txnid, "txnid"), rqst.errorCode)
 
@@ -111,6 +121,9 @@ class TxnHandlers(HandlerBase):
                 _required(rqst.txnid, "txnid"),
                 list(rqst.writeEventInfos or []),
             )
+            return
+        if _load_txn(rqst.replPolicy, rqst.txn_type):
+            self.txn.load_commit_txn(_required(rqst.txnid, "txnid"))
             return
         self.txn.commit_txn(
             _required(rqst.txnid, "txnid"),

@@ -343,3 +343,23 @@ def test_acid_tables_bootstrap_with_open_txns_timeout(world, T) -> None:
     w = ValidReaderWriteIdList.parse(_target_write_ids(world["target_client"], T)["plain"])
     assert w.aborted_write_ids() == (left_id,) and w.is_write_id_valid(1)
     assert _target_write_ids(world["target_client"], T) == boot.write_ids
+
+
+def test_stats_replication_scenarios_acid(world, T) -> None:
+    """TestStatsReplicationScenariosACID#verifyReplicatedStatsForTable: after a load, the
+    target's column statistics and statistics parameters of a transactional table are the
+    source's, written under the replayed txn with the source's write id."""
+    work, dumper, loader = _loaded(world, T)
+    txn = work.open()
+    write_id = work.insert(txn, "plain")
+    work.stats(txn, "plain", write_id, high=42)
+    work.commit(txn)
+    loader.incremental(dumper.incremental(loader.last_id()))
+    rqst = T.TableStatsRequest(dbName=DB, tblName="plain", colNames=["id"], engine="hive")
+    src, tgt = world["source_client"], world["target_client"]
+    want = ours(src.get_table_statistics_req(rqst).tableStats)
+    assert want and ours(tgt.get_table_statistics_req(rqst).tableStats) == want
+    params = [(c.get_table(DB, "plain").parameters or {}) for c in (src, tgt)]
+    accurate = [p.get("COLUMN_STATS_ACCURATE") for p in params]
+    assert accurate[0] == accurate[1] and accurate[0] is not None
+    assert tgt.get_table(DB, "plain").writeId == write_id

@@ -236,8 +236,6 @@ def test_replication_requests_missing_their_parts_are_refused(client, T, repl_db
         client.open_txns(
             T.OpenTxnRequest(num_txns=1, user="u", hostname="h", txn_type=REPL_CREATED)
         )
-    with pytest.raises(TApplicationException, match="not REPL_CREATED"):
-        open_txns(client, T, replPolicy=POLICY)
     with pytest.raises(TApplicationException, match="does not match"):
         client.open_txns(
             T.OpenTxnRequest(
@@ -290,3 +288,37 @@ def test_replayed_txns_time_out_after_the_replication_timeout(database_url, tmp_
             assert repl_map(svc) == []
         finally:
             trans.close()
+
+
+def test_bootstrap_objects_keep_the_sources_committed_write_ids(client, T, repl_db) -> None:
+    """LoadTable/LoadPartitions pass the source's write ids, committed there, unknown here:
+    a replication target stores them as given and as committed (no writeId in the events, so
+    no cache waits for a commit); elsewhere such an id is still refused."""
+    start = last_event_id(client)
+    transactional_table(client, T, "boot", db=repl_db)
+    table = client.get_table(repl_db, "boot")
+    table.writeId = 7
+    client.alter_table(repl_db, "boot", table)
+    assert client.get_table(repl_db, "boot").writeId == 7
+    assert all(messages.write_id(body) is None for _, body, _ in events(client, T, start))
+    transactional_table(client, T, "other")
+    plain = client.get_table("default", "other")
+    plain.writeId = 7
+    with pytest.raises(T.MetaException, match="invalid write id 7"):
+        client.alter_table("default", "other", plain)
+
+
+def test_repl_loads_own_txn_writes_no_txn_events(client, T, service, repl_db) -> None:
+    """REPL LOAD's statement txn (replPolicy, DEFAULT): Hive writes no OPEN_TXN, COMMIT_TXN or
+    ABORT_TXN for it (OpenTxnsFunction, CommitTxnFunction, TxnHandler#abortTxn)."""
+    start = last_event_id(client)
+    [load] = open_txns(client, T, replPolicy=POLICY)
+    client.commit_txn(T.CommitTxnRequest(txnid=load, replPolicy=POLICY))
+    [failed] = open_txns(client, T, replPolicy=POLICY)
+    client.abort_txn(T.AbortTxnRequest(txnid=failed, replPolicy=POLICY))
+    assert events(client, T, start) == []
+    txns = schema.TXNS
+    states = db_rows(
+        service, select(txns.c.TXN_ID, txns.c.TXN_STATE).where(txns.c.TXN_ID.in_([load, failed]))
+    )
+    assert sorted(tuple(r) for r in states) == [(load, "c"), (failed, "a")]

@@ -25,6 +25,7 @@ from tests.support.cache import ours
 from tests.support.repl_dump import add_write_event_info
 
 READ_ONLY, REPL_CREATED = 5, 1
+LONG_MAX = 9223372036854775807
 TXN = {"transactional": "true", "transactional_properties": "default"}
 
 
@@ -96,7 +97,9 @@ class Workload:
                 src = self.c.get_table(self.db, table)
                 sd = src.sd
                 sd.location = f"{src.sd.location}/ds={ds}"
-                part = T.Partition(dbName=self.db, tableName=table, values=vals, sd=sd)
+                part = T.Partition(
+                    dbName=self.db, tableName=table, values=vals, sd=sd, writeId=write_id
+                )
                 self.c.add_partitions_req(
                     T.AddPartitionsRequest(
                         dbName=self.db, tblName=table, parts=[part], ifNotExists=True
@@ -132,6 +135,32 @@ class Workload:
             isTransactional=True,
         )
         self.c.lock(T.LockRequest(component=[component], txnid=txn, user="hive", hostname="hs2"))
+
+    def stats(self, txn: int, table: str, write_id: int, high: int) -> None:
+        """The column statistics an insert's autogather writes in its txn."""
+        T = self.T
+        snapshot = self.T.GetValidWriteIdsRequest(
+            fullTableNames=[f"{self.db}.{table}"], validTxnList=None, writeId=write_id
+        )
+        [tvwi] = self.c.get_valid_write_ids(snapshot).tblValidWriteIds
+        from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
+
+        vwil = ValidReaderWriteIdList.from_table_valid_write_ids(ours(tvwi)).to_string()
+        data = T.LongColumnStatsData(lowValue=0, highValue=high, numNulls=0, numDVs=high)
+        stats = T.ColumnStatistics(
+            statsDesc=T.ColumnStatisticsDesc(isTblLevel=True, dbName=self.db, tableName=table),
+            statsObj=[
+                T.ColumnStatisticsObj(
+                    colName="id", colType="int", statsData=T.ColumnStatisticsData(longStats=data)
+                )
+            ],
+            engine="hive",
+        )
+        self.c.set_aggr_stats_for(
+            T.SetPartitionsStatsRequest(
+                colStats=[stats], writeId=write_id, validWriteIdList=vwil, engine="hive"
+            )
+        )
 
     def commit(self, txn: int) -> None:
         self.c.commit_txn(self.T.CommitTxnRequest(txnid=txn))
@@ -260,8 +289,7 @@ class Loader:
             T.Database(name=self.db, description=dump.database.description, parameters=params)
         )
         for table in dump.tables:
-            table.writeId = None  # a committed source write id: see docs/compatibility.md
-            table.id = None
+            table.id = None  # its writeId stays: a committed source write id, stored as given
             table.sd.location = None  # the target's warehouse
             self.c.create_table(table)
             state = dump.write_ids.get(table.tableName)
@@ -277,8 +305,7 @@ class Loader:
                 )
             parts = dump.partitions.get(table.tableName) or []
             for p in parts:
-                p.writeId = None
-                p.sd.location = None
+                p.sd.location = None  # (LoadPartitions passes the source's writeId)
             if parts:
                 self.c.add_partitions(parts)
         self.set_last_id(dump.last_event)
@@ -365,6 +392,19 @@ class Loader:
             )
         )
 
+    def _on_update_tbl_col_stat_event(self, ev: Dumped) -> None:
+        """UpdateTableColStatHandler -> ColumnStatsUpdateTask: the source's write id, and a
+        write-id list naming it as the high-water mark."""
+        stats = to_apache(messages.column_statistics(ev.body))
+        write_id = messages.write_id(ev.body)
+        table = stats.statsDesc.tableName
+        vwil = None if write_id is None else f"{self.db}.{table}:{write_id}:{LONG_MAX}::"
+        self.c.set_aggr_stats_for(
+            self.T.SetPartitionsStatsRequest(
+                colStats=[stats], writeId=write_id, validWriteIdList=vwil, engine="hive"
+            )
+        )
+
     def _on_create_table(self, ev: Dumped) -> None:
         """CreateTableHandler's import, in the target's warehouse."""
         table = to_apache(messages.table(ev.body))
@@ -384,8 +424,7 @@ class Loader:
         if not parts:
             return
         for p in parts:
-            p.writeId = None  # a committed source write id: see docs/compatibility.md
-            p.sd.location = None
+            p.sd.location = None  # writeId kept: the replayed txn's, forced to the source's
         self.c.add_partitions_req(
             self.T.AddPartitionsRequest(
                 dbName=self.db, tblName=parts[0].tableName, parts=parts, ifNotExists=True

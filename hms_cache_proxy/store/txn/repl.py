@@ -36,6 +36,7 @@ from hms_cache_proxy.store.txn.txn_base import (
     TxnPart,
     TxnShared,
     raise_unexpected_state,
+    txn_id_str,
 )
 from hms_cache_proxy.store.txn.txns import Txns
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
@@ -47,6 +48,8 @@ _OPEN_RETRIES = 10
 ABORT_REPLAYED = "Replayed transaction abort"
 """TxnErrorMsg ABORT_REPLAYED_REPL_TXN (51001)."""
 ABORT_WRITE_ID_STATE = "Abort write id transaction of repl writeid state"
+ABORT_LOAD_TXN = "Replication:Abort default replication transaction"
+"""TxnErrorMsg ABORT_DEFAULT_REPL_TXN (51000): REPL LOAD's (or DUMP's) own statement txn."""
 """TxnErrorMsg ABORT_REPL_WRITEID_TXN (51002): the helper txns of repl_tbl_writeid_state."""
 
 
@@ -169,6 +172,56 @@ class ReplTxns(TxnPart):
         conn.execute(delete(_RTM).where(_RTM.c.RTM_TARGET_TXN_ID.in_(list(ids))))
         self.txns.delete_txns(conn, ids)
         self.txns.emit_aborts(conn, dict.fromkeys(ids, hms.TxnType.REPL_CREATED))
+
+    # -- REPL LOAD's own statement txn -----------------------------------------------------
+
+    def load_open_txn(self, user: str, host: str, agent_info: str | None) -> int:
+        """The txn REPL LOAD (or DUMP) runs in (``replPolicy`` with a DEFAULT txn): opened with
+        no OPEN_TXN event, as Hive writes none for it, so a load adds to the target's log only
+        the events it replays."""
+        started: list[float] = []
+        kind = hms.TxnType.DEFAULT
+
+        def run(conn: Connection) -> list[int]:
+            return self.txns.insert_open_rows(conn, 1, user, host, agent_info, kind, started)
+
+        return self.db.transaction(run)[0]
+
+    def load_commit_txn(self, txn_id: int) -> None:
+        """Commit REPL LOAD's own txn, with no COMMIT_TXN event (a second commit: no-op)."""
+
+        def run(conn: Connection) -> None:
+            kind = self.lock_open_txn(conn, txn_id)
+            if kind is None:
+                state = self.find_txn_state(conn, txn_id)
+                if state == COMMITTED:
+                    return
+                raise_unexpected_state(state, txn_id)
+            if conn.execute(
+                select(_T2W.c.T2W_WRITEID).where(_T2W.c.T2W_TXNID == txn_id).limit(1)
+            ).first():
+                raise hms.MetaException(
+                    message=f"{txn_id_str(txn_id)} is REPL LOAD's own txn (replPolicy, DEFAULT) "
+                    "and holds write ids: its commit writes no COMMIT_TXN, so no reader's "
+                    "cache could learn of them; commit it without replPolicy"
+                )
+            self.txns.move_components_to_completed(conn, txn_id, "N")
+            self.txns.finish_commit(conn, txn_id, kind, None, 0, True)
+
+        self.db.transaction(run)
+
+    def load_abort_txn(self, txn_id: int) -> None:
+        """Abort REPL LOAD's own txn, with no ABORT_TXN event (aborting it again: no-op)."""
+
+        def run(conn: Connection) -> None:
+            if self.lock_open_txn(conn, txn_id) is None:
+                state = self.find_txn_state(conn, txn_id)
+                if state == ABORTED:
+                    return
+                raise_unexpected_state(state, txn_id)
+            self.txns.abort_in(conn, [txn_id], reason=ABORT_LOAD_TXN, replayed=True)
+
+        self.db.transaction(run)
 
     # -- write ids ----------------------------------------------------------------------------
 

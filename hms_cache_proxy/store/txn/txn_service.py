@@ -138,6 +138,9 @@ class TxnService:
     repl_table_write_id_state = Forwarded(ReplTxns.repl_table_write_id_state)
     repl_commit_in = Forwarded(ReplTxns.repl_commit_in)
     repl_abort_txn = Forwarded(ReplTxns.repl_abort_txn)
+    load_open_txn = Forwarded(ReplTxns.load_open_txn)
+    load_commit_txn = Forwarded(ReplTxns.load_commit_txn)
+    load_abort_txn = Forwarded(ReplTxns.load_abort_txn)
     target_txns = staticmethod(ReplTxns.target_txns)
 
     # -- self.txns: the clock, txn-state checks and events every part shares (answered by txns)

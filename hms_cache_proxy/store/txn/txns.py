@@ -516,7 +516,7 @@ class Txns(TxnPart):
                     )
                 savepoint.commit()
         if ops and txn_type != hms.TxnType.READ_ONLY and txn_type not in COMPACTION_TYPES:
-            self._move_components_to_completed(conn, txn_id, update_delete)
+            self.move_components_to_completed(conn, txn_id, update_delete)
         altered = []
         if key_value is not None:
             altered.append(self._update_key_value(conn, txn_id, key_value))
@@ -637,7 +637,7 @@ class Txns(TxnPart):
         return f"{resource} committed by [{txn_id_str(row[0])},{row[1]}] {row[5]}/{row[6]}"
 
     @staticmethod
-    def _move_components_to_completed(conn: Connection, txn_id: int, update_delete: str) -> None:
+    def move_components_to_completed(conn: Connection, txn_id: int, update_delete: str) -> None:
         tc, ctc = schema.TXN_COMPONENTS, schema.COMPLETED_TXN_COMPONENTS
         rows = select(
             tc.c.TC_TXNID,
