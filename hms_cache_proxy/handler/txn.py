@@ -214,7 +214,10 @@ class TxnHandlers(HandlerBase):
         text = _required(rqst.validWriteIdlist, "validWriteIdlist")
         try:
             self.txn.repl_table_write_id_state(
-                text, self.require_name(rqst.dbName, "database"), self.require_name(rqst.tableName)
+                text,
+                self.require_name(rqst.dbName, "database"),
+                self.require_name(rqst.tableName),
+                list(rqst.partNames or []),
             )
         except ValueError as exc:
             raise hms.MetaException(message=f"invalid validWriteIdlist {text!r}: {exc}") from exc

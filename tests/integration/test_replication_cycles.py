@@ -313,8 +313,8 @@ def test_acid_tables_bootstrap_with_open_txns_timeout(world, T) -> None:
     """TestReplicationScenariosAcidTables#testAcidTablesBootstrapWithOpenTxnsTimeout: REPL
     DUMP aborts the open txns of the database after its timeout and leaves others alone; the
     target's NEXT_WRITE_ID is the source's, it maps the aborted write ids (one
-    TXN_TO_WRITE_ID row each) and readers see only committed writes. (Hive also enqueues a
-    compaction per table or partition; not implemented here.)"""
+    TXN_TO_WRITE_ID row each), queues one compaction for the table with aborted writes, and
+    readers see only committed writes."""
     src = world["source_client"]
     work = Workload(src, T, DB)
     work.create()
@@ -340,6 +340,10 @@ def test_acid_tables_bootstrap_with_open_txns_timeout(world, T) -> None:
     with world["target"].database.read() as conn:
         rows = conn.execute(select(t2w.c.T2W_WRITEID).where(t2w.c.T2W_TABLE == "plain")).all()
     assert [int(r[0]) for r in rows] == [left_id]
+    cq = schema.COMPACTION_QUEUE
+    with world["target"].database.read() as conn:
+        queued = conn.execute(select(cq.c.CQ_TABLE, cq.c.CQ_TYPE)).all()
+    assert [tuple(r) for r in queued] == [("plain", "a")]
     w = ValidReaderWriteIdList.parse(_target_write_ids(world["target_client"], T)["plain"])
     assert w.aborted_write_ids() == (left_id,) and w.is_write_id_valid(1)
     assert _target_write_ids(world["target_client"], T) == boot.write_ids

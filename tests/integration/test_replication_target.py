@@ -224,9 +224,13 @@ def test_repl_tbl_writeid_state_seeds_the_sources_write_ids(client, T, service, 
     assert sorted(int(r[0]) for r in rows) == [2, 4, 5]
     [w] = write_ids(client, T, f"{repl_db}.t5")
     assert as_string(w) == source_list
+    cq = schema.COMPACTION_QUEUE
+    queued = select(cq.c.CQ_TABLE, cq.c.CQ_PARTITION, cq.c.CQ_TYPE)
+    assert [tuple(r) for r in db_rows(service, queued)] == [("t5", None, "a")]  # MAJOR
     start = last_event_id(client)
     client.repl_tbl_writeid_state(rqst)
     assert events(client, T, start) == [] and next_write_id(service, "t5") == 6
+    assert len(db_rows(service, queued)) == 1
 
 
 def test_replication_requests_missing_their_parts_are_refused(client, T, repl_db) -> None:

@@ -30,6 +30,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.txn.compaction import Compaction
 from hms_cache_proxy.store.txn.txn_base import (
     ABORTED,
     COMMITTED,
@@ -74,9 +75,10 @@ class ReplWrite:
 class ReplTxns(TxnPart):
     """repl open/allocate/commit/abort and repl_tbl_writeid_state."""
 
-    def __init__(self, shared: TxnShared, txns: Txns) -> None:
+    def __init__(self, shared: TxnShared, txns: Txns, compaction: Compaction) -> None:
         super().__init__(shared)
         self.txns = txns
+        self.compaction = compaction
 
     # -- the map ------------------------------------------------------------------------------
 
@@ -301,14 +303,24 @@ class ReplTxns(TxnPart):
             return True
         return False
 
-    def repl_table_write_id_state(self, valid_write_ids: str, db: str, table: str) -> None:
+    def repl_table_write_id_state(
+        self, valid_write_ids: str, db: str, table: str, part_names: Sequence[str] = ()
+    ) -> None:
         """Seed a bootstrapped table's write ids from the source's ValidWriteIdList: its
-        aborted ids under aborted helper txns, NEXT_WRITE_ID after its hwm. Nothing when the
-        table already has write ids."""
+        aborted ids under aborted helper txns, NEXT_WRITE_ID after its hwm, and a MAJOR
+        compaction per partition named (else for the table) to clean the aborted data.
+        Nothing when the table already has write ids."""
         w = ValidReaderWriteIdList.parse(valid_write_ids)
-        self.db.transaction(lambda conn: self._seed(conn, w, db, table))
+        self.db.transaction(lambda conn: self._seed(conn, w, db, table, part_names))
 
-    def _seed(self, conn: Connection, w: ValidReaderWriteIdList, db: str, table: str) -> None:
+    def _seed(
+        self,
+        conn: Connection,
+        w: ValidReaderWriteIdList,
+        db: str,
+        table: str,
+        part_names: Sequence[str],
+    ) -> None:
         where = (_NWI.c.NWI_DATABASE == db, _NWI.c.NWI_TABLE == table)
         if conn.execute(select(_NWI.c.NWI_NEXT).where(*where)).first() is not None:
             return
@@ -341,6 +353,14 @@ class ReplTxns(TxnPart):
                 )
         except IntegrityError:
             return  # a concurrent seed won: the same state
+        places: list[str | None] = [*part_names] or [None]
+        for name in places if aborted else []:
+            self.compaction.compact_in(
+                conn,
+                hms.CompactionRequest(
+                    dbname=db, tablename=table, partitionname=name, type=hms.CompactionType.MAJOR
+                ),
+            )
 
     def _mark_committed(self, conn: Connection, db: str, table: str, hwm: int) -> None:
         """TXN_TO_WRITE_ID for the committed hwm under a committed helper txn (no events: it is

@@ -61,7 +61,7 @@ class TxnService:
         self.compaction = Compaction(shared)
         self.compaction_worker = CompactionWorker(shared, self.compaction)
         self.materializations = Materializations(shared, self.write_ids)
-        self.repl = ReplTxns(shared, self.txns)
+        self.repl = ReplTxns(shared, self.txns, self.compaction)
         self._methods = _bind(self.parts(), _forwarded_names(type(self)), self.txns)
 
     def parts(self) -> list[TxnPart]:
