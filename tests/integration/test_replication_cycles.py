@@ -367,3 +367,26 @@ def test_stats_replication_scenarios_acid(world, T) -> None:
     accurate = [p.get("COLUMN_STATS_ACCURATE") for p in params]
     assert accurate[0] == accurate[1] and accurate[0] is not None
     assert tgt.get_table(DB, "plain").writeId == write_id
+
+
+def test_acid_table_incremental_replication_truncate(world, T) -> None:
+    """TestReplicationScenariosIncrementalLoadAcidTables#testAcidTableIncrementalReplication,
+    its insert then truncate steps: the truncate replays under the replayed txn with the
+    source's write id, and the target's write ids and table are the source's."""
+    work, dumper, loader = _loaded(world, T)
+    txn = work.open()
+    work.insert(txn, "plain")
+    work.commit(txn)
+    txn = work.open()
+    truncated = work.truncate(txn, "plain")
+    work.commit(txn)
+    events = dumper.incremental(loader.last_id())
+    assert "ALTER_TABLE" in [e.kind for e in events]
+    loader.incremental(events)
+    _check_cycle(world, T, dumper.write_ids(TABLES), set())
+    src, tgt = world["source_client"], world["target_client"]
+    assert tgt.get_table(DB, "plain").writeId == truncated == src.get_table(DB, "plain").writeId
+    for key in ("numFiles", "totalSize"):
+        assert (tgt.get_table(DB, "plain").parameters or {}).get(key) == (
+            src.get_table(DB, "plain").parameters or {}
+        ).get(key)

@@ -162,6 +162,14 @@ class Workload:
             )
         )
 
+    def truncate(self, txn: int, table: str) -> int:
+        """TRUNCATE TABLE of a transactional table: a write id of its own."""
+        write_id = self.allocate(txn, table)
+        self.c.truncate_table_req(
+            self.T.TruncateTableRequest(dbName=self.db, tableName=table, writeId=write_id)
+        )
+        return write_id
+
     def commit(self, txn: int) -> None:
         self.c.commit_txn(self.T.CommitTxnRequest(txnid=txn))
 
@@ -402,6 +410,19 @@ class Loader:
         self.c.set_aggr_stats_for(
             self.T.SetPartitionsStatsRequest(
                 colStats=[stats], writeId=write_id, validWriteIdList=vwil, engine="hive"
+            )
+        )
+
+    def _on_alter_table(self, ev: Dumped) -> None:
+        """TruncateTableHandler (isTruncateOp) with the source's write id; other alters are
+        not replayed by this harness."""
+        if ev.body.get("isTruncateOp") != "true":
+            return
+        self.c.truncate_table_req(
+            self.T.TruncateTableRequest(
+                dbName=self.db,
+                tableName=ev.body["table"],
+                writeId=messages.write_id(ev.body),
             )
         )
 
