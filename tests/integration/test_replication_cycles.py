@@ -34,13 +34,15 @@ def T() -> Any:
 
 @pytest.fixture
 def world(pg_server: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """source (cache on), target (cache on) and target_direct (cache off, same database)."""
+    """source (cache on), target and target2 (cache on) and target_direct (cache off), the
+    three on one database."""
     a, b = pg_server.new_database(), pg_server.new_database()
     try:
         with ExitStack() as stack:
             svcs = {
                 "source": running_service(a, tmp_path / "src", **FAST),
                 "target": running_service(b, tmp_path / "tgt", **FAST),
+                "target2": running_service(b, tmp_path / "tgt", **FAST),
                 "target_direct": running_service(b, tmp_path / "tgt", cache_enabled=False),
             }
             out: dict[str, Any] = {}
@@ -144,6 +146,11 @@ def _check_cache(world: dict[str, Any], T: Any) -> None:
                 direct.get_partitions_req(parts).partitions
             )
     assert counted.hits("get_table") == len(TABLES), counted.delta  # W == S: from the cache
+    settle(world["target2"])  # a second caching instance followed the same log
+    other = world["target2_client"]
+    for name in TABLES:
+        rqst = T.GetTableRequest(dbName=DB, tblName=name, validWriteIdList=now[name])
+        assert ours(other.get_table_req(rqst).table) == ours(direct.get_table_req(rqst).table)
 
 
 def _events_a_load_adds(events: list[Any]) -> int:
