@@ -274,6 +274,10 @@ class Dumper:
 # -- REPL LOAD --------------------------------------------------------------------------------
 
 
+class ReplIncompatible(Exception):
+    """REPL_INCOMPATIBLE_EXCEPTION: the target database was changed outside replication."""
+
+
 class LoadStopped(Exception):
     """The load stopped after an event's calls and before its repl.last.id update."""
 
@@ -332,6 +336,9 @@ class Loader:
         """Replay ``events`` (those at or below repl.last.id skipped); ``stop_after``: stop
         after that many events' calls, before the last one's repl.last.id update. Returns how
         many events were replayed."""
+        params = self.c.get_database(self.db).parameters or {}
+        if params.get("repl.incompatible", "").lower() == "true":
+            raise ReplIncompatible(self.db)
         done = self.last_id()
         replayed = 0
         for ev in events:
