@@ -339,7 +339,8 @@ def _scoped(api: str, fn: Callable[..., Any], handler: Any, rules: DatabaseRules
                     if empty:
                         return []
                     raise not_found(cat, db)
-        if owned is not None:
+        replayed = _check_repl_policy(api, args, visible)
+        if owned is not None and not replayed:
             _check_owned(api, handler, owned(*args), visible)
         if counted:
             return _visible_events_count(handler, args[0], visible)
@@ -449,6 +450,35 @@ _OWNED: dict[str, Callable[..., dict[str, list[int]]]] = {
 }
 """Calls that act on transactions or locks by id: allowed only when the client may see every
 database they touch (their TXN_COMPONENTS, TXN_TO_WRITE_ID and HIVE_LOCKS rows)."""
+
+
+_REPL_CALLS = frozenset({"open_txns", "commit_txn", "abort_txn", "allocate_table_write_ids"})
+
+
+def _check_repl_policy(
+    api: str, args: tuple[Any, ...], visible: Callable[[str | None], bool]
+) -> bool:
+    """A request with ``replPolicy`` (REPL LOAD) acts for the policy's database ("<db>.*"):
+    allowed only when the client may use it ("*.*", every database: never for a client
+    with an allow-list). Returns whether the request names a replayed txn, whose txn id is a
+    *source* id (so the owned-transaction check, which reads this metastore's txns, does not
+    apply)."""
+    rqst = args[0] if args and api in _REPL_CALLS else None
+    policy = getattr(rqst, "replPolicy", None)
+    if not policy:
+        return False
+    db = policy.split(".", 1)[0].strip().lower()
+    if db == "*" or not visible(db):
+        message = (
+            f"replication policy {policy} names a database this client may not use "
+            "(allowed_databases)"
+        )
+        declared = _declared(api)
+        for cls in (hms.NoSuchTxnException, hms.MetaException):
+            if cls in declared:
+                raise cls(message=message)
+        raise TApplicationException(TApplicationException.INTERNAL_ERROR, message)
+    return getattr(rqst, "txn_type", None) == hms.TxnType.REPL_CREATED
 
 
 def _check_owned(

@@ -326,3 +326,28 @@ def test_repl_loads_own_txn_writes_no_txn_events(client, T, service, repl_db) ->
         service, select(txns.c.TXN_ID, txns.c.TXN_STATE).where(txns.c.TXN_ID.in_([load, failed]))
     )
     assert sorted(tuple(r) for r in states) == [(load, "c"), (failed, "a")]
+
+
+def test_replication_calls_under_an_allow_list_act_for_the_policys_database(
+    database_url, tmp_path
+) -> None:
+    """A replayed txn's id is a source id: the allow-list checks the policy's database, not
+    the target txns that id happens to name."""
+    from tests.support.apache_thrift import apache_client, load_apache_modules
+
+    T = load_apache_modules().ttypes
+    with running_service(database_url, tmp_path / "w", allowed_databases=["repl_db"]) as svc:
+        client, trans = apache_client("127.0.0.1", svc.port)
+        try:
+            client.create_database(T.Database(name="repl_db", parameters={"repl.target.for": "t"}))
+            transactional_table(client, T, "t", db="repl_db")
+            repl_open(client, T, [91])
+            repl_alloc(client, T, "t", [(91, 1)])
+            repl_commit(client, T, 91)
+            assert repl_map(svc) == []
+            with pytest.raises(TApplicationException, match="may not use"):
+                repl_open(client, T, [92], policy="other.*")
+            with pytest.raises(TApplicationException, match="may not use"):
+                repl_open(client, T, [93], policy="*.*")
+        finally:
+            trans.close()
