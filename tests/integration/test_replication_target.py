@@ -357,3 +357,26 @@ def test_replication_calls_under_an_allow_list_act_for_the_policys_database(
                 repl_open(client, T, [93], policy="*.*")
         finally:
             trans.close()
+
+
+def test_a_forced_allocation_drops_the_cached_table(client, T, service, repl_db) -> None:
+    """A replayed allocation that jumps the table's write ids (the source recreated it) drops
+    the cached entry rather than moving its write ids on across ids the table never had."""
+    from tests.support.cache import entry, settle
+
+    transactional_table(client, T, "jump", db=repl_db)
+    [w] = write_ids(client, T, f"{repl_db}.jump")
+    client.get_table_req(
+        T.GetTableRequest(dbName=repl_db, tblName="jump", validWriteIdList=as_string(w))
+    )
+    service.name = "target"
+    settle(service)
+    assert entry(service, repl_db, "jump") is not None
+    repl_open(client, T, [101])
+    start = last_event_id(client)
+    repl_alloc(client, T, "jump", [(101, 40)])
+    [(_, body, _)] = events(client, T, start)
+    assert messages.write_ids_forced(body)
+    settle(service)
+    found = entry(service, repl_db, "jump")
+    assert found is None or found.as_of > start  # dropped, then (maybe) loaded again
