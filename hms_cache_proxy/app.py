@@ -195,6 +195,7 @@ def build_service(settings: Settings) -> Service:
         server_uri=settings.server_uri,
         txn_config=TxnConfig(
             timeout_ms=int(settings.txn_timeout_seconds * 1000),
+            repl_timeout_ms=int(settings.repl_txn_timeout_seconds * 1000),
             open_txn_timeout_ms=settings.txn_open_timeout_ms,
             max_open_batch=settings.txn_max_open_batch,
         ),

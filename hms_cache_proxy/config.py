@@ -98,6 +98,7 @@ class Settings(BaseSettings):
 
     # -- transactions and locks (Hive's metastore.txn.* settings)
     txn_timeout_seconds: float = Field(300.0, gt=0)
+    repl_txn_timeout_seconds: float = Field(950_400.0, gt=0)
     txn_housekeeping_interval_seconds: float = Field(60.0, ge=0)
     txn_open_timeout_ms: int = Field(1000, ge=1)
     txn_max_open_batch: int = Field(1000, ge=1)

@@ -35,6 +35,7 @@ MISS_NO_SNAPSHOT = "no_snapshot"
 MISS_FILTERED_OUT = "filtered_out"  # the entry cannot answer this kind of request
 MISS_EVICTED = "evicted"
 MISS_BEHIND = "behind"  # strong mode: the cache had not applied every event in time
+MISS_REPLICATION = "replication"  # a database holding replication state (changed eventless)
 MISS_REASONS = (
     MISS_NOT_CACHED,
     MISS_NOT_EQUIVALENT,
@@ -43,6 +44,7 @@ MISS_REASONS = (
     MISS_FILTERED_OUT,
     MISS_EVICTED,
     MISS_BEHIND,
+    MISS_REPLICATION,
 )
 
 REQUESTS = Counter(
