@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,6 +151,8 @@ def build_service(settings: Settings) -> Service:
         pool_size=settings.database_pool_size,
         timeout_seconds=settings.database_timeout_seconds,
         statement_timeout_seconds=settings.database_statement_timeout_seconds,
+        pool_idle_seconds=settings.database_pool_idle_seconds,
+        instance_name=settings.instance_name or socket.gethostname(),
     )
     _count_database_errors(database)
     ensure_ready(database, settings.warehouse_uri(), settings.database_auto_create)
@@ -168,9 +171,9 @@ def build_service(settings: Settings) -> Service:
             max_open_batch=settings.txn_max_open_batch,
         ),
     )
-    housekeeper = Housekeeper(store.txn, settings.txn_housekeeping_interval_seconds)
     # The handler reads through the cache (or, with cache_enabled false, the database only).
     cache = CacheService(store, settings, readiness) if settings.cache_enabled else None
+    housekeeper = _housekeeper(settings, store, cache)
     handler = Handler(cache.store if cache is not None else DirectStore(store), settings)
     # read_only and allowed_databases (the handler itself when neither is set: no cost per call)
     processor = Processor(service, access.guard(handler, settings), observer=metrics.observe_call)
@@ -212,6 +215,20 @@ def build_service(settings: Settings) -> Service:
         endpoints = Endpoints(settings, svc.serving, health, readiness, svc.admin)
         svc.http = ObservabilityServer(settings.metrics_host, settings.metrics_port, endpoints)
     return svc
+
+
+def _housekeeper(settings: Settings, store: SqlStore, cache: CacheService | None) -> Housekeeper:
+    """Transaction housekeeping as ``txn_housekeeping`` says: with a lease, rounds run only
+    while this instance's LISTEN session holds it (where there is no such session: every
+    round, serialised with the other instances' by an advisory lock, as "always")."""
+    interval = settings.txn_housekeeping_interval_seconds
+    if settings.txn_housekeeping == "off":
+        interval = 0
+    holds_lease = None
+    if settings.txn_housekeeping == "lease" and cache is not None and cache.poller.listen:
+        poller = cache.poller
+        holds_lease = lambda: poller.leader  # noqa: E731
+    return Housekeeper(store.txn, interval, holds_lease)
 
 
 def secure_opener(settings: Settings) -> SecureOpener | None:

@@ -69,6 +69,8 @@ class Settings(BaseSettings):
     database_timeout_seconds: float = Field(30.0, gt=0)
     database_statement_timeout_seconds: float = Field(30.0, ge=0)
     database_auto_create: bool = True
+    database_pool_idle_seconds: float = Field(60.0, ge=0)
+    instance_name: str | None = None  # None: the host name
     id_block_size: int = Field(100, ge=1)
 
     # -- warehouse and Hive behaviour
@@ -83,6 +85,7 @@ class Settings(BaseSettings):
     # -- transactions and locks (Hive's metastore.txn.* settings)
     txn_timeout_seconds: float = Field(300.0, gt=0)
     txn_housekeeping_interval_seconds: float = Field(60.0, ge=0)
+    txn_housekeeping: Literal["lease", "always", "off"] = "lease"
     txn_open_timeout_ms: int = Field(1000, ge=1)
     txn_max_open_batch: int = Field(1000, ge=1)
 
@@ -107,6 +110,7 @@ class Settings(BaseSettings):
     cache_exclude: list[str] = Field([])
     cache_poll_interval_seconds: float = Field(1.0, gt=0)
     cache_listen: bool = True
+    poller_safety_interval_seconds: float = Field(60.0, gt=0)
     prewarm: bool = True
     prewarm_threads: int = Field(2, ge=1, le=64)
     prewarm_before_ready: bool = False

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.pool import NullPool, QueuePool
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool, QueuePool
+from sqlalchemy.util import queue as sqla_queue
 
 from hms_cache_proxy import dburl, failpoints
 
@@ -27,6 +30,15 @@ T = TypeVar("T")
 
 # PostgreSQL SQLSTATEs worth retrying: serialization_failure, deadlock_detected.
 _PG_RETRYABLE = {"40001", "40P01"}
+
+APPLICATION_NAME = "hms-cache-proxy"
+
+
+def application_name(instance: str | None) -> str:
+    """What our PostgreSQL sessions call themselves (pg_stat_activity.application_name):
+    ``hms-cache-proxy/<instance>``, cut to PostgreSQL's 63 bytes."""
+    name = f"{APPLICATION_NAME}/{instance}" if instance else APPLICATION_NAME
+    return name.encode()[:63].decode(errors="ignore")
 
 
 class Database:
@@ -40,6 +52,8 @@ class Database:
         timeout_seconds: float = 30.0,
         statement_timeout_seconds: float | None = None,
         write_retries: int = 5,
+        pool_idle_seconds: float = 0.0,
+        instance_name: str | None = None,
     ) -> None:
         # An explicit, installed driver (dburl.resolve raises one clear line otherwise).
         self.url = dburl.resolve(url)
@@ -50,6 +64,8 @@ class Database:
             timeout_seconds if statement_timeout_seconds is None else statement_timeout_seconds
         )
         self.write_retries = write_retries
+        self.pool_idle_seconds = pool_idle_seconds
+        self.application_name = application_name(instance_name)
         self._end_listeners: list[Callable[[Connection, bool], None]] = []
         self.folds_round_trips = False
         self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
@@ -73,20 +89,27 @@ class Database:
         ms = int(self.timeout_seconds * 1000)
         statement_ms = int(self.statement_timeout_seconds * 1000)
         idle_ms = 2 * max(ms, statement_ms)
-        return create_engine(
+        engine = create_engine(
             self.url,
+            poolclass=IdleClosingPool,
             pool_size=pool_size,
             max_overflow=pool_size * 4,
             pool_timeout=self.timeout_seconds,
             pool_recycle=3600,
+            # The most recently used connection first: the others stay idle and close.
+            pool_use_lifo=True,
             isolation_level=isolation,
             connect_args={
                 "connect_timeout": max(1, int(self.timeout_seconds)),
                 "options": f"-c statement_timeout={statement_ms} -c lock_timeout={ms}"
                 f" -c idle_in_transaction_session_timeout={idle_ms}",
-                "application_name": "hms-cache-proxy",
+                "application_name": self.application_name,
             },
         )
+        if self.pool_idle_seconds > 0:
+            assert isinstance(engine.pool, IdleClosingPool)
+            _REAPER.watch(engine.pool, self.pool_idle_seconds)
+        return engine
 
     def _sqlite_engine(self, pool_size: int) -> Engine:
         db = self.url.database or ""
@@ -278,6 +301,82 @@ class Database:
     def describe(self) -> str:
         """The URL with any password hidden (also a ?password= field), for logs and messages."""
         return dburl.masked(self.url)
+
+
+_IDLE_SINCE = "hms_idle_since"
+"""ConnectionPoolEntry.info key: when the connection was last returned to the pool."""
+
+
+class IdleClosingPool(QueuePool):
+    """A QueuePool that opens connections on demand (as QueuePool does) and closes the ones
+    nobody has used for a while (``close_idle``; SQLAlchemy keeps them for good)."""
+
+    def _do_return_conn(self, record: ConnectionPoolEntry) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+        super()._do_return_conn(record)
+
+    def close_idle(self, idle_seconds: float) -> int:
+        """Close the pooled connections returned more than ``idle_seconds`` ago; returns how
+        many. Connections in use are not touched."""
+        cut = time.monotonic() - idle_seconds
+        closed = 0
+        keep: list[ConnectionPoolEntry] = []
+        for _ in range(self.checkedin()):
+            try:
+                record = self._pool.get(False)
+            except sqla_queue.Empty:
+                break
+            if record.info.get(_IDLE_SINCE, cut) <= cut:
+                try:
+                    record.close()
+                finally:
+                    self._dec_overflow()
+                closed += 1
+            else:
+                keep.append(record)
+        # Back in the order they came out (the queue is LIFO: the freshest one last).
+        for record in reversed(keep):
+            try:
+                self._pool.put(record, False)
+            except sqla_queue.Full:
+                record.close()
+                self._dec_overflow()
+        return closed
+
+
+class _Reaper:
+    """One daemon thread for the process that closes idle pooled connections (of every
+    Database with ``pool_idle_seconds``; pools of disposed or forgotten engines drop out)."""
+
+    def __init__(self) -> None:
+        self._pools: weakref.WeakKeyDictionary[IdleClosingPool, float] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, pool: IdleClosingPool, idle_seconds: float) -> None:
+        with self._lock:
+            self._pools[pool] = idle_seconds
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="hms-db-pool-reaper", daemon=True
+                )
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                pools = list(self._pools.items())
+            shortest = min((idle for _, idle in pools), default=60.0)
+            for pool, idle in pools:
+                try:
+                    pool.close_idle(idle)
+                except Exception:  # noqa: BLE001 - a close that fails is left to the next round
+                    log.debug("closing idle database connections failed", exc_info=True)
+            del pools
+            time.sleep(min(15.0, max(0.2, shortest / 4)))
+
+
+_REAPER = _Reaper()
 
 
 def _sqlstate(exc: DBAPIError) -> str | None:
