@@ -7,10 +7,13 @@ import functools
 import logging
 import socket
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 
 from hms_cache_proxy import failpoints
 from hms_cache_proxy.config import Settings
@@ -29,7 +32,7 @@ from hms_cache_proxy.server.thrift_server import ThriftServer
 from hms_cache_proxy.server.wire import Limits
 from hms_cache_proxy.store.cached.cache_service import CacheService
 from hms_cache_proxy.store.cached.direct import DirectStore
-from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.engine import Database, refused_connection
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
 from hms_cache_proxy.store.sql.store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import Housekeeper
@@ -155,9 +158,14 @@ def build_service(settings: Settings) -> Service:
         instance_name=settings.instance_name or socket.gethostname(),
     )
     _count_database_errors(database)
-    ensure_ready(database, settings.warehouse_uri(), settings.database_auto_create)
+    _retry_at_start(
+        lambda: ensure_ready(database, settings.warehouse_uri(), settings.database_auto_create),
+        settings.database_start_timeout_seconds,
+    )
     readiness = Readiness()
     readiness.mark_schema_checked()
+    database.refusals.listeners.append(metrics.DATABASE_REFUSED.inc)
+    readiness.add_condition(functools.partial(_refusal_reason, database))
     store = SqlStore(
         database,
         warehouse_uri=settings.warehouse_uri(),
@@ -215,6 +223,38 @@ def build_service(settings: Settings) -> Service:
         endpoints = Endpoints(settings, svc.serving, health, readiness, svc.admin)
         svc.http = ObservabilityServer(settings.metrics_host, settings.metrics_port, endpoints)
     return svc
+
+
+def _retry_at_start(step: Callable[[], None], timeout: float) -> None:
+    """Run ``step``, again with backoff while PostgreSQL refuses the connection for want of a
+    slot or is still starting, for up to ``timeout`` seconds; other errors fail at once."""
+    deadline = time.monotonic() + timeout
+    delay = 0.5
+    while True:
+        try:
+            step()
+            return
+        except OperationalError as exc:
+            transient = refused_connection(exc) or "starting up" in str(exc.orig)
+            if not transient or time.monotonic() + delay > deadline:
+                raise
+            log.warning(
+                "the metastore database cannot take a connection yet (%s); retrying in %.1fs",
+                str(exc.orig).strip().splitlines()[0],
+                delay,
+            )
+            time.sleep(delay)
+            delay = min(10.0, delay * 2)
+
+
+def _refusal_reason(database: Database) -> str | None:
+    ago = database.refusals.recent(60.0)
+    if ago is None:
+        return None
+    return (
+        f"the metastore database refused a new connection {ago:.0f}s ago (too many clients); "
+        "cache hits are served, calls needing a new connection wait for one of ours or fail"
+    )
 
 
 def _housekeeper(settings: Settings, store: SqlStore, cache: CacheService | None) -> Housekeeper:

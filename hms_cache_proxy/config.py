@@ -70,6 +70,7 @@ class Settings(BaseSettings):
     database_statement_timeout_seconds: float = Field(30.0, ge=0)
     database_auto_create: bool = True
     database_pool_idle_seconds: float = Field(60.0, ge=0)
+    database_start_timeout_seconds: float = Field(60.0, ge=0)
     instance_name: str | None = None  # None: the host name
     id_block_size: int = Field(100, ge=1)
 

@@ -66,6 +66,7 @@ class Database:
         self.write_retries = write_retries
         self.pool_idle_seconds = pool_idle_seconds
         self.application_name = application_name(instance_name)
+        self.refusals = Refusals()
         self._end_listeners: list[Callable[[Connection, bool], None]] = []
         self.folds_round_trips = False
         self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
@@ -106,8 +107,9 @@ class Database:
                 "application_name": self.application_name,
             },
         )
+        assert isinstance(engine.pool, IdleClosingPool)
+        engine.pool.refusals = self.refusals
         if self.pool_idle_seconds > 0:
-            assert isinstance(engine.pool, IdleClosingPool)
             _REAPER.watch(engine.pool, self.pool_idle_seconds)
         return engine
 
@@ -307,9 +309,80 @@ _IDLE_SINCE = "hms_idle_since"
 """ConnectionPoolEntry.info key: when the connection was last returned to the pool."""
 
 
+def refused_connection(exc: BaseException) -> bool:
+    """PostgreSQL turned a new connection away for want of a slot (max_connections, or the
+    slots left are reserved): the server is up, and connections already open still work."""
+    orig = getattr(exc, "orig", None) or exc
+    if getattr(orig, "pgcode", None) == "53300":
+        return True
+    text = str(orig)
+    return "too many clients" in text or "remaining connection slots are reserved" in text
+
+
+class Refusals:
+    """When PostgreSQL last refused us a connection, how often, and who wants to know
+    (``listeners``, e.g. a metric); logged once per ``log_every`` seconds."""
+
+    def __init__(self, log_every: float = 60.0) -> None:
+        self.count = 0
+        self.last: float | None = None  # time.monotonic() of the last refusal
+        self.log_every = log_every
+        self._logged = -log_every
+        self.listeners: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+
+    def record(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self.count += 1
+            self.last = now
+            log_now = now - self._logged >= self.log_every
+            if log_now:
+                self._logged = now
+            count = self.count
+        if log_now:
+            log.warning(
+                "the metastore database refused a new connection (%s); calls go on with the "
+                "connections open (%d refusals so far; logged once per %gs)",
+                str(getattr(exc, "orig", exc)).strip().splitlines()[0],
+                count,
+                self.log_every,
+            )
+        for listener in self.listeners:
+            listener()
+
+    def recent(self, within: float) -> float | None:
+        """Seconds since the last refusal if it is at most ``within`` ago, else None."""
+        if self.last is None:
+            return None
+        ago = time.monotonic() - self.last
+        return ago if ago <= within else None
+
+
 class IdleClosingPool(QueuePool):
     """A QueuePool that opens connections on demand (as QueuePool does) and closes the ones
-    nobody has used for a while (``close_idle``; SQLAlchemy keeps them for good)."""
+    nobody has used for a while (``close_idle``; SQLAlchemy keeps them for good). When the
+    server refuses a new connection (``refused_connection``) while this pool has some in use,
+    the caller waits for one of them to come back, up to the pool timeout, instead of failing
+    at once; either way the refusal is recorded in ``refusals``."""
+
+    refusals: Refusals | None = None
+
+    def _do_get(self) -> ConnectionPoolEntry:
+        try:
+            return super()._do_get()
+        except Exception as exc:
+            if not refused_connection(exc):
+                raise
+            if self.refusals is not None:
+                self.refusals.record(exc)
+            if self.checkedout() == 0:
+                raise
+            try:
+                return self._pool.get(True, self._timeout)
+            except sqla_queue.Empty:
+                pass
+            raise
 
     def _do_return_conn(self, record: ConnectionPoolEntry) -> None:
         record.info[_IDLE_SINCE] = time.monotonic()
@@ -400,6 +473,12 @@ def client_message(exc: BaseException) -> str | None:
             "the call took too long: the metastore database stopped it after "
             "database_statement_timeout_seconds; ask for less in one call (fewer partitions, "
             "a narrower filter) or ask the operator to raise the setting"
+        )
+    if refused_connection(exc):
+        return (
+            "the metastore database refused a new connection (too many clients: its "
+            "max_connections is reached) and none of this instance's became free in time; "
+            "the call was not run; retry it later"
         )
     if code == _LOCK_TIMEOUT or (
         isinstance(exc, OperationalError) and "locked" in str(exc.orig).lower()

@@ -91,6 +91,7 @@ class Poller:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
+        self._fds_open = [self._wake_r, self._wake_w]
         self._thread: threading.Thread | None = None
         self._listener: Any = None
         self._retry_at = 0.0
@@ -116,7 +117,8 @@ class Poller:
         if self._thread is not None:
             self._thread.join(timeout)
         self._close_listener()
-        for fd in (self._wake_r, self._wake_w):
+        fds, self._fds_open = self._fds_open, []  # a second stop closes nothing
+        for fd in fds:
             try:
                 os.close(fd)
             except OSError:
@@ -141,6 +143,8 @@ class Poller:
 
     def wake(self) -> None:
         """Poll now (a strong-mode read is waiting)."""
+        if not self._fds_open:
+            return  # stopped: the descriptor's number may belong to something else now
         try:
             os.write(self._wake_w, b"x")
         except OSError:
