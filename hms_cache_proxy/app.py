@@ -156,6 +156,8 @@ def build_service(settings: Settings) -> Service:
         statement_timeout_seconds=settings.database_statement_timeout_seconds,
         pool_idle_seconds=settings.database_pool_idle_seconds,
         instance_name=settings.instance_name or socket.gethostname(),
+        pooler=settings.database_pooler,
+        listen_url=settings.database_listen_url,
     )
     _count_database_errors(database)
     _retry_at_start(

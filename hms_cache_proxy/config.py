@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     database_auto_create: bool = True
     database_pool_idle_seconds: float = Field(60.0, ge=0)
     database_start_timeout_seconds: float = Field(60.0, ge=0)
+    database_pooler: Literal["none", "transaction"] = "none"
+    database_listen_url: str | None = None
     instance_name: str | None = None  # None: the host name
     id_block_size: int = Field(100, ge=1)
 
@@ -146,6 +148,13 @@ class Settings(BaseSettings):
     @classmethod
     def _known_database(cls, v: str) -> str:
         dburl.resolve(v)  # an unknown or uninstalled driver: one line naming the forms that work
+        return v
+
+    @field_validator("database_listen_url")
+    @classmethod
+    def _listen_database(cls, v: str | None) -> str | None:
+        if v is not None and dburl.resolve(v).get_backend_name() != "postgresql":
+            raise ValueError("database_listen_url must be a PostgreSQL URL (LISTEN/NOTIFY)")
         return v
 
     @field_validator("failpoints")
@@ -313,6 +322,8 @@ class Settings(BaseSettings):
             if isinstance(getattr(self, key), SecretStr) and value is not None:
                 out[key] = "********"
         out["database_url"] = dburl.masked(self.database_url)
+        if self.database_listen_url:
+            out["database_listen_url"] = dburl.masked(self.database_listen_url)
         out["sasl_users"] = {user: "********" for user in self.sasl_users}
         return out
 
@@ -322,13 +333,16 @@ class Settings(BaseSettings):
 
         found = [s.get_secret_value() for s in (self.admin_token, self.tls_key_password) if s]
         found += [p.get_secret_value() for p in self.sasl_users.values()]
-        try:
-            url = make_url(self.database_url)
-            found += [url.password or ""] + [
-                str(v) for k, v in url.query.items() if "password" in k.lower()
-            ]
-        except Exception:  # noqa: BLE001 - an unparsable URL is refused elsewhere
-            pass
+        for text in (self.database_url, self.database_listen_url):
+            if not text:
+                continue
+            try:
+                url = make_url(text)
+                found += [url.password or ""] + [
+                    str(v) for k, v in url.query.items() if "password" in k.lower()
+                ]
+            except Exception:  # noqa: BLE001 - an unparsable URL is refused elsewhere
+                pass
         return [s for s in found if s]
 
 

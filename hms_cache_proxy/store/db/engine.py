@@ -54,6 +54,8 @@ class Database:
         write_retries: int = 5,
         pool_idle_seconds: float = 0.0,
         instance_name: str | None = None,
+        pooler: str = "none",
+        listen_url: str | None = None,
     ) -> None:
         # An explicit, installed driver (dburl.resolve raises one clear line otherwise).
         self.url = dburl.resolve(url)
@@ -67,6 +69,12 @@ class Database:
         self.pool_idle_seconds = pool_idle_seconds
         self.application_name = application_name(instance_name)
         self.refusals = Refusals()
+        # "transaction": PgBouncer (or alike) in transaction mode between us and PostgreSQL:
+        # no session state (no PREPARE, no startup options; timeouts by SET LOCAL per
+        # transaction), and LISTEN only on a direct connection (``listen_url``) if any.
+        self.pooler = pooler
+        self.listen_url = dburl.resolve(listen_url) if listen_url else None
+        self._set_local = ""
         self._end_listeners: list[Callable[[Connection, bool], None]] = []
         self.folds_round_trips = False
         self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
@@ -83,13 +91,33 @@ class Database:
                 # that also takes a single-statement connection cannot starve the pool.
                 self.folded_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
                 event.listen(self.folded_engine, "before_cursor_execute", _send_begin, retval=True)
+                self.folded_engine.update_execution_options(**{_BEGIN_TEXT: self._begin_text()})
 
     # -- engines ---------------------------------------------------------------------------------
+
+    def _begin_text(self) -> str:
+        """What a folded transaction's first message starts with."""
+        return "BEGIN ISOLATION LEVEL READ COMMITTED; " + self._set_local
 
     def _pg_engine(self, pool_size: int, isolation: str) -> Engine:
         ms = int(self.timeout_seconds * 1000)
         statement_ms = int(self.statement_timeout_seconds * 1000)
         idle_ms = 2 * max(ms, statement_ms)
+        options = (
+            f"-c statement_timeout={statement_ms} -c lock_timeout={ms}"
+            f" -c idle_in_transaction_session_timeout={idle_ms}"
+        )
+        connect_args: dict[str, Any] = {
+            "connect_timeout": max(1, int(self.timeout_seconds)),
+            "application_name": self.application_name,
+        }
+        if self.pooler == "transaction":
+            self._set_local = (
+                f"SET LOCAL statement_timeout = {statement_ms}; SET LOCAL lock_timeout = {ms}; "
+                f"SET LOCAL idle_in_transaction_session_timeout = {idle_ms}; "
+            )
+        else:
+            connect_args["options"] = options
         engine = create_engine(
             self.url,
             poolclass=IdleClosingPool,
@@ -100,13 +128,16 @@ class Database:
             # The most recently used connection first: the others stay idle and close.
             pool_use_lifo=True,
             isolation_level=isolation,
-            connect_args={
-                "connect_timeout": max(1, int(self.timeout_seconds)),
-                "options": f"-c statement_timeout={statement_ms} -c lock_timeout={ms}"
-                f" -c idle_in_transaction_session_timeout={idle_ms}",
-                "application_name": self.application_name,
-            },
+            connect_args=connect_args,
+            execution_options={PLAIN_SQL: self.pooler == "transaction"},
         )
+        if self._set_local and isolation != "AUTOCOMMIT":
+            set_local = self._set_local
+
+            @event.listens_for(engine, "begin")
+            def _timeouts(conn: Connection) -> None:
+                conn.exec_driver_sql(set_local)
+
         assert isinstance(engine.pool, IdleClosingPool)
         engine.pool.refusals = self.refusals
         if self.pool_idle_seconds > 0:
@@ -495,6 +526,12 @@ def client_message(exc: BaseException) -> str | None:
     return f"metastore database error ({detail}); the service log has the details"
 
 
+PLAIN_SQL = "hms_plain_sql"
+"""Engine execution option: no PREPARE (a transaction pooler hands each transaction any server
+connection; store/db/prepared.py sends the statement's text instead)."""
+_BEGIN_TEXT = "hms_begin_text"
+"""Folded engine execution option: the BEGIN (and SET LOCAL timeouts) put before a folded
+transaction's first statement."""
 _BEGIN = "hms_begin_pending"
 """conn.info key: a folded transaction whose BEGIN is not sent yet (False once it is)."""
 _COMMITTED = "hms_commit_folded"
@@ -525,10 +562,11 @@ def _send_begin(
     info = conn.info
     if info.get(_BEGIN):
         info[_BEGIN] = False
+        begin = conn.get_execution_options()[_BEGIN_TEXT]
         if executemany:
-            cursor.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+            cursor.execute(begin)
         else:
-            statement = "BEGIN ISOLATION LEVEL READ COMMITTED; " + statement
+            statement = begin + statement
     committed = info.get(_COMMITTED)
     if committed == _COMMIT_ARMED:
         info[_COMMITTED] = _COMMIT_SENT  # this statement carries it

@@ -82,7 +82,12 @@ class Poller:
         self.lease_key = lease_key
         self.leader = False
         self.batch_size = batch_size
-        self.listen = listen and db.dialect == "postgresql"
+        # Behind a transaction pooler, LISTEN needs a direct connection (database_listen_url).
+        self.listen = (
+            listen
+            and db.dialect == "postgresql"
+            and (db.pooler != "transaction" or db.listen_url is not None)
+        )
         self.last_current = position
         self.listening = False
         self._poll_lock = threading.Lock()
@@ -377,9 +382,10 @@ _KEEPALIVES = {
 
 def raw_connection(db: Database) -> Any:
     """A new DB-API connection to the metastore database outside SQLAlchemy's pool, in
-    autocommit mode (each statement sees the latest committed state)."""
+    autocommit mode (each statement sees the latest committed state); to
+    ``database_listen_url`` when set (a direct one next to a transaction pooler)."""
     engine = db.read_engine
-    args, kwargs = engine.dialect.create_connect_args(engine.url)
+    args, kwargs = engine.dialect.create_connect_args(db.listen_url or engine.url)
     if db.dialect == "postgresql":
         import psycopg2
 
@@ -428,6 +434,8 @@ class SequenceReader:
                 info = raw.info
                 cur = raw.cursor()
                 try:
+                    if self.db.pooler == "transaction":  # no session to prepare in
+                        return EventLog.current_event_id_dbapi(cur, prepared=False)
                     if not info.get(_SEQUENCE_PREPARED):
                         EventLog.prepare_current_event_id(cur)
                         info[_SEQUENCE_PREPARED] = True
