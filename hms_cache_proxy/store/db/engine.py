@@ -42,7 +42,10 @@ def application_name(instance: str | None) -> str:
 
 
 class Database:
-    """One metastore database: a read engine and a write engine over the same URL."""
+    """One metastore database. On PostgreSQL three pools over the same URL: ``read`` (read
+    snapshots and single statements, in autocommit), ``write`` (READ COMMITTED: id blocks,
+    and write transactions with drivers other than psycopg2) and, with psycopg2, ``folded``
+    (write transactions); one shared pool on SQLite."""
 
     def __init__(
         self,
@@ -82,9 +85,12 @@ class Database:
             self.read_engine = self._sqlite_engine(pool_size)
             self.write_engine = self.read_engine
         else:
-            self.read_engine = self._pg_engine(pool_size, "REPEATABLE READ")
+            # One pool for read snapshots and single statements: its connections are in
+            # autocommit, and a read snapshot asks for REPEATABLE READ on its own BEGIN (psycopg2
+            # sends BEGIN ISOLATION LEVEL ...; no session setting changes).
+            self.read_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
+            self.autocommit_engine = self.read_engine
             self.write_engine = self._pg_engine(pool_size, "READ COMMITTED")
-            self.autocommit_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
             self.folds_round_trips = self.url.get_driver_name() == "psycopg2"
             if self.folds_round_trips:
                 # Write transactions keep a pool of their own, as before: a call inside one
@@ -131,7 +137,7 @@ class Database:
             connect_args=connect_args,
             execution_options={PLAIN_SQL: self.pooler == "transaction"},
         )
-        if self._set_local and isolation != "AUTOCOMMIT":
+        if self._set_local:  # every BEGIN (on the autocommit pool: read snapshots')
             set_local = self._set_local
 
             @event.listens_for(engine, "begin")
@@ -186,8 +192,11 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A connection inside one read snapshot; rolled back (nothing to keep) on exit."""
-        with self.read_engine.connect() as conn, conn.begin():
-            yield conn
+        with self.read_engine.connect() as conn:
+            if self.dialect == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ")  # until returned
+            with conn.begin():
+                yield conn
 
     @contextmanager
     def single_statement(self, *, write: bool = False) -> Iterator[Connection]:
@@ -303,25 +312,20 @@ class Database:
         return list({id(e): e for e in found if e is not None}.values())
 
     def dispose(self) -> None:
-        self.read_engine.dispose()
-        if self.write_engine is not self.read_engine:
-            self.write_engine.dispose()
-            self.autocommit_engine.dispose()
-            if self.folds_round_trips:
-                self.folded_engine.dispose()
+        for engine in self.engines():
+            engine.dispose()
 
     def pool_usage(self) -> dict[str, tuple[int, int]]:
-        """Connections checked out now and the most the pool opens, per engine: read, write (on
-        psycopg2 only side transactions; the calls' own are "folded"), autocommit (single
-        statements) on PostgreSQL, one shared engine on SQLite (none for in-memory SQLite,
-        which pools nothing). Past the limit a call waits up to ``timeout_seconds`` for one."""
+        """Connections checked out now and the most the pool opens, per engine: read (read
+        snapshots and single statements), write (on psycopg2 only side transactions; the calls'
+        own are "folded") on PostgreSQL, one shared engine on SQLite (none for in-memory
+        SQLite, which pools nothing). Past the limit a call waits up to ``timeout_seconds``."""
         engines = (
             {"shared": self.read_engine}
             if self.write_engine is self.read_engine
             else {
                 "read": self.read_engine,
                 "write": self.write_engine,
-                "autocommit": self.autocommit_engine,
                 **({"folded": self.folded_engine} if self.folds_round_trips else {}),
             }
         )
