@@ -51,7 +51,12 @@ def test_an_idle_instance_keeps_one_silent_connection_named_after_it(
 ) -> None:
     with (
         instances(
-            pg_url, tmp_path, n=1, instance_name="idle-a", database_pool_idle_seconds=0.5
+            pg_url,
+            tmp_path,
+            n=1,
+            instance_name="idle-a",
+            database_pool_idle_seconds=0.5,
+            txn_housekeeping="off",  # its round once a minute is not what is watched here
         ) as (svc,),
         clients(svc) as (client,),
     ):
@@ -71,14 +76,24 @@ def test_an_idle_instance_keeps_one_silent_connection_named_after_it(
 def test_the_housekeeping_lease_has_one_holder_and_moves_when_it_stops(
     pg_url: str, tmp_path: Path
 ) -> None:
-    with instances(pg_url, tmp_path, n=2, poller_safety_interval_seconds=0.2) as (a, b):
+    with instances(
+        pg_url,
+        tmp_path,
+        n=2,
+        poller_safety_interval_seconds=0.2,
+        txn_housekeeping_interval_seconds=0.1,
+    ) as (a, b):
         pollers = [a.cache.poller, b.cache.poller]
         _until(lambda: all(p.listening for p in pollers), "both LISTEN")
         _until(lambda: any(p.leader for p in pollers), "a lease holder")
         assert [p.leader for p in pollers].count(True) == 1
         holder, other = (a, b) if a.cache.poller.leader else (b, a)
+        # Housekeeping rounds run in the holder only.
+        _until(lambda: holder.housekeeper.rounds >= 3, "the holder's housekeeping")
+        assert other.housekeeper.rounds == 0
         holder.cache.poller.stop()  # its LISTEN session (and the lock) goes
         _until(lambda: other.cache.poller.leader, "the lease moved")
+        _until(lambda: other.housekeeper.rounds >= 1, "housekeeping in the new holder")
 
 
 def test_the_safety_check_catches_up_when_a_notification_never_comes(

@@ -100,6 +100,7 @@ class Poller:
         self._thread: threading.Thread | None = None
         self._listener: Any = None
         self._retry_at = 0.0
+        self._listen_warned = -60.0
         metrics.POSITION.set(position)
 
     @property
@@ -304,13 +305,15 @@ class Poller:
             # Events committed while nobody listened were announced to nobody: read them.
             self.wake()
         except Exception:  # noqa: BLE001 - fall back to polling, try again later
-            log.warning(
-                "cannot LISTEN for notification events; polling every %gs",
-                self.interval,
-                exc_info=True,
-            )
+            self._close_listener()
+            if now - self._listen_warned >= 60.0:  # once a minute while it lasts
+                self._listen_warned = now
+                log.warning(
+                    "cannot LISTEN for notification events; polling every %gs",
+                    self.interval,
+                    exc_info=True,
+                )
             self._retry_at = now + 5.0
-            self._listener = None
         return self._listener
 
     def _close_listener(self) -> None:
