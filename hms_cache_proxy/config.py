@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     database_timeout_seconds: float = Field(30.0, gt=0)
     database_statement_timeout_seconds: float = Field(30.0, ge=0)
     database_auto_create: bool = True
-    database_pool_idle_seconds: float = Field(60.0, ge=0)
+    database_pool_idle_seconds: float = Field(30.0, ge=0)
     database_start_timeout_seconds: float = Field(60.0, ge=0)
     database_pooler: Literal["none", "transaction"] = "none"
     database_listen_url: str | None = None
