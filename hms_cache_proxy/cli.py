@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         "transactions they run per second while idle, the transactions one write costs and "
         "how long a write takes to reach every instance's cache (JSON to --output).",
     )
-    from hms_cache_proxy.bench.fanout import add_arguments as add_fanout_arguments
+    from hms_cache_proxy.check.fanout import add_arguments as add_fanout_arguments
 
     add_fanout_arguments(fanout)
 
@@ -396,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_pipeline(args)
         if args.command == "fanout":
-            from hms_cache_proxy.bench.fanout import run as run_fanout
+            from hms_cache_proxy.check.fanout import run as run_fanout
 
             return run_fanout(args)
         if args.command == "soak":

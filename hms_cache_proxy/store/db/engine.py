@@ -452,6 +452,11 @@ class IdleClosingPool(QueuePool):
         return closed
 
 
+# SQLAlchemy names a pool's logger after its class: ours would log "Pool disposed" and the
+# like at INFO under hms_cache_proxy's own level, where SQLAlchemy's pools stay quiet.
+logging.getLogger(f"{__name__}.{IdleClosingPool.__name__}").setLevel(logging.WARNING)
+
+
 class _Reaper:
     """One daemon thread for the process that closes idle pooled connections (of every
     Database with ``pool_idle_seconds``; pools of disposed or forgotten engines drop out)."""

@@ -22,6 +22,7 @@ from hms_cache_proxy.argtypes import (
     positive_int,
 )
 from hms_cache_proxy.bench.cases import BENCH_DB, connect, table
+from hms_cache_proxy.check.instances import Instance
 from hms_cache_proxy.idl import hms
 
 PROBE = "hms-cache-proxy-fanout"
@@ -53,7 +54,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from hms_cache_proxy.bench.postgres import PostgresServer
-    from hms_cache_proxy.check.instances import Instance
 
     pg = PostgresServer.start()
     workdir = Path(tempfile.mkdtemp(prefix="hms-fanout-"))
