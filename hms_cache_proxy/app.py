@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import functools
 import logging
+import socket
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 
 from hms_cache_proxy import failpoints
 from hms_cache_proxy.config import Settings, upstream_address
@@ -35,7 +39,7 @@ from hms_cache_proxy.server.upstream_events import NO_LOG, UpstreamEvents
 from hms_cache_proxy.server.wire import Limits
 from hms_cache_proxy.store.cached.cache_service import CacheService
 from hms_cache_proxy.store.cached.direct import DirectStore
-from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.engine import Database, refused_connection
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
 from hms_cache_proxy.store.sql.store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import Housekeeper
@@ -181,11 +185,20 @@ def build_service(settings: Settings) -> Service:
         pool_size=settings.database_pool_size,
         timeout_seconds=settings.database_timeout_seconds,
         statement_timeout_seconds=settings.database_statement_timeout_seconds,
+        pool_idle_seconds=settings.database_pool_idle_seconds,
+        instance_name=settings.instance_name or socket.gethostname(),
+        pooler=settings.database_pooler,
+        listen_url=settings.database_listen_url,
     )
     _count_database_errors(database)
-    ensure_ready(database, settings.warehouse_uri(), settings.database_auto_create)
+    _retry_at_start(
+        lambda: ensure_ready(database, settings.warehouse_uri(), settings.database_auto_create),
+        settings.database_start_timeout_seconds,
+    )
     readiness = Readiness()
     readiness.mark_schema_checked()
+    database.refusals.listeners.append(metrics.DATABASE_REFUSED.inc)
+    readiness.add_condition(functools.partial(_refusal_reason, database))
     store = SqlStore(
         database,
         warehouse_uri=settings.warehouse_uri(),
@@ -200,9 +213,9 @@ def build_service(settings: Settings) -> Service:
             max_open_batch=settings.txn_max_open_batch,
         ),
     )
-    housekeeper = Housekeeper(store.txn, settings.txn_housekeeping_interval_seconds)
     # The handler reads through the cache (or, with cache_enabled false, the database only).
     cache = CacheService(store, settings, readiness) if settings.cache_enabled else None
+    housekeeper = _housekeeper(settings, store, cache)
     handler = Handler(cache.store if cache is not None else DirectStore(store), settings)
     log_roots(settings)
     # read_only and allowed_databases (the handler itself when neither is set: no cost per call)
@@ -350,6 +363,52 @@ def _upstream_login(settings: Settings) -> tuple[str, str] | None:
     if settings.upstream_sasl_user is None or settings.upstream_sasl_password is None:
         return None
     return settings.upstream_sasl_user, settings.upstream_sasl_password.get_secret_value()
+
+
+def _retry_at_start(step: Callable[[], None], timeout: float) -> None:
+    """Run ``step``, again with backoff while PostgreSQL refuses the connection for want of a
+    slot or is still starting, for up to ``timeout`` seconds; other errors fail at once."""
+    deadline = time.monotonic() + timeout
+    delay = 0.5
+    while True:
+        try:
+            step()
+            return
+        except OperationalError as exc:
+            transient = refused_connection(exc) or "starting up" in str(exc.orig)
+            if not transient or time.monotonic() + delay > deadline:
+                raise
+            log.warning(
+                "the metastore database cannot take a connection yet (%s); retrying in %.1fs",
+                str(exc.orig).strip().splitlines()[0],
+                delay,
+            )
+            time.sleep(delay)
+            delay = min(10.0, delay * 2)
+
+
+def _refusal_reason(database: Database) -> str | None:
+    ago = database.refusals.recent(60.0)
+    if ago is None:
+        return None
+    return (
+        f"the metastore database refused a new connection {ago:.0f}s ago (too many clients); "
+        "cache hits are served, calls needing a new connection wait for one of ours or fail"
+    )
+
+
+def _housekeeper(settings: Settings, store: SqlStore, cache: CacheService | None) -> Housekeeper:
+    """Transaction housekeeping as ``txn_housekeeping`` says: with a lease, rounds run only
+    while this instance's LISTEN session holds it (where there is no such session: every
+    round, serialised with the other instances' by an advisory lock, as "always")."""
+    interval = settings.txn_housekeeping_interval_seconds
+    if settings.txn_housekeeping == "off":
+        interval = 0
+    holds_lease = None
+    if settings.txn_housekeeping == "lease" and cache is not None and cache.poller.listen:
+        poller = cache.poller
+        holds_lease = lambda: poller.leader  # noqa: E731
+    return Housekeeper(store.txn, interval, holds_lease)
 
 
 def secure_opener(settings: Settings) -> SecureOpener | None:

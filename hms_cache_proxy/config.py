@@ -69,6 +69,11 @@ class Settings(BaseSettings):
     database_timeout_seconds: float = Field(30.0, gt=0)
     database_statement_timeout_seconds: float = Field(30.0, ge=0)
     database_auto_create: bool = True
+    database_pool_idle_seconds: float = Field(30.0, ge=0)
+    database_start_timeout_seconds: float = Field(60.0, ge=0)
+    database_pooler: Literal["none", "transaction"] = "none"
+    database_listen_url: str | None = None
+    instance_name: str | None = None  # None: the host name
     id_block_size: int = Field(100, ge=1)
 
     # -- an upstream metastore instead of a database (pass-through mode, docs/operations.md)
@@ -100,6 +105,7 @@ class Settings(BaseSettings):
     txn_timeout_seconds: float = Field(300.0, gt=0)
     repl_txn_timeout_seconds: float = Field(950_400.0, gt=0)
     txn_housekeeping_interval_seconds: float = Field(60.0, ge=0)
+    txn_housekeeping: Literal["lease", "always", "off"] = "lease"
     txn_open_timeout_ms: int = Field(1000, ge=1)
     txn_max_open_batch: int = Field(1000, ge=1)
 
@@ -124,6 +130,7 @@ class Settings(BaseSettings):
     cache_exclude: list[str] = Field([])
     cache_poll_interval_seconds: float = Field(1.0, gt=0)
     cache_listen: bool = True
+    poller_safety_interval_seconds: float = Field(60.0, gt=0)
     prewarm: bool = True
     prewarm_threads: int = Field(2, ge=1, le=64)
     prewarm_before_ready: bool = False
@@ -168,6 +175,13 @@ class Settings(BaseSettings):
         if isinstance(v, str):
             upstream_address(v)  # thrift://HOST:PORT, or one line saying what is wrong
             return v.strip()
+        return v
+
+    @field_validator("database_listen_url")
+    @classmethod
+    def _listen_database(cls, v: str | None) -> str | None:
+        if v is not None and dburl.resolve(v).get_backend_name() != "postgresql":
+            raise ValueError("database_listen_url must be a PostgreSQL URL (LISTEN/NOTIFY)")
         return v
 
     @field_validator("failpoints")
@@ -375,6 +389,8 @@ class Settings(BaseSettings):
             if isinstance(getattr(self, key), SecretStr) and value is not None:
                 out[key] = "********"
         out["database_url"] = dburl.masked(self.database_url)
+        if self.database_listen_url:
+            out["database_listen_url"] = dburl.masked(self.database_listen_url)
         out["sasl_users"] = {user: "********" for user in self.sasl_users}
         return out
 
@@ -388,13 +404,16 @@ class Settings(BaseSettings):
             if s
         ]
         found += [p.get_secret_value() for p in self.sasl_users.values()]
-        try:
-            url = make_url(self.database_url)
-            found += [url.password or ""] + [
-                str(v) for k, v in url.query.items() if "password" in k.lower()
-            ]
-        except Exception:  # noqa: BLE001 - an unparsable URL is refused elsewhere
-            pass
+        for text in (self.database_url, self.database_listen_url):
+            if not text:
+                continue
+            try:
+                url = make_url(text)
+                found += [url.password or ""] + [
+                    str(v) for k, v in url.query.items() if "password" in k.lower()
+                ]
+            except Exception:  # noqa: BLE001 - an unparsable URL is refused elsewhere
+                pass
         return [s for s in found if s]
 
 

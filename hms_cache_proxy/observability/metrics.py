@@ -134,6 +134,12 @@ DATABASE_ERRORS = Counter(
     ["kind"],
     registry=REGISTRY,
 )
+DATABASE_REFUSED = Counter(
+    "hms_database_connections_refused_total",
+    "New database connections PostgreSQL refused for want of a slot (too many clients); the "
+    "instance goes on with the connections it holds (/readyz shows it as degraded).",
+    registry=REGISTRY,
+)
 
 
 class PoolSource(Protocol):

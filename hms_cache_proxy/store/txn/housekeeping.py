@@ -15,13 +15,15 @@ Every ``interval`` seconds, as Hive's AcidHouseKeeperService and AcidTxnCleanerS
    get_open_txns and get_valid_write_ids would read every txn ever made.
 
 On PostgreSQL each round takes a transaction-scoped advisory lock first, so with several
-instances on one database one does the work and the others skip the round.
+instances on one database one does the work and the others skip the round. With a lease
+(``txn_housekeeping: lease``) only the instance holding it runs rounds at all.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, and_, delete, func, or_, select, text, union_all
@@ -182,9 +184,17 @@ def run_once(service: TxnService) -> HousekeepingResult:
 class Housekeeper:
     """A daemon thread running ``run_once`` every ``interval_seconds`` (0: never)."""
 
-    def __init__(self, service: TxnService, interval_seconds: float) -> None:
+    def __init__(
+        self,
+        service: TxnService,
+        interval_seconds: float,
+        holds_lease: Callable[[], bool] | None = None,
+    ) -> None:
         self.service = service
         self.interval_seconds = interval_seconds
+        self.holds_lease = holds_lease
+        """When set, a round runs only while this says the instance holds the lease (the
+        other instances then touch no connection for housekeeping)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.rounds = 0
@@ -197,6 +207,8 @@ class Housekeeper:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_seconds):
+            if self.holds_lease is not None and not self.holds_lease():
+                continue
             try:
                 run_once(self.service)
             except Exception:  # noqa: BLE001 - the next round tries again
