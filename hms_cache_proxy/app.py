@@ -20,6 +20,7 @@ from hms_cache_proxy.observability.admin import AdminTarget, NoCacheAdmin
 from hms_cache_proxy.observability.health import DatabaseHealth
 from hms_cache_proxy.observability.http import Endpoints, ObservabilityServer
 from hms_cache_proxy.observability.readiness import Readiness
+from hms_cache_proxy.rest.server import RestServer
 from hms_cache_proxy.server import tls
 from hms_cache_proxy.server.processor import Processor
 from hms_cache_proxy.server.sasl import PlainAuthenticator
@@ -48,6 +49,7 @@ class Service:
     admin: AdminTarget = field(default_factory=NoCacheAdmin)
     http: ObservabilityServer | None = None  # None when metrics_port is off
     cache: CacheService | None = None  # None when cache_enabled is false
+    rest: RestServer | None = None  # None when rest_port is off
     _thread: threading.Thread | None = field(default=None, repr=False)
     _serving: threading.Event = field(default_factory=threading.Event, repr=False)
     _bound: bool = field(default=False, repr=False)
@@ -91,6 +93,19 @@ class Service:
                     f"{self.http.requested_port}: {exc.strerror}; set metrics_port "
                     "(0 = any free port, -1 = off)",
                 ) from exc
+        if self.rest is not None:
+            try:
+                self.rest.bind()
+            except OSError as exc:
+                self.server.stop(0)
+                if self.http is not None:
+                    self.http.stop()
+                raise OSError(
+                    exc.errno,
+                    f"cannot listen for the Iceberg REST catalog on {self.settings.rest_host}:"
+                    f"{self.settings.rest_port}: {exc.strerror}; set rest_port "
+                    "(0 = any free port, null = off)",
+                ) from exc
         self._bound = True
 
     def start_background(self) -> None:
@@ -113,6 +128,8 @@ class Service:
         metrics.track_pool(self.database)
         if self.http is not None:
             self.http.start()
+        if self.rest is not None:
+            self.rest.start()
 
     def _serve(self) -> None:
         self._serving.set()
@@ -132,6 +149,8 @@ class Service:
             self.cache.stop(grace_seconds)
         if self._thread is not None:
             self._thread.join(timeout=grace_seconds)
+        if self.rest is not None:
+            self.rest.stop()
         if self.http is not None:
             self.http.stop()
         metrics.untrack_connections(self.server)
@@ -174,7 +193,8 @@ def build_service(settings: Settings) -> Service:
     handler = Handler(cache.store if cache is not None else DirectStore(store), settings)
     log_roots(settings)
     # read_only and allowed_databases (the handler itself when neither is set: no cost per call)
-    processor = Processor(service, access.guard(handler, settings), observer=metrics.observe_call)
+    guarded = access.guard(handler, settings)
+    processor = Processor(service, guarded, observer=metrics.observe_call)
     server = ThriftServer(
         processor,
         settings.host,
@@ -200,6 +220,7 @@ def build_service(settings: Settings) -> Service:
         readiness=readiness,
         admin=cache if cache is not None else NoCacheAdmin(),
         cache=cache,
+        rest=RestServer(settings, guarded) if settings.rest_enabled else None,
     )
     if settings.metrics_enabled:
         assert settings.metrics_port is not None

@@ -4,6 +4,7 @@ variables, then command-line flags. conf/hms-cache-proxy.yaml documents every fi
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -97,6 +98,21 @@ class Settings(BaseSettings):
     http_reserved_connections_per_client: int = Field(2, ge=1)
     http_request_timeout_seconds: float = Field(5.0, gt=0)
 
+    # -- Iceberg REST catalog (hms_cache_proxy/rest/; docs/iceberg-rest.md)
+    rest_host: str = "127.0.0.1"
+    rest_port: int | None = Field(None, le=65535)  # 0: any free port; None or < 0: off
+    rest_tokens: dict[str, SecretStr] = Field({})  # bearer token per user name
+    rest_max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)
+    rest_lock_timeout_seconds: float = Field(30.0, gt=0)
+    rest_metadata_cache_bytes: int = Field(64 * 1024 * 1024, ge=0)
+    rest_max_metadata_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    rest_idempotency_lifetime_seconds: float = Field(1800.0, ge=0)
+    s3_endpoint: str | None = None
+    s3_region: str | None = None
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: SecretStr | None = None
+    s3_path_style_access: bool = True
+
     # -- the cache (docs/cache.md)
     cache_enabled: bool = True
     cache_max_bytes: int = Field(1024 * 1024 * 1024, ge=4096)
@@ -151,7 +167,7 @@ class Settings(BaseSettings):
         failpoints.parse(v)  # a malformed list is refused at start-up, not ignored
         return v
 
-    @field_validator("metrics_port", mode="before")
+    @field_validator("metrics_port", "rest_port", mode="before")
     @classmethod
     def _port_off(cls, v: Any) -> Any:
         # Environment variables are strings: let HMS_CACHE_PROXY_METRICS_PORT=off/null work.
@@ -246,6 +262,15 @@ class Settings(BaseSettings):
             raise ValueError(
                 "sasl_enabled needs transport: buffered (SASL already frames every message)"
             )
+        if self.rest_enabled and not self.rest_tokens and not _is_loopback(self.rest_host):
+            raise ValueError(
+                f"rest_host {self.rest_host} is not a loopback address: set rest_tokens (a "
+                "bearer token per user) or listen on 127.0.0.1"
+            )
+        if self.rest_enabled and self.sasl_enabled and not self.rest_tokens:
+            raise ValueError(
+                "sasl_enabled with rest_port needs rest_tokens (users of the REST port)"
+            )
         return self
 
     @classmethod
@@ -279,6 +304,10 @@ class Settings(BaseSettings):
         )
 
     @property
+    def rest_enabled(self) -> bool:
+        return self.rest_port is not None and self.rest_port >= 0
+
+    @property
     def metrics_enabled(self) -> bool:
         return self.metrics_port is not None and self.metrics_port >= 0
 
@@ -309,14 +338,20 @@ class Settings(BaseSettings):
                 out[key] = "********"
         out["database_url"] = dburl.masked(self.database_url)
         out["sasl_users"] = {user: "********" for user in self.sasl_users}
+        out["rest_tokens"] = {user: "********" for user in self.rest_tokens}
         return out
 
     def secrets(self) -> list[str]:
         """Every secret value, for the log scrubber (observability/redact.py)."""
         from sqlalchemy.engine import make_url
 
-        found = [s.get_secret_value() for s in (self.admin_token, self.tls_key_password) if s]
+        found = [
+            s.get_secret_value()
+            for s in (self.admin_token, self.tls_key_password, self.s3_secret_access_key)
+            if s
+        ]
         found += [p.get_secret_value() for p in self.sasl_users.values()]
+        found += [t.get_secret_value() for t in self.rest_tokens.values()]
         try:
             url = make_url(self.database_url)
             found += [url.password or ""] + [
@@ -325,6 +360,13 @@ class Settings(BaseSettings):
         except Exception:  # noqa: BLE001 - an unparsable URL is refused elsewhere
             pass
         return [s for s in found if s]
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def to_uri(path_or_uri: str) -> str:

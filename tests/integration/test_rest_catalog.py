@@ -1,0 +1,183 @@
+"""The Iceberg REST catalog driven by PyIceberg's own RestCatalog over HTTP, on SQLite and
+PostgreSQL, local files under the warehouse: namespaces, create / append / read back, schema
+evolution, a 409 on a concurrent commit and the retry, a create transaction (stage-create then
+assert-create), rename, register, drop with purge, and the REST errors of bad requests."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import requests
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import (
+    CommitFailedException,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+)
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from tests.support.server import running_service
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=False),
+    NestedField(2, "name", StringType(), required=False),
+)
+
+
+def rows(*ids: int) -> pa.Table:
+    return pa.table(
+        {"id": pa.array(ids, pa.int64()), "name": pa.array([f"n{i}" for i in ids], pa.string())}
+    )
+
+
+@pytest.fixture
+def rest(database_url: str, tmp_path: Path) -> Iterator[Any]:
+    with running_service(database_url, tmp_path / "warehouse", rest_port=0) as svc:
+        yield svc
+
+
+def catalog(port: int, **props: str) -> RestCatalog:
+    return RestCatalog("rest", uri=f"http://127.0.0.1:{port}", **props)
+
+
+def test_create_append_read_evolve_conflict_rename_and_purge(rest: Any, tmp_path: Path) -> None:
+    cat = catalog(rest.rest.port)
+    cat.create_namespace("sales", {"owner_team": "a"})
+    assert ("sales",) in cat.list_namespaces()
+    assert cat.load_namespace_properties("sales")["owner_team"] == "a"
+    with pytest.raises(NamespaceAlreadyExistsError):
+        cat.create_namespace("sales")
+
+    table = cat.create_table("sales.orders", SCHEMA)
+    assert table.metadata_location.startswith("file:")
+    assert str(tmp_path / "warehouse") in table.metadata_location
+    table.append(rows(1, 2))
+    table.append(rows(3))
+    again = cat.load_table("sales.orders")
+    assert sorted(again.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
+    assert cat.list_tables("sales") == [("sales", "orders")]
+
+    with again.update_schema() as update:
+        update.add_column("qty", LongType())
+    assert cat.load_table("sales.orders").schema().find_field("qty").field_id == 3
+
+    # Two clients on the same base: the second commit is refused (409), a refresh and retry wins
+    # (PyIceberg's own retry off, so the 409 reaches the test).
+    with again.transaction() as tx:
+        tx.set_properties({"commit.retry.num-retries": "0"})
+    first, second = cat.load_table("sales.orders"), cat.load_table("sales.orders")
+    first.append(pa.table({"id": [4], "name": ["n4"], "qty": [1]}))
+    with pytest.raises(CommitFailedException):
+        second.append(pa.table({"id": [5], "name": ["n5"], "qty": [2]}))
+    second = cat.load_table("sales.orders")
+    second.append(pa.table({"id": [5], "name": ["n5"], "qty": [2]}))
+    ids = cat.load_table("sales.orders").scan().to_arrow()["id"].to_pylist()
+    assert sorted(ids) == [1, 2, 3, 4, 5]
+
+    cat.rename_table("sales.orders", "sales.orders2")
+    assert not cat.table_exists("sales.orders")
+    moved = cat.load_table("sales.orders2")
+    assert moved.scan().to_arrow().num_rows == 5
+    with pytest.raises(NamespaceNotEmptyError):
+        cat.drop_namespace("sales")
+    referenced = [t.file.file_path for t in moved.scan().plan_files()] + [moved.metadata_location]
+    files = [Path(f.removeprefix("file:")) for f in referenced]
+    assert all(p.is_file() for p in files)
+    cat.purge_table("sales.orders2")
+    with pytest.raises(NoSuchTableError):
+        cat.load_table("sales.orders2")
+    assert not [p for p in files if p.exists()]
+    cat.drop_namespace("sales")
+    with pytest.raises(NoSuchNamespaceError):
+        cat.load_namespace_properties("sales")
+
+
+def test_create_transaction_register_and_errors(rest: Any) -> None:
+    cat = catalog(rest.rest.port)
+    cat.create_namespace("ops")
+    # stage-create, then the commit carrying assert-create (Trino's and Spark's CTAS path)
+    with cat.create_table_transaction("ops.staged", SCHEMA) as tx:
+        tx.append(rows(7, 8))
+    staged = cat.load_table("ops.staged")
+    assert sorted(staged.scan().to_arrow()["id"].to_pylist()) == [7, 8]
+    with pytest.raises(TableAlreadyExistsError):
+        cat.create_table_transaction("ops.staged", SCHEMA)
+
+    cat.register_table("ops.again", staged.metadata_location)
+    assert cat.load_table("ops.again").scan().to_arrow().num_rows == 2
+    assert sorted(cat.list_tables("ops")) == [("ops", "again"), ("ops", "staged")]
+
+    base = f"http://127.0.0.1:{rest.rest.port}/v1"
+    config = requests.get(f"{base}/config", timeout=10).json()
+    assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}" in config["endpoints"]
+    bad = requests.post(f"{base}/namespaces/ops/tables", data=b"{not json", timeout=10)
+    assert bad.status_code == 400 and bad.json()["error"]["type"] == "BadRequestException"
+    missing = requests.get(f"{base}/namespaces/ops/tables/nope", timeout=10)
+    assert missing.status_code == 404
+    assert missing.json()["error"]["type"] == "NoSuchTableException"
+    nested = requests.get(f"{base}/namespaces/a%1Fb", timeout=10)
+    assert nested.status_code == 400
+    outside = requests.post(
+        f"{base}/namespaces/ops/tables",
+        json={
+            "name": "t",
+            "location": "file:/etc/t",
+            "schema": json.loads(SCHEMA.model_dump_json()),
+        },
+        timeout=10,
+    )
+    assert outside.status_code == 400 and "outside" in outside.json()["error"]["message"]
+    assert (
+        requests.post(
+            f"{base}/namespaces/ops/tables/staged/metrics", json={}, timeout=10
+        ).status_code
+        == 204
+    )
+    huge = requests.post(f"{base}/namespaces", data=b"x" * (5 * 1024 * 1024), timeout=30)
+    assert huge.status_code == 413
+
+
+def test_idempotency_key_applies_a_retried_commit_once(rest: Any) -> None:
+    cat = catalog(rest.rest.port)
+    cat.create_namespace("idem")
+    table = cat.create_table("idem.t", SCHEMA)
+    url = f"http://127.0.0.1:{rest.rest.port}/v1/namespaces/idem/tables/t"
+    body = {
+        "requirements": [{"type": "assert-table-uuid", "uuid": str(table.metadata.table_uuid)}],
+        "updates": [{"action": "set-properties", "updates": {"n": "1"}}],
+    }
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    first = requests.post(url, json=body, headers=key, timeout=10)
+    again = requests.post(url, json=body, headers=key, timeout=10)
+    assert first.status_code == again.status_code == 200
+    assert first.json()["metadata-location"] == again.json()["metadata-location"]
+    fresh = requests.post(url, json=body, timeout=10)  # without the key: a new commit
+    assert fresh.json()["metadata-location"] != first.json()["metadata-location"]
+
+
+def test_fields_the_library_would_drop_refuse_the_commit(rest: Any, tmp_path: Path) -> None:
+    cat = catalog(rest.rest.port)
+    cat.create_namespace("keep")
+    table = cat.create_table("keep.t", SCHEMA)
+    raw = json.loads(Path(table.metadata_location.removeprefix("file:")).read_text())
+    raw["x-written-by-a-newer-client"] = {"k": "v"}
+    path = Path(table.location().removeprefix("file:")) / "metadata" / "00009-extra.metadata.json"
+    path.write_text(json.dumps(raw))
+    cat.register_table("keep.newer", f"file:{path}")
+    url = f"http://127.0.0.1:{rest.rest.port}/v1/namespaces/keep/tables/newer"
+    loaded = requests.get(url, timeout=10).json()  # a load answers the file as it is
+    assert loaded["metadata"]["x-written-by-a-newer-client"] == {"k": "v"}
+    commit = {"updates": [{"action": "set-properties", "updates": {"n": "1"}}]}
+    refused = requests.post(url, json=commit, timeout=10)
+    assert refused.status_code == 400
+    assert "x-written-by-a-newer-client" in refused.json()["error"]["message"]
