@@ -1,7 +1,6 @@
 """The Iceberg REST catalog driven by PyIceberg's own RestCatalog over HTTP, on SQLite and
-PostgreSQL, local files under the warehouse: namespaces, create / append / read back, schema
-evolution, a 409 on a concurrent commit and the retry, a create transaction (stage-create then
-assert-create), rename, register, drop with purge, and the REST errors of bad requests."""
+PostgreSQL, local files under the warehouse: the user's path (tests/support/rest_scenario.py),
+register, Idempotency-Key, fields the library would drop, and the REST errors of bad requests."""
 
 from __future__ import annotations
 
@@ -11,33 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 import requests
-from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import (
-    CommitFailedException,
-    NamespaceAlreadyExistsError,
-    NamespaceNotEmptyError,
-    NoSuchNamespaceError,
-    NoSuchTableError,
     TableAlreadyExistsError,
 )
-from pyiceberg.schema import Schema
-from pyiceberg.types import LongType, NestedField, StringType
 
+from tests.support.rest_scenario import SCHEMA, catalog, rows, run_scenario
 from tests.support.server import running_service
-
-SCHEMA = Schema(
-    NestedField(1, "id", LongType(), required=False),
-    NestedField(2, "name", StringType(), required=False),
-)
-
-
-def rows(*ids: int) -> pa.Table:
-    return pa.table(
-        {"id": pa.array(ids, pa.int64()), "name": pa.array([f"n{i}" for i in ids], pa.string())}
-    )
 
 
 @pytest.fixture
@@ -46,60 +26,12 @@ def rest(database_url: str, tmp_path: Path) -> Iterator[Any]:
         yield svc
 
 
-def catalog(port: int, **props: str) -> RestCatalog:
-    return RestCatalog("rest", uri=f"http://127.0.0.1:{port}", **props)
+def test_the_users_path_on_local_files(rest: Any, tmp_path: Path) -> None:
+    def exists(location: str) -> bool:
+        assert location.startswith("file:") and str(tmp_path / "warehouse") in location
+        return Path(location.removeprefix("file:")).is_file()
 
-
-def test_create_append_read_evolve_conflict_rename_and_purge(rest: Any, tmp_path: Path) -> None:
-    cat = catalog(rest.rest.port)
-    cat.create_namespace("sales", {"owner_team": "a"})
-    assert ("sales",) in cat.list_namespaces()
-    assert cat.load_namespace_properties("sales")["owner_team"] == "a"
-    with pytest.raises(NamespaceAlreadyExistsError):
-        cat.create_namespace("sales")
-
-    table = cat.create_table("sales.orders", SCHEMA)
-    assert table.metadata_location.startswith("file:")
-    assert str(tmp_path / "warehouse") in table.metadata_location
-    table.append(rows(1, 2))
-    table.append(rows(3))
-    again = cat.load_table("sales.orders")
-    assert sorted(again.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
-    assert cat.list_tables("sales") == [("sales", "orders")]
-
-    with again.update_schema() as update:
-        update.add_column("qty", LongType())
-    assert cat.load_table("sales.orders").schema().find_field("qty").field_id == 3
-
-    # Two clients on the same base: the second commit is refused (409), a refresh and retry wins
-    # (PyIceberg's own retry off, so the 409 reaches the test).
-    with again.transaction() as tx:
-        tx.set_properties({"commit.retry.num-retries": "0"})
-    first, second = cat.load_table("sales.orders"), cat.load_table("sales.orders")
-    first.append(pa.table({"id": [4], "name": ["n4"], "qty": [1]}))
-    with pytest.raises(CommitFailedException):
-        second.append(pa.table({"id": [5], "name": ["n5"], "qty": [2]}))
-    second = cat.load_table("sales.orders")
-    second.append(pa.table({"id": [5], "name": ["n5"], "qty": [2]}))
-    ids = cat.load_table("sales.orders").scan().to_arrow()["id"].to_pylist()
-    assert sorted(ids) == [1, 2, 3, 4, 5]
-
-    cat.rename_table("sales.orders", "sales.orders2")
-    assert not cat.table_exists("sales.orders")
-    moved = cat.load_table("sales.orders2")
-    assert moved.scan().to_arrow().num_rows == 5
-    with pytest.raises(NamespaceNotEmptyError):
-        cat.drop_namespace("sales")
-    referenced = [t.file.file_path for t in moved.scan().plan_files()] + [moved.metadata_location]
-    files = [Path(f.removeprefix("file:")) for f in referenced]
-    assert all(p.is_file() for p in files)
-    cat.purge_table("sales.orders2")
-    with pytest.raises(NoSuchTableError):
-        cat.load_table("sales.orders2")
-    assert not [p for p in files if p.exists()]
-    cat.drop_namespace("sales")
-    with pytest.raises(NoSuchNamespaceError):
-        cat.load_namespace_properties("sales")
+    run_scenario(catalog(rest.rest.port), {}, exists)
 
 
 def test_create_transaction_register_and_errors(rest: Any) -> None:
