@@ -24,6 +24,6 @@ def mapped(not_found: Callable[[], RestError] | None = None) -> Iterator[None]:
     except (hms.InvalidObjectException, hms.InvalidOperationException) as exc:
         raise RestError(400, "BadRequestException", exc.message or "invalid request") from exc
     except hms.MetaException as exc:
-        if exc.message == READ_ONLY_MESSAGE:
+        if exc.message == READ_ONLY_MESSAGE or "(allowed_databases)" in (exc.message or ""):
             raise RestError(403, "ForbiddenException", exc.message) from exc
         raise RestError(500, "ServiceFailureException", exc.message or "metastore error") from exc
