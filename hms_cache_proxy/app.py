@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import ssl
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,7 +164,8 @@ def build_service(settings: Settings) -> Service:
     redact.install(settings.secrets())  # before anything can log them
     if settings.failpoints:  # test only; in-process tests set theirs directly
         failpoints.configure(settings.failpoints)
-    opener = secure_opener(settings)  # a bad certificate stops us before the database is touched
+    ctx = tls_context(settings)  # a bad certificate stops us before the database is touched
+    opener = secure_opener(settings, ctx)
     database = Database(
         settings.database_url,
         pool_size=settings.database_pool_size,
@@ -220,7 +222,7 @@ def build_service(settings: Settings) -> Service:
         readiness=readiness,
         admin=cache if cache is not None else NoCacheAdmin(),
         cache=cache,
-        rest=RestServer(settings, guarded) if settings.rest_enabled else None,
+        rest=RestServer(settings, guarded, tls=ctx) if settings.rest_enabled else None,
     )
     if settings.metrics_enabled:
         assert settings.metrics_port is not None
@@ -236,18 +238,22 @@ def build_service(settings: Settings) -> Service:
     return svc
 
 
-def secure_opener(settings: Settings) -> SecureOpener | None:
+def tls_context(settings: Settings) -> ssl.SSLContext | None:
+    """The server TLS context of the Thrift port (and the REST port), None without TLS."""
+    if settings.tls_cert_file is None or settings.tls_key_file is None:
+        return None
+    password = settings.tls_key_password
+    return tls.server_context(
+        settings.tls_cert_file,
+        settings.tls_key_file,
+        key_password=password.get_secret_value() if password is not None else None,
+        ca_file=settings.tls_ca_file,
+        client_auth=settings.tls_client_auth,
+    )
+
+
+def secure_opener(settings: Settings, ctx: ssl.SSLContext | None) -> SecureOpener | None:
     """TLS and SASL for the Thrift port as configured (None when neither is on)."""
-    ctx = None
-    if settings.tls_cert_file is not None and settings.tls_key_file is not None:
-        password = settings.tls_key_password
-        ctx = tls.server_context(
-            settings.tls_cert_file,
-            settings.tls_key_file,
-            key_password=password.get_secret_value() if password is not None else None,
-            ca_file=settings.tls_ca_file,
-            client_auth=settings.tls_client_auth,
-        )
     sasl = None
     if settings.sasl_enabled:
         users = {u: p.get_secret_value() for u, p in settings.sasl_users.items()}

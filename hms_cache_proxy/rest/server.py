@@ -1,7 +1,8 @@
-"""The REST catalog's HTTP port: requests read whole by the service's intake (a deadline per
+"""The REST catalog's port: requests read whole by the service's intake (a deadline per
 request, connections limited per client address), then answered on a thread of their own,
-one request per connection (HTTP/1.0). Bearer tokens name users as SASL does, so the user's
-allow-list applies (``access.set_user``); bodies above ``rest_max_body_bytes`` are refused."""
+one request per connection (HTTP/1.0); HTTPS with the Thrift port's TLS settings when set.
+Bearer tokens name users as SASL does, so the user's allow-list applies
+(``access.set_user``); bodies above ``rest_max_body_bytes`` are refused."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import hmac
 import io
 import logging
 import socket
+import ssl
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
@@ -37,8 +39,9 @@ WRITE_TIMEOUT_SECONDS = 30.0
 class RestServer:
     """The REST catalog on ``host:port`` (port 0: a free port), served from a daemon thread."""
 
-    def __init__(self, settings: Settings, handler: Any) -> None:
+    def __init__(self, settings: Settings, handler: Any, tls: ssl.SSLContext | None = None) -> None:
         self.settings = settings
+        self.tls = tls
         self.catalog = Catalog(handler, settings)
         self.keys = IdempotencyKeys(settings.rest_idempotency_lifetime_seconds)
         self.tokens = {u: t.get_secret_value() for u, t in settings.rest_tokens.items()}
@@ -67,6 +70,7 @@ class RestServer:
                 self.settings.rest_max_body_bytes,
                 self._handoff,
                 on_dropped=functools.partial(metrics.connection_dropped, "rest"),
+                tls=self.tls,
             )
         return self.port
 
@@ -84,7 +88,8 @@ class RestServer:
         )
         self._thread.start()
         log.info(
-            "serving the Iceberg REST catalog on http://%s:%d (%s)",
+            "serving the Iceberg REST catalog on %s://%s:%d (%s)",
+            "https" if self.tls is not None else "http",
             self.settings.rest_host,
             self.port,
             f"bearer tokens of {len(self.tokens)} users" if self.tokens else "no authentication",

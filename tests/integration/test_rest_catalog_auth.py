@@ -1,5 +1,6 @@
 """Bearer tokens on the REST port name users, and each user's allow-list applies as on the
-Thrift port; no token or a wrong one is 401; read_only refuses writes with 403."""
+Thrift port; no token or a wrong one is 401; read_only refuses writes with 403; TLS as the
+Thrift port's."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from pathlib import Path
 
 import pytest
 import requests
+from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import ForbiddenError, NoSuchNamespaceError, UnauthorizedError
 
 from tests.support.rest_scenario import SCHEMA, catalog
+from tests.support.security import make_pki
 from tests.support.server import running_service
 
 
@@ -51,3 +54,30 @@ def test_read_only_refuses_rest_writes(sqlite_url: str, tmp_path: Path) -> None:
         assert ("ro",) in cat.list_namespaces()
         with pytest.raises(ForbiddenError):
             cat.create_table("ro.t", SCHEMA)
+
+
+def test_the_rest_port_speaks_tls_as_the_thrift_port(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # requests lets these variables override a session's own CA bundle (PyIceberg's cabundle)
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    pki = make_pki(tmp_path / "pki")
+    settings = {
+        "rest_port": 0,
+        "tls_cert_file": str(pki.server_cert),
+        "tls_key_file": str(pki.server_key),
+    }
+    with running_service(sqlite_url, tmp_path / "warehouse", **settings) as svc:
+        cat = RestCatalog(
+            "rest", uri=f"https://127.0.0.1:{svc.rest.port}", ssl={"cabundle": str(pki.ca)}
+        )
+        cat.create_namespace("secure")
+        cat.create_table("secure.t", SCHEMA)
+        assert cat.list_tables("secure") == [("secure", "t")]
+        with pytest.raises(requests.exceptions.ConnectionError):
+            requests.get(f"http://127.0.0.1:{svc.rest.port}/v1/config", timeout=10)
+        with pytest.raises(requests.exceptions.SSLError):  # a CA that signed nothing here
+            requests.get(
+                f"https://127.0.0.1:{svc.rest.port}/v1/config", verify=str(pki.other_ca), timeout=10
+            )
