@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hms_cache_proxy.handler.access import current_user
+from hms_cache_proxy.handler.validate import is_valid_name
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.rest.errors import RestError, bad_request, no_namespace
 from hms_cache_proxy.rest.models import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
@@ -16,7 +17,7 @@ COMMENT = "comment"
 
 def database_name(namespace: list[str]) -> str:
     """The database a namespace names; 400 for nested or empty ones."""
-    if len(namespace) != 1 or not namespace[0]:
+    if len(namespace) != 1 or not is_valid_name(namespace[0], special_characters=True):
         raise bad_request(
             f"namespace {'.'.join(namespace) or '(empty)'}: this catalog has one level of "
             "namespaces (Hive databases)"
@@ -58,7 +59,7 @@ class Namespaces:
             ownerType=hms.PrincipalType.USER,
         )
         try:
-            with mapped():
+            with mapped(refusal=True):
                 self.handler.create_database(db)
         except RestError as exc:
             if exc.status == 409:
@@ -102,7 +103,7 @@ class Namespaces:
             else:
                 params[key] = value
         db.parameters = params
-        with mapped(lambda: no_namespace(name)):
+        with mapped(lambda: no_namespace(name), refusal=True):
             self.handler.alter_database(name, db)
         return {
             "updated": sorted(req.updates),

@@ -16,6 +16,7 @@ from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
 from hms_cache_proxy.handler.access import current_user
+from hms_cache_proxy.handler.validate import is_valid_name
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.rest import hive_table
 from hms_cache_proxy.rest.errors import RestError, bad_request, no_namespace, no_table
@@ -73,6 +74,7 @@ class Tables:
         return table_result(location, self.files.raw(location))
 
     def create(self, db: str, req: CreateTableRequest) -> bytes:
+        table_name(req.name)
         database = self.namespaces.database(db)
         location = req.location or _child(database.locationUri, req.name)
         self.files.storage.io_for(location)  # refused before anything is built
@@ -98,11 +100,12 @@ class Tables:
     def create_from(self, db: str, name: str, metadata: TableMetadata) -> bytes:
         """Write ``metadata``'s first file and create the HMS table pointing at it (409 when
         the table appeared meanwhile; the file is removed again)."""
+        table_name(name)
         location = new_location(metadata, None)
         self.files.write(metadata, location)
         row = hive_table.new_table(db, name, current_user() or "iceberg-rest", metadata, location)
         try:
-            with mapped(lambda: no_namespace(db)):
+            with mapped(lambda: no_namespace(db), refusal=True):
                 self.handler.create_table(row)
         except RestError:
             self._forget(location)
@@ -124,6 +127,7 @@ class Tables:
             database_name(req.destination.namespace),
         )
         table = self.hms_table(src_db, req.source.name)
+        table_name(req.destination.name)
         self.namespaces.database(dst_db)
         with mapped():
             if self.handler.get_tables(dst_db, req.destination.name.lower()):
@@ -134,10 +138,11 @@ class Tables:
                 )
         new = hms.Table(**table.__dict__)
         new.dbName, new.tableName = dst_db, req.destination.name
-        with mapped(lambda: no_table(src_db, req.source.name)):
+        with mapped(lambda: no_table(src_db, req.source.name), refusal=True):
             self.handler.alter_table(src_db, req.source.name, new)
 
     def register(self, db: str, req: RegisterTableRequest) -> bytes:
+        table_name(req.name)
         if req.overwrite:
             raise RestError(
                 406, "UnsupportedOperationException", "register with overwrite is not supported"
@@ -147,7 +152,7 @@ class Tables:
         row = hive_table.new_table(
             db, req.name, current_user() or "iceberg-rest", metadata, req.metadata_location
         )
-        with mapped(lambda: no_namespace(db)):
+        with mapped(lambda: no_namespace(db), refusal=True):
             self.handler.create_table(row)
         return table_result(req.metadata_location, raw)
 
@@ -196,6 +201,12 @@ class _Below(FileIO):
             log.warning("purge keeps %s: it lies outside the table's location", location)
             return
         self._io.delete(location)
+
+
+def table_name(name: str) -> None:
+    """400 unless a new table's name is letters, digits and _ (it becomes part of a path)."""
+    if not is_valid_name(name, special_characters=False):
+        raise bad_request(f"{name!r} is not a valid table name here: use letters, digits and _")
 
 
 def _child(parent: str | None, name: str) -> str:

@@ -11,8 +11,12 @@ from hms_cache_proxy.rest.errors import RestError
 
 
 @contextmanager
-def mapped(not_found: Callable[[], RestError] | None = None) -> Iterator[None]:
-    """Declared Thrift exceptions of the block become RestErrors; ``not_found`` makes the 404."""
+def mapped(
+    not_found: Callable[[], RestError] | None = None, refusal: bool = False
+) -> Iterator[None]:
+    """Declared Thrift exceptions of the block become RestErrors; ``not_found`` makes the 404;
+    ``refusal``: a MetaException is the request refused (400: a location outside the roots),
+    else a failure of the service (500)."""
     try:
         yield
     except hms.NoSuchObjectException as exc:
@@ -26,4 +30,6 @@ def mapped(not_found: Callable[[], RestError] | None = None) -> Iterator[None]:
     except hms.MetaException as exc:
         if exc.message == READ_ONLY_MESSAGE or "(allowed_databases)" in (exc.message or ""):
             raise RestError(403, "ForbiddenException", exc.message) from exc
+        if refusal:
+            raise RestError(400, "BadRequestException", exc.message or "refused") from exc
         raise RestError(500, "ServiceFailureException", exc.message or "metastore error") from exc

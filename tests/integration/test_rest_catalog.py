@@ -69,6 +69,18 @@ def test_create_transaction_register_and_errors(rest: Any) -> None:
         timeout=10,
     )
     assert outside.status_code == 400 and "outside" in outside.json()["error"]["message"]
+    schema = json.loads(SCHEMA.model_dump_json())
+    for name in ("..", "a/b", ""):  # a new table's name becomes part of its location
+        up = requests.post(
+            f"{base}/namespaces/ops/tables", json={"name": name, "schema": schema}, timeout=10
+        )
+        assert up.status_code == 400, name
+    escape = requests.post(
+        f"{base}/namespaces",
+        json={"namespace": ["esc"], "properties": {"location": "/etc/esc"}},
+        timeout=10,
+    )
+    assert escape.status_code == 400 and "outside" in escape.json()["error"]["message"]
     assert (
         requests.post(
             f"{base}/namespaces/ops/tables/staged/metrics", json={}, timeout=10
