@@ -16,6 +16,7 @@ from pyiceberg.exceptions import (
     TableAlreadyExistsError,
 )
 
+from tests.support.apache_thrift import apache_client, load_apache_modules
 from tests.support.rest_scenario import SCHEMA, catalog, rows, run_scenario
 from tests.support.server import running_service
 
@@ -107,6 +108,17 @@ def test_idempotency_key_applies_a_retried_commit_once(rest: Any) -> None:
     assert first.json()["metadata-location"] == again.json()["metadata-location"]
     fresh = requests.post(url, json=body, timeout=10)  # without the key: a new commit
     assert fresh.json()["metadata-location"] != first.json()["metadata-location"]
+
+    # Each commit went through the normal alter: one ALTER_TABLE event each, in the log.
+    T = load_apache_modules().ttypes
+    client, transport = apache_client("127.0.0.1", rest.port)
+    try:
+        request = T.NotificationEventRequest(lastEvent=0, maxEvents=1000)
+        events = client.get_next_notification(request).events
+    finally:
+        transport.close()
+    alters = [e for e in events if e.eventType == "ALTER_TABLE" and e.tableName == "t"]
+    assert len(alters) == 2
 
 
 def test_fields_the_library_would_drop_refuse_the_commit(rest: Any, tmp_path: Path) -> None:
