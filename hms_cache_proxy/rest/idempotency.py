@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 Answer = tuple[int, bytes]
 MAX_KEYS = 100_000
+MAX_BYTES = 64 * 1024 * 1024
+"""Answers kept at most (the oldest are forgotten first)."""
 MAX_KEY_LENGTH = 256
 
 
@@ -19,6 +21,7 @@ class IdempotencyKeys:
         self.lifetime = lifetime_seconds
         self._done: OrderedDict[tuple[str, ...], tuple[float, Answer]] = OrderedDict()
         self._running: dict[tuple[str, ...], threading.Event] = {}
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def run(self, key: tuple[str, ...], work: Callable[[], Answer]) -> Answer:
@@ -40,8 +43,9 @@ class IdempotencyKeys:
             if answer[0] < 500:
                 with self._lock:
                     self._done[key] = (time.monotonic() + self.lifetime, answer)
-                    while len(self._done) > MAX_KEYS:
-                        self._done.popitem(last=False)
+                    self._bytes += len(answer[1])
+                    while len(self._done) > MAX_KEYS or self._bytes > MAX_BYTES:
+                        self._bytes -= len(self._done.popitem(last=False)[1][1][1])
             return answer
         finally:
             with self._lock:
@@ -54,4 +58,4 @@ class IdempotencyKeys:
             key, (until, _) = next(iter(self._done.items()))
             if until > now:
                 return
-            del self._done[key]
+            self._bytes -= len(self._done.pop(key)[1][1])

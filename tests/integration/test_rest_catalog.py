@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import requests
 from pyiceberg.exceptions import (
+    NoSuchTableError,
     TableAlreadyExistsError,
 )
 
@@ -48,6 +49,20 @@ def test_create_transaction_register_and_errors(rest: Any) -> None:
 
     cat.register_table("ops.again", staged.metadata_location)
     assert cat.load_table("ops.again").scan().to_arrow().num_rows == 2
+    # A Hive (non-Iceberg) table in the namespace is neither listed nor loaded.
+    T = load_apache_modules().ttypes
+    client, transport = apache_client("127.0.0.1", rest.port)
+    try:
+        sd = T.StorageDescriptor(
+            cols=[T.FieldSchema(name="c", type="int")],
+            serdeInfo=T.SerDeInfo(serializationLib="x", parameters={}),
+            parameters={},
+        )
+        client.create_table(T.Table(tableName="plain", dbName="ops", sd=sd, parameters={}))
+    finally:
+        transport.close()
+    with pytest.raises(NoSuchTableError):
+        cat.load_table("ops.plain")
     assert sorted(cat.list_tables("ops")) == [("ops", "again"), ("ops", "staged")]
 
     base = f"http://127.0.0.1:{rest.rest.port}/v1"
