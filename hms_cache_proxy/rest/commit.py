@@ -53,11 +53,11 @@ class Committer:
             return self._create(db, name, req)
         lockid = self._lock(db, name)
         try:
-            return self._commit_locked(db, name, req)
+            return self._commit_locked(db, name, req, lockid)
         finally:
             self._unlock(lockid)
 
-    def _commit_locked(self, db: str, name: str, req: CommitTableRequest) -> bytes:
+    def _commit_locked(self, db: str, name: str, req: CommitTableRequest, lockid: int) -> bytes:
         current = self.tables.hms_table(db, name)
         base_location = current.parameters[hive_table.METADATA_LOCATION]
         base, raw = self.tables.files.parsed(base_location)
@@ -87,19 +87,18 @@ class Committer:
         row = hive_table.committed(current, base, updated, location)
         try:
             self.handler.alter_table_with_environment_context(db, name, row, env)
-        except (hms.MetaException, hms.InvalidOperationException) as exc:
-            # Declared answers: the alter's transaction rolled back, nothing was committed.
+        except hms.MetaException as exc:
+            if "has been modified" in (exc.message or ""):  # the swap refused: rolled back
+                self.tables._forget(location)
+                raise commit_failed(f"{db}.{name} was changed by another writer") from exc
+            self._settle(db, name, lockid, base_location, location, exc)
+        except hms.InvalidOperationException as exc:  # refused before anything was written
             self.tables._forget(location)
-            message = exc.message or ""
-            if "has been modified" in message or "not found" in message:
-                raise commit_failed(
-                    f"{db}.{name} was changed by another writer: {message}"
-                ) from exc
-            with mapped():
-                raise exc
+            if "not found" in (exc.message or ""):
+                raise commit_failed(f"{db}.{name} was dropped meanwhile") from exc
+            raise bad_request(exc.message or "alter refused") from exc
         except Exception as exc:  # noqa: BLE001 - the database may or may not have committed
-            log.exception("commit of %s.%s: outcome unknown", db, name)
-            raise commit_unknown(f"commit of {db}.{name} failed, outcome unknown: {exc}") from exc
+            self._settle(db, name, lockid, base_location, location, exc)
         return table_result(location, dump(updated))
 
     def _create(self, db: str, name: str, req: CommitTableRequest) -> bytes:
@@ -119,6 +118,25 @@ class Committer:
             if exc.status == 409:
                 raise commit_failed(f"Table already exists: {db}.{name}") from exc
             raise
+
+    def _settle(self, db: str, name: str, lockid: int, base: str, new: str, exc: Exception) -> None:
+        """After an alter failed in an unexpected way: returns if it committed after all,
+        409 if the table still points at ``base`` (we hold the lock, so nothing else moved
+        it), 500 (outcome unknown) otherwise. check_lock on the held lock brings this
+        instance's cache up to the log first, so the read below is current."""
+        log.warning("commit of %s.%s failed (%s); checking whether it took effect", db, name, exc)
+        try:
+            self.handler.check_lock(hms.CheckLockRequest(lockid=lockid))
+            current = self.tables.hms_table(db, name).parameters[hive_table.METADATA_LOCATION]
+        except Exception as again:  # noqa: BLE001 - cannot tell
+            log.exception("commit of %s.%s: outcome unknown", db, name)
+            raise commit_unknown(f"commit of {db}.{name}: outcome unknown: {exc}") from again
+        if current == new:
+            return
+        if current == base:
+            self.tables._forget(new)
+            raise commit_failed(f"commit of {db}.{name} failed, nothing changed: {exc}") from exc
+        raise commit_unknown(f"commit of {db}.{name}: outcome unknown: {exc}") from exc
 
     def _lock(self, db: str, name: str) -> int:
         component = hms.LockComponent(

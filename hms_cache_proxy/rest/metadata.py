@@ -64,8 +64,15 @@ class MetadataFiles:
             ) from exc
 
     def write(self, metadata: TableMetadata, location: str) -> None:
-        """Write ``metadata`` as a new file (never over an existing one)."""
-        ToOutputFile.table_metadata(metadata, self.storage.io_for(location).new_output(location))
+        """Write ``metadata`` as a new file (never over an existing one); a failure is 503:
+        nothing was committed, the client may retry."""
+        io = self.storage.io_for(location)
+        try:
+            ToOutputFile.table_metadata(metadata, io.new_output(location))
+        except Exception as exc:  # noqa: BLE001 - any storage failure, named for the client
+            raise RestError(
+                503, "ServiceUnavailableException", f"cannot write {location}: {exc}"
+            ) from exc
 
     def delete(self, location: str) -> None:
         self.storage.io_for(location).delete(location)

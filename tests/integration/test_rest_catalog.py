@@ -4,6 +4,7 @@ register, Idempotency-Key, fields the library would drop, and the REST errors of
 
 from __future__ import annotations
 
+import inspect
 import json
 import uuid
 from collections.abc import Iterator
@@ -13,10 +14,12 @@ from typing import Any
 import pytest
 import requests
 from pyiceberg.exceptions import (
+    CommitFailedException,
     NoSuchTableError,
     TableAlreadyExistsError,
 )
 
+from hms_cache_proxy import failpoints
 from tests.support.apache_thrift import apache_client, load_apache_modules
 from tests.support.rest_scenario import SCHEMA, catalog, rows, run_scenario
 from tests.support.server import running_service
@@ -152,3 +155,31 @@ def test_fields_the_library_would_drop_refuse_the_commit(rest: Any, tmp_path: Pa
     refused = requests.post(url, json=commit, timeout=10)
     assert refused.status_code == 400
     assert "x-written-by-a-newer-client" in refused.json()["error"]["message"]
+
+
+def test_a_commit_whose_alter_fails_is_409_when_nothing_changed(rest: Any) -> None:
+    """The alter's transaction fails (an injected database error just before COMMIT): the
+    commit checks the table under its lock, finds the base unchanged and answers 409 (retry),
+    not 500 (outcome unknown); the retry succeeds."""
+    cat = catalog(rest.rest.port)
+    cat.create_namespace("fail")
+    table = cat.create_table("fail.t", SCHEMA, properties={"commit.retry.num-retries": "0"})
+    base = table.metadata_location
+    armed = [True]
+
+    def fail_the_alter(_name: str, _detail: str) -> None:
+        altering = any(f.function == "_alter_table" for f in inspect.stack())
+        if armed[0] and altering:
+            armed[0] = False
+            raise failpoints.FailpointError("injected: connection lost")
+
+    failpoints.set("write.before_commit", fail_the_alter)
+    try:
+        with pytest.raises(CommitFailedException):
+            table.append(rows(1))
+    finally:
+        failpoints.clear("write.before_commit")
+    assert not armed[0]
+    assert cat.load_table("fail.t").metadata_location == base
+    cat.load_table("fail.t").append(rows(1))
+    assert cat.load_table("fail.t").scan().to_arrow().num_rows == 1

@@ -1,6 +1,7 @@
 """A REST writer and a Thrift writer (PyIceberg's HiveCatalog, which locks the table and then
 alters it blindly) append to one table through two `serve` processes on one PostgreSQL
-database: no append is lost, and both instances' caches end on the final metadata_location."""
+database: no append is lost, and both instances' caches end on the final metadata_location
+(read under the table lock, which brings a cache up to the log: no deadline to race)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from tests.support.apache_thrift import apache_client
+from tests.support.apache_thrift import apache_client, load_apache_modules
 from tests.support.server import ServerProcess, free_port
 
 APPENDS = 8
@@ -73,7 +74,8 @@ def test_rest_and_thrift_writers_lose_no_append(
             w.start()
         for w in writers:
             w.join(timeout=240)
-        assert not errors, errors
+        logs = "".join((tmp_path / f).read_text()[-3000:] for f in ("rest.log", "thrift.log"))
+        assert not errors, f"{errors!r}\n{logs}"
         assert not any(w.is_alive() for w in writers)
 
         final = rest.load_table("mix.t")
@@ -81,14 +83,31 @@ def test_rest_and_thrift_writers_lose_no_append(
         assert ids == list(range(APPENDS)) + list(range(100, 100 + APPENDS))
         assert len(final.metadata.snapshots) == 2 * APPENDS
         assert hive.load_table("mix.t").metadata_location == final.metadata_location
+        T = load_apache_modules().ttypes
         for server in (with_rest, thrift_only):
             client, transport = apache_client("127.0.0.1", server.port)
             try:
-                deadline = time.monotonic() + 10  # eventual mode: the poller's lag at most
-                seen = client.get_table("mix", "t").parameters["metadata_location"]
-                while seen != final.metadata_location and time.monotonic() < deadline:
-                    time.sleep(0.05)
+                # Under the table's lock an instance's cache has caught up with the log.
+                lock = client.lock(
+                    T.LockRequest(
+                        component=[
+                            T.LockComponent(
+                                type=T.LockType.EXCLUSIVE,
+                                level=T.LockLevel.TABLE,
+                                dbname="mix",
+                                tablename="t",
+                                isTransactional=True,
+                            )
+                        ],
+                        user="test",
+                        hostname="test",
+                    )
+                )
+                assert lock.state == T.LockState.ACQUIRED
+                try:
                     seen = client.get_table("mix", "t").parameters["metadata_location"]
+                finally:
+                    client.unlock(T.UnlockRequest(lockid=lock.lockid))
                 assert seen == final.metadata_location
             finally:
                 transport.close()
