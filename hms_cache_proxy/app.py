@@ -1,5 +1,6 @@
 """Assembles a running service from settings: database, store, handler, Thrift server, and the
-HTTP endpoint for metrics, health, readiness and admin operations."""
+HTTP endpoint for metrics, health, readiness and admin operations; or, with ``upstream_uri``,
+the Thrift server passing every call through to an upstream metastore (no database)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 from sqlalchemy import event
 
 from hms_cache_proxy import failpoints
-from hms_cache_proxy.config import Settings
+from hms_cache_proxy.config import Settings, upstream_address
 from hms_cache_proxy.handler import Handler, access
 from hms_cache_proxy.idl import service
 from hms_cache_proxy.observability import metrics, redact
@@ -23,10 +24,16 @@ from hms_cache_proxy.observability.http import Endpoints, ObservabilityServer
 from hms_cache_proxy.observability.readiness import Readiness
 from hms_cache_proxy.rest.server import RestServer
 from hms_cache_proxy.server import tls
+from hms_cache_proxy.server.passthrough import PassThrough
 from hms_cache_proxy.server.processor import Processor
+from hms_cache_proxy.server.reply_cache import ReplyCache
 from hms_cache_proxy.server.sasl import PlainAuthenticator
 from hms_cache_proxy.server.secure import SecureOpener
+from hms_cache_proxy.server.sidecar_cache import SidecarCache
 from hms_cache_proxy.server.thrift_server import ThriftServer
+from hms_cache_proxy.server.upstream import UpstreamPool
+from hms_cache_proxy.server.upstream_client import UpstreamClient
+from hms_cache_proxy.server.upstream_events import NO_LOG, UpstreamEvents
 from hms_cache_proxy.server.wire import Limits
 from hms_cache_proxy.store.cached.cache_service import CacheService
 from hms_cache_proxy.store.cached.direct import DirectStore
@@ -42,8 +49,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class Service:
     settings: Settings
-    database: Database
-    store: SqlStore
+    database: Database | None  # None in upstream mode
+    store: SqlStore | None  # None in upstream mode
     server: ThriftServer
     housekeeper: Housekeeper | None = None
     readiness: Readiness = field(default_factory=Readiness)
@@ -51,6 +58,8 @@ class Service:
     http: ObservabilityServer | None = None  # None when metrics_port is off
     cache: CacheService | None = None  # None when cache_enabled is false
     rest: RestServer | None = None  # None when rest_port is off
+    upstream: UpstreamPool | None = None  # upstream mode: the metastore calls go to
+    sidecar: SidecarCache | None = None  # upstream mode with upstream_cache
     _thread: threading.Thread | None = field(default=None, repr=False)
     _serving: threading.Event = field(default_factory=threading.Event, repr=False)
     _bound: bool = field(default=False, repr=False)
@@ -66,6 +75,20 @@ class Service:
     @property
     def metrics_url(self) -> str | None:
         return self.http.url if self.http is not None else None
+
+    def describe(self) -> str:
+        """What the service stands on: the database, or the upstream metastore."""
+        if self.upstream is not None:
+            return f"upstream {self.upstream.uri} (pass-through)"
+        assert self.database is not None
+        return self.database.describe()
+
+    def close(self) -> None:
+        """Release the database pool or the upstream connections."""
+        if self.database is not None:
+            self.database.dispose()
+        if self.upstream is not None:
+            self.upstream.close()
 
     def serving(self) -> bool:
         """The Thrift accept loop is running (read by /healthz and /readyz)."""
@@ -125,8 +148,11 @@ class Service:
             self.housekeeper.start()
         if self.cache is not None:
             self.cache.start()
+        if self.sidecar is not None:
+            self.sidecar.start()
         metrics.track_connections(self.server)
-        metrics.track_pool(self.database)
+        if self.database is not None:
+            metrics.track_pool(self.database)
         if self.http is not None:
             self.http.start()
         if self.rest is not None:
@@ -148,6 +174,8 @@ class Service:
             self.housekeeper.stop(grace_seconds)
         if self.cache is not None:
             self.cache.stop(grace_seconds)
+        if self.sidecar is not None:
+            self.sidecar.stop()
         if self._thread is not None:
             self._thread.join(timeout=grace_seconds)
         if self.rest is not None:
@@ -155,8 +183,9 @@ class Service:
         if self.http is not None:
             self.http.stop()
         metrics.untrack_connections(self.server)
-        metrics.untrack_pool(self.database)
-        self.database.dispose()
+        if self.database is not None:
+            metrics.untrack_pool(self.database)
+        self.close()
 
 
 def build_service(settings: Settings) -> Service:
@@ -166,6 +195,8 @@ def build_service(settings: Settings) -> Service:
         failpoints.configure(settings.failpoints)
     ctx = tls_context(settings)  # a bad certificate stops us before the database is touched
     opener = secure_opener(settings, ctx)
+    if settings.upstream_uri is not None:
+        return _build_upstream_service(settings, opener)
     database = Database(
         settings.database_url,
         pool_size=settings.database_pool_size,
@@ -197,20 +228,7 @@ def build_service(settings: Settings) -> Service:
     # read_only and allowed_databases (the handler itself when neither is set: no cost per call)
     guarded = access.guard(handler, settings)
     processor = Processor(service, guarded, observer=metrics.observe_call)
-    server = ThriftServer(
-        processor,
-        settings.host,
-        settings.port,
-        # After SASL negotiation every message travels in a length-prefixed frame.
-        transport="framed" if settings.sasl_enabled else settings.transport,
-        protocol=settings.protocol,
-        limits=Limits.of(settings),
-        opener=opener,
-        connection_limits=settings.thrift_connection_limits(),
-        handshake_timeout_seconds=settings.handshake_timeout_seconds,
-        first_call_timeout_seconds=settings.first_call_timeout_seconds,
-        on_dropped=functools.partial(metrics.connection_dropped, "thrift"),
-    )
+    server = _thrift_server(settings, processor, opener)
     if cache is None:
         readiness.mark_ready()  # nothing to prewarm (with a cache, its loader says when)
     svc = Service(
@@ -236,6 +254,124 @@ def build_service(settings: Settings) -> Service:
         endpoints = Endpoints(settings, svc.serving, health, readiness, svc.admin)
         svc.http = ObservabilityServer(settings.metrics_host, settings.metrics_port, endpoints)
     return svc
+
+
+def _thrift_server(
+    settings: Settings, processor: Processor | PassThrough, opener: SecureOpener | None
+) -> ThriftServer:
+    return ThriftServer(
+        processor,  # type: ignore[arg-type]  # PassThrough serves the same three members
+        settings.host,
+        settings.port,
+        # After SASL negotiation every message travels in a length-prefixed frame.
+        transport="framed" if settings.sasl_enabled else settings.transport,
+        protocol=settings.protocol,
+        limits=Limits.of(settings),
+        opener=opener,
+        connection_limits=settings.thrift_connection_limits(),
+        handshake_timeout_seconds=settings.handshake_timeout_seconds,
+        first_call_timeout_seconds=settings.first_call_timeout_seconds,
+        on_dropped=functools.partial(metrics.connection_dropped, "thrift"),
+    )
+
+
+def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> Service:
+    """Upstream mode: no database; every call passes through to ``upstream_uri``."""
+    assert settings.upstream_uri is not None
+    host, port = upstream_address(settings.upstream_uri)
+    pool = UpstreamPool(
+        host,
+        port,
+        framed=settings.upstream_transport == "framed",
+        compact=settings.protocol == "compact",
+        max_connections=settings.upstream_max_connections,
+        connect_timeout_seconds=settings.upstream_connect_timeout_seconds,
+        timeout_seconds=settings.upstream_timeout_seconds,
+        tls=tls.client_context(settings.upstream_tls_ca_file) if settings.upstream_tls else None,
+        sasl=_upstream_login(settings),
+        on_count=metrics.UPSTREAM_CONNECTIONS.set,
+    )
+    sidecar = _sidecar_cache(settings, pool)
+    log.info(
+        "upstream mode: every call passes through to %s (no database; cache %s; "
+        "upstream_max_connections=%d, TLS %s, SASL PLAIN %s)",
+        pool.uri,
+        "on, coherent from the upstream's notification log" if sidecar else "off",
+        settings.upstream_max_connections,
+        "on" if settings.upstream_tls else "off",
+        f"as {settings.upstream_sasl_user!r}" if settings.upstream_sasl_user else "off",
+    )
+    processor = PassThrough(
+        service,
+        pool,
+        compact=settings.protocol == "compact",
+        observer=metrics.observe_call,
+        upstream_observer=metrics.observe_upstream_call,
+        cache=sidecar,
+    )
+    readiness = Readiness()
+    if sidecar is not None:
+        readiness.add_detail("upstream_cache", sidecar.describe)
+    readiness.mark_schema_checked()
+    readiness.mark_ready()  # nothing to load: readiness follows the upstream via /healthz
+    svc = Service(
+        settings,
+        None,
+        None,
+        _thrift_server(settings, processor, opener),
+        readiness=readiness,
+        upstream=pool,
+        sidecar=sidecar,
+    )
+    if settings.metrics_enabled:
+        assert settings.metrics_port is not None
+        # /healthz: a connection to the upstream can be had (opened, or an idle one alive).
+        health = DatabaseHealth(
+            pool.check,
+            timeout_seconds=settings.health_timeout_seconds,
+            cache_seconds=settings.health_cache_seconds,
+        )
+        endpoints = Endpoints(settings, svc.serving, health, readiness, svc.admin)
+        svc.http = ObservabilityServer(settings.metrics_host, settings.metrics_port, endpoints)
+    return svc
+
+
+def _sidecar_cache(settings: Settings, pool: UpstreamPool) -> SidecarCache | None:
+    """The upstream-mode cache and its poller (its own connection to the upstream)."""
+    if not settings.upstream_cache:
+        return None
+    if pool.compact:
+        log.info("upstream_cache: off with protocol compact (replies are cached as binary)")
+        return None
+    events_pool = UpstreamPool(
+        pool.host,
+        pool.port,
+        framed=settings.upstream_transport == "framed",
+        max_connections=1,
+        connect_timeout_seconds=settings.upstream_connect_timeout_seconds,
+        timeout_seconds=min(settings.upstream_timeout_seconds, 60.0),
+        tls=pool.tls,
+        sasl=pool.sasl,
+    )
+    ttl = settings.upstream_cache_ttl_seconds
+    cache = ReplyCache(settings.cache_max_bytes, ttl_seconds=ttl)
+    events = UpstreamEvents(
+        UpstreamClient(service, events_pool),
+        cache,
+        interval_seconds=settings.upstream_poll_interval_seconds,
+        on_state=lambda state: metrics.UPSTREAM_TTL.set(
+            ttl if ttl is not None and state == NO_LOG else 0
+        ),
+    )
+    return SidecarCache(
+        service, cache, events, catch_up_seconds=settings.upstream_catch_up_seconds, ttl_seconds=ttl
+    )
+
+
+def _upstream_login(settings: Settings) -> tuple[str, str] | None:
+    if settings.upstream_sasl_user is None or settings.upstream_sasl_password is None:
+        return None
+    return settings.upstream_sasl_user, settings.upstream_sasl_password.get_secret_value()
 
 
 def tls_context(settings: Settings) -> ssl.SSLContext | None:

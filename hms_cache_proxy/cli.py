@@ -79,6 +79,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="Thrift port to listen on (default 9083)")
     _add_database(serve)
     serve.add_argument(
+        "--upstream",
+        metavar="thrift://HOST:PORT",
+        help="stand in front of this running metastore instead of a database: every call is "
+        "passed through to it unchanged (the alternative to --database-url; docs/operations.md)",
+    )
+    serve.add_argument(
+        "--upstream-from-hive-site",
+        action="store_true",
+        default=None,
+        help="with --hive-site: stand in front of the metastore its hive.metastore.uris names "
+        "(the first URI) instead of using its database (default: off)",
+    )
+    serve.add_argument(
         "--external-warehouse-dir",
         metavar="PATH_OR_URI",
         help="root of the external warehouse: where an external table created without a "
@@ -214,6 +227,8 @@ _FLAGS = {
     "host": "--host",
     "port": "--port",
     "database_url": "--database-url",
+    "upstream_uri": "--upstream",
+    "upstream_from_hive_site": "--upstream-from-hive-site",
     "warehouse_dir": "--warehouse-dir",
     "external_warehouse_dir": "--external-warehouse-dir",
     "hive_site": "--hive-site",
@@ -256,6 +271,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         external_warehouse_dir=args.external_warehouse_dir,
+        upstream_uri=args.upstream,
+        upstream_from_hive_site=args.upstream_from_hive_site,
         log_level=args.log_level,
         log_format=args.log_format,
         metrics_host=args.metrics_host,
@@ -286,14 +303,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         try:
             service.bind()
         except OSError as exc:
-            service.database.dispose()
+            service.close()
             print(f"hms-cache-proxy: {exc}", file=sys.stderr)
             return 2
         stopper.watch(service)
         http = f"; metrics on {service.metrics_url}/metrics" if service.metrics_url else ""
         banner = (
             f"hms-cache-proxy {__version__} serving thrift://{settings.host}:{service.port} "
-            f"on {service.database.describe()}{http}"
+            f"on {service.describe()}{http}"
         )
         if settings.log_format == "json":
             log.info("%s", banner)  # every line of a JSON log stays JSON

@@ -72,6 +72,22 @@ class Settings(BaseSettings):
     database_auto_create: bool = True
     id_block_size: int = Field(100, ge=1)
 
+    # -- an upstream metastore instead of a database (pass-through mode, docs/operations.md)
+    upstream_uri: str | None = None
+    upstream_from_hive_site: bool = False
+    upstream_transport: Literal["buffered", "framed"] = "buffered"
+    upstream_max_connections: int = Field(64, ge=1)
+    upstream_connect_timeout_seconds: float = Field(5.0, gt=0)
+    upstream_timeout_seconds: float = Field(600.0, gt=0)
+    upstream_tls: bool = False
+    upstream_tls_ca_file: str | None = None
+    upstream_sasl_user: str | None = None
+    upstream_sasl_password: SecretStr | None = None
+    upstream_cache: bool = True
+    upstream_poll_interval_seconds: float = Field(0.2, gt=0)
+    upstream_catch_up_seconds: float = Field(5.0, ge=0)
+    upstream_cache_ttl_seconds: float | None = Field(None, gt=0)
+
     # -- warehouse and Hive behaviour
     warehouse_dir: str = "warehouse"
     external_warehouse_dir: str | None = None
@@ -159,6 +175,16 @@ class Settings(BaseSettings):
         dburl.resolve(v)  # an unknown or uninstalled driver: one line naming the forms that work
         return v
 
+    @field_validator("upstream_uri", mode="before")
+    @classmethod
+    def _upstream(cls, v: Any) -> Any:
+        if v is None or (isinstance(v, str) and not v.strip()):
+            return None  # blank is unset (an empty variable)
+        if isinstance(v, str):
+            upstream_address(v)  # thrift://HOST:PORT, or one line saying what is wrong
+            return v.strip()
+        return v
+
     @field_validator("failpoints")
     @classmethod
     def _failpoints(cls, v: str) -> str:
@@ -242,6 +268,51 @@ class Settings(BaseSettings):
                 f"http_reserved_connections ({self.http_reserved_connections}) must be smaller "
                 f"than http_max_connections ({self.http_max_connections})"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _one_backend(self) -> Settings:
+        default = Settings.model_fields["database_url"].default
+        given = "database_url" in self.model_fields_set and self.database_url != default
+        if self.upstream_uri is not None and given:
+            raise ValueError(
+                "upstream_uri and database_url are alternatives: an instance stands either on "
+                "a metastore database or in front of an upstream metastore; set only one"
+            )
+        if self.upstream_from_hive_site and not self.hive_site:
+            raise ValueError(
+                "upstream_from_hive_site needs hive_site: the file whose hive.metastore.uris "
+                "names the upstream"
+            )
+        if (self.upstream_sasl_user is None) != (self.upstream_sasl_password is None):
+            missing = "upstream_sasl_password" if self.upstream_sasl_user else "upstream_sasl_user"
+            raise ValueError(
+                f"upstream_sasl_user and upstream_sasl_password must be set together: {missing} "
+                "is missing"
+            )
+        if self.upstream_sasl_user is not None and self.upstream_transport != "buffered":
+            raise ValueError(
+                "upstream_sasl_user needs upstream_transport: buffered (SASL already frames "
+                "every message)"
+            )
+        if self.upstream_uri is not None and self.rest_enabled:
+            raise ValueError(
+                "rest_port is not served with upstream_uri (the Iceberg REST catalog stands on "
+                "a metastore database): unset one"
+            )
+        if self.upstream_uri is not None:
+            # Calls pass through undecoded: these rules could not be kept, so they are refused
+            # rather than silently not applied (the upstream authorizes; docs/security.md).
+            unkept = [
+                name
+                for name in ("read_only", "allowed_databases", "allowed_databases_by_user")
+                if getattr(self, name) != Settings.model_fields[name].default
+            ]
+            if unkept:
+                raise ValueError(
+                    f"{', '.join(unkept)} cannot be applied with upstream_uri (calls pass "
+                    "through undecoded; the upstream metastore authorizes them): unset them"
+                )
         return self
 
     @model_validator(mode="after")
@@ -347,7 +418,12 @@ class Settings(BaseSettings):
 
         found = [
             s.get_secret_value()
-            for s in (self.admin_token, self.tls_key_password, self.s3_secret_access_key)
+            for s in (
+                self.admin_token,
+                self.tls_key_password,
+                self.upstream_sasl_password,
+                self.s3_secret_access_key,
+            )
             if s
         ]
         found += [p.get_secret_value() for p in self.sasl_users.values()]
@@ -367,6 +443,20 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return host == "localhost"
+
+
+def upstream_address(uri: str) -> tuple[str, int]:
+    """(host, port) of a ``thrift://HOST:PORT`` URI; ValueError in words a user can act on."""
+    parsed = urlparse(uri.strip())
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if parsed.scheme != "thrift" or not parsed.hostname or port is None or port == 0:
+        raise ValueError(f"{uri!r} is not thrift://HOST:PORT (e.g. thrift://metastore:9083)")
+    if parsed.path not in ("", "/") or parsed.query or parsed.username:
+        raise ValueError(f"{uri!r}: only thrift://HOST:PORT is understood (no path, user, query)")
+    return parsed.hostname, port
 
 
 def to_uri(path_or_uri: str) -> str:
@@ -462,7 +552,7 @@ def load_settings(
     if not settings.hive_site:
         return settings
     try:
-        site = read_hive_site(Path(settings.hive_site))
+        site = read_hive_site(Path(settings.hive_site), upstream=settings.upstream_from_hive_site)
     except ConfigurationFileError as exc:
         raise SettingsError(f"{origins.name('hive_site')}: {exc}") from None
     origins.hive_site = site.path

@@ -508,6 +508,9 @@ the figures. The raw figures of the run below are in `benchmarks.json`, the char
 - `--uri thrift://HOST:PORT`: the cases against any running metastore.
 - `--write-docs docs` rewrites this page; `--render FILE.json --write-docs docs` renders it again
   from a saved report without running anything.
+- `python -m hms_cache_proxy.bench.passthrough`: what upstream mode adds to a call (get_database
+  straight to an upstream and through a proxy in front of it, p50/p99 of each); its figures are
+  in docs/operations.md, "Upstream mode".
 
 """
 

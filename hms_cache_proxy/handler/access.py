@@ -27,6 +27,8 @@ from typing import Any
 
 from thriftpy2.thrift import TApplicationException, TType
 
+from hms_cache_proxy.config import Settings
+from hms_cache_proxy.handler.base import HandlerBase
 from hms_cache_proxy.handler.databases import database_ref
 from hms_cache_proxy.idl import hms, service
 from hms_cache_proxy.store.events.databases import event_databases
@@ -223,8 +225,12 @@ def admins_only(settings: Any, rules: DatabaseRules) -> bool:
     return bool(getattr(settings, "sasl_enabled", False) or named or not rules.everything)
 
 
-def guard(handler: Any, settings: Any) -> Any:
-    """The handler, wrapped only where read_only, allow-lists or admin rights ask for it."""
+def guard(handler: HandlerBase, settings: Settings) -> Any:
+    """The handler, wrapped only where read_only, allow-lists or admin rights ask for it.
+
+    ``handler`` is typed so that every store call made here (``handler.store``) is checked
+    against the store contract (store/api.py): a call no store declares fails the type check
+    instead of answering clients with an AttributeError."""
     rules = DatabaseRules(settings.allowed_databases, settings.allowed_databases_by_user)
     admins = (
         frozenset(getattr(settings, "admin_users", ())) if admins_only(settings, rules) else None
@@ -259,7 +265,7 @@ def guard(handler: Any, settings: Any) -> Any:
 class _Guarded:
     """The handler's methods, some replaced."""
 
-    def __init__(self, handler: Any, wrapped: dict[str, Callable[..., Any]]) -> None:
+    def __init__(self, handler: HandlerBase, wrapped: dict[str, Callable[..., Any]]) -> None:
         self._handler = handler
         self.__dict__.update(wrapped)
 
@@ -317,7 +323,9 @@ def _not_found(api: str) -> Callable[[str, str], Exception]:
     )
 
 
-def _scoped(api: str, fn: Callable[..., Any], handler: Any, rules: DatabaseRules) -> Any:
+def _scoped(
+    api: str, fn: Callable[..., Any], handler: HandlerBase, rules: DatabaseRules
+) -> Callable[..., Any]:
     arg_specs = [spec for _, spec in sorted(getattr(service, api + "_args").thrift_spec.items())]
     paths = [(i, spec) for i, spec in enumerate(arg_specs) if _has_db(api, spec)]
     not_found = _not_found(api)
@@ -351,7 +359,7 @@ def _scoped(api: str, fn: Callable[..., Any], handler: Any, rules: DatabaseRules
     return call
 
 
-def _split(handler: Any, name: str) -> tuple[str, str | None]:
+def _split(handler: HandlerBase, name: str) -> tuple[str, str | None]:
     try:
         return handler.split_db(name)
     except Exception:  # noqa: BLE001 - a malformed name is the handler's to refuse
@@ -452,11 +460,14 @@ database they touch (their TXN_COMPONENTS, TXN_TO_WRITE_ID and HIVE_LOCKS rows).
 
 
 def _check_owned(
-    api: str, handler: Any, ids: dict[str, list[int]], visible: Callable[[str | None], bool]
+    api: str,
+    handler: HandlerBase,
+    ids: dict[str, list[int]],
+    visible: Callable[[str | None], bool],
 ) -> None:
     if not any(ids.values()):
         return
-    touched = handler.txn.databases_touched(**ids)
+    touched = handler.store.txn.databases_touched(**ids)
     if all(visible(db) for db in touched):
         return
     what = "lock" if "lock_ids" in ids else "transaction"
@@ -532,7 +543,7 @@ def _visible_events(
 
 
 def _visible_events_count(
-    handler: Any, rqst: Any, visible: Callable[[str | None], bool]
+    handler: HandlerBase, rqst: Any, visible: Callable[[str | None], bool]
 ) -> hms.NotificationEventsCountResponse:
     """get_notification_events_count over the events this client may see: read page by page
     (the count alone would include events naming hidden databases)."""

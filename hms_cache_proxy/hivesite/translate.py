@@ -6,6 +6,9 @@ Read: the database (``javax.jdo.option.ConnectionURL``, ``...ConnectionUserName`
 / ``hive.metastore.warehouse.external.dir``) and the Thrift port (``metastore.thrift.port`` /
 ``hive.metastore.port``, else the port of ``metastore.thrift.uris`` / ``hive.metastore.uris``).
 As in Hive's MetastoreConf, the ``metastore.`` name is looked up before the ``hive.`` one.
+Asked for upstream mode (``upstream_from_hive_site``), the file is a client's: the metastore to
+stand in front of is the first URI of ``metastore.thrift.uris`` / ``hive.metastore.uris``, and
+the database properties are not read.
 
 What cannot be honoured (Derby, MySQL, a credential provider instead of a password, Kerberos,
 keystore TLS, a variable that resolves to nothing) becomes a *problem* of the setting it
@@ -47,21 +50,26 @@ class HiveSite:
     notes: list[str] = field(default_factory=list)
 
 
-def read_hive_site(path: Path) -> HiveSite:
-    """Read ``path`` (raises ConfigurationFileError when it is missing or not XML)."""
+def read_hive_site(path: Path, *, upstream: bool = False) -> HiveSite:
+    """Read ``path`` (raises ConfigurationFileError when it is missing or not XML); with
+    ``upstream``, the upstream metastore's URI instead of the database."""
     props = read_properties(path)
     site = HiveSite(path)
-    _Reader(props, site).run()
+    _Reader(props, site, upstream).run()
     return site
 
 
 class _Reader:
-    def __init__(self, props: dict[str, str], site: HiveSite) -> None:
+    def __init__(self, props: dict[str, str], site: HiveSite, upstream: bool = False) -> None:
         self.props = props
         self.site = site
+        self.upstream = upstream
 
     def run(self) -> None:
-        self._database()
+        if self.upstream:
+            self._upstream()
+        else:
+            self._database()
         self._warehouse()
         self._port()
         self._security()
@@ -140,6 +148,30 @@ class _Reader:
             return
         self.site.values[setting] = translated.url.render_as_string(hide_password=False)
         self.site.notes.extend(f"{prop}: {note}" for note in translated.notes)
+
+    def _upstream(self) -> None:
+        setting = "upstream_uri"
+        found = self._get(URIS, setting)
+        if found is None:
+            if setting not in self.site.problems:
+                self._problem(
+                    setting,
+                    "no hive.metastore.uris (or metastore.thrift.uris) naming the metastore to "
+                    "stand in front of: set it, or give --upstream / "
+                    "HMS_CACHE_PROXY_UPSTREAM_URI",
+                )
+            return
+        prop, text = found
+        self.site.properties[setting] = prop
+        uris = [u.strip() for u in text.split(",") if u.strip()]
+        if not uris or urlparse(uris[0]).scheme != "thrift":
+            self._problem(setting, f"{prop}={text}: the first URI is not thrift://HOST:PORT")
+            return
+        self.site.values[setting] = uris[0]
+        if len(uris) > 1:
+            self.site.notes.append(
+                f"{prop}: in front of the first of its {len(uris)} URIs, {uris[0]} (one upstream)"
+            )
 
     def _warehouse(self) -> None:
         self._directory(WAREHOUSE, "warehouse_dir")

@@ -210,6 +210,60 @@ CONNECTIONS_TIMED_OUT = Counter(
 )
 
 
+UPSTREAM_CALLS = Counter(
+    "hms_upstream_calls_total",
+    "Calls forwarded to the upstream metastore (upstream mode), by method and outcome (ok, "
+    "upstream_error).",
+    ["method", "outcome"],
+    registry=REGISTRY,
+)
+UPSTREAM_SECONDS = Histogram(
+    "hms_upstream_call_seconds",
+    "Time from forwarding a call to the upstream to its reply (upstream mode), by method.",
+    ["method"],
+    buckets=(0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10),
+    registry=REGISTRY,
+)
+UPSTREAM_CONNECTIONS = Gauge(
+    "hms_upstream_connections",
+    "Connections open to the upstream metastore now (at most upstream_max_connections).",
+    registry=REGISTRY,
+)
+
+
+UPSTREAM_LOG = Gauge(
+    "hms_upstream_notification_log",
+    "1 while the upstream-mode cache follows the upstream's notification log, else 0 (no "
+    "log, unreachable, or the cache off).",
+    registry=REGISTRY,
+)
+UPSTREAM_TTL = Gauge(
+    "hms_upstream_cache_ttl_seconds",
+    "upstream_cache_ttl_seconds while the upstream-mode cache keeps replies for a time only "
+    "(an upstream without a notification log, opted in), else 0.",
+    registry=REGISTRY,
+)
+
+
+_upstream_recorders: dict[tuple[str, str], Callable[[float], None]] = {}
+
+
+def observe_upstream_call(method: str, seconds: float, outcome: str) -> None:
+    """Count and time one call forwarded to the upstream (server/passthrough.py); the bound
+    children are kept, as for ``observe_call``, since ``labels()`` costs a few microseconds."""
+    record = _upstream_recorders.get((method, outcome))
+    if record is None:
+        count = UPSTREAM_CALLS.labels(method, outcome).inc
+        observe = UPSTREAM_SECONDS.labels(method).observe
+
+        def record(seconds: float) -> None:
+            count()
+            observe(seconds)
+
+        _upstream_recorders[(method, outcome)] = record  # a race only builds it twice
+    record(seconds)
+
+
 class ConnectionSource(Protocol):
     @property
     def connection_count(self) -> int: ...

@@ -8,6 +8,7 @@ anything about HTTP, and the HTTP side can read it without touching the cache.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from hms_cache_proxy.observability import metrics
@@ -30,6 +31,7 @@ class Readiness:
         self._tables_done = 0
         self._tables_total = 0
         self._partitions = 0
+        self._details: dict[str, Callable[[], Any]] = {}
 
     # -- written by start-up and the cache -------------------------------------------------------
 
@@ -93,6 +95,11 @@ class Readiness:
         with self._lock:
             self._prewarm = FINISHED
 
+    def add_detail(self, name: str, read: Callable[[], Any]) -> None:
+        """Show ``read()`` as ``name`` in /readyz (it does not decide readiness)."""
+        with self._lock:
+            self._details[name] = read
+
     # -- read by /readyz ---------------------------------------------------------------------------
 
     @property
@@ -103,7 +110,8 @@ class Readiness:
     def snapshot(self) -> dict[str, Any]:
         """A consistent copy of every field, as /readyz shows it."""
         with self._lock:
-            return {
+            details = dict(self._details)
+            snap = {
                 "schema_checked": self._schema_checked,
                 "ready": self._schema_checked and self._ready,
                 "stopping": self._stopping,
@@ -117,3 +125,6 @@ class Readiness:
                     "partitions_loaded": self._partitions,
                 },
             }
+        for name, read in details.items():
+            snap[name] = read()
+        return snap

@@ -65,6 +65,18 @@ class PlainAuthenticator:
         return user
 
 
+def plain_login(sock: socket.socket, user: str, password: str) -> None:
+    """The client side of the negotiation, as Thrift's TSaslClientTransport runs it: START with
+    the mechanism, OK with ``NUL user NUL password``; returns on COMPLETE, else SaslError with
+    the server's reason. Every message afterwards travels framed."""
+    _send(sock, START, b"PLAIN")
+    _send(sock, OK, b"\x00" + user.encode() + b"\x00" + password.encode())
+    status, length = _HEADER.unpack(_exactly(sock, _HEADER.size))
+    reason = _exactly(sock, min(length, MAX_NEGOTIATION_BYTES)).decode("utf-8", "replace")
+    if status != COMPLETE:
+        raise SaslError(f"SASL PLAIN login as {user!r} refused: {reason or f'status {status}'}")
+
+
 def _receive(sock: socket.socket) -> tuple[int, bytes]:
     status, length = _HEADER.unpack(_exactly(sock, _HEADER.size))
     if status not in (START, OK, BAD, ERROR, COMPLETE):
@@ -82,7 +94,7 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
     while len(data) < n:
         chunk = sock.recv(n - len(data))
         if not chunk:
-            raise SaslError("the client closed the connection during SASL negotiation")
+            raise SaslError("the peer closed the connection during SASL negotiation")
         data += chunk
     return data
 

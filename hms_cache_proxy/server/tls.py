@@ -81,6 +81,16 @@ def server_context(
     return ctx
 
 
+def client_context(ca_file: str | None) -> ssl.SSLContext:
+    """A client context (TLS 1.2 or later) that checks the server's certificate and host name
+    against ``ca_file`` (PEM), or the system's CAs when None; TlsConfigError for a bad file."""
+    if ca_file is not None:
+        _readable(ca_file, "upstream_tls_ca_file")
+    ctx = ssl.create_default_context(cafile=ca_file)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
 def handshake(
     ctx: ssl.SSLContext,
     sock: socket.socket,

@@ -20,7 +20,7 @@ what it checks is that every call names a method that exists with those paramete
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection
@@ -151,6 +151,18 @@ class Metadata(Protocol):
         if_exists: bool = ...,
         check: Callable[[hms.Table, list[hms.Partition]], None] | None = ...,
     ) -> tuple[hms.Table, list[hms.Partition]]: ...
+    def exchange_partitions(
+        self,
+        cat: str,
+        source_db: str,
+        source_tbl: str,
+        dest_db: str,
+        dest_tbl: str,
+        spec: Mapping[str, str],
+        *,
+        prepare: Callable[[hms.Table, hms.Table, list[tuple[hms.Partition, hms.Partition]]], None]
+        | None = ...,
+    ) -> list[hms.Partition]: ...
 
     # -- column statistics -----------------------------------------------------------------------
 
@@ -525,6 +537,12 @@ class Transactions(Protocol):
         partition_names: Sequence[str],
         operation_type: int | None,
     ) -> None: ...
+    def databases_touched(
+        self, txn_ids: Sequence[int] = ..., lock_ids: Sequence[int] = ...
+    ) -> set[str]:
+        """The databases the transactions and locks name: handler/access.py lets a client
+        commit, abort or unlock them only when it may use every one."""
+        ...
 
     # -- write ids -------------------------------------------------------------------------------
 

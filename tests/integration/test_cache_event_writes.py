@@ -5,7 +5,8 @@ the function calls and insert events that the hand-kept list of write names used
 One real service with its cache, on SQLite and PostgreSQL, through Apache Thrift's client. Its
 poller polls once an hour and does not listen, so only the write's own catch-up can move the
 cache's position in time. Functions are not cached: the calls read them from the database, and
-must see each change at once.
+must see each change at once. An exchange of partitions changes two tables' entries with its
+ADD_PARTITION and DROP_PARTITION events.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.cache import clients
+from tests.support.cache import Counted, clients, entry
+from tests.support.metastore import partition, table
 from tests.support.server import running_service
 
 DB = "fdb"
@@ -106,3 +108,27 @@ def test_insert_events_are_caught_up(instance, T) -> None:
     )
     assert svc.store.current_notification_event_id() == before + 1  # INSERT
     _caught_up(svc)
+
+
+def test_an_exchange_of_partitions_is_caught_up_and_read_from_the_cache_at_once(
+    instance, T
+) -> None:
+    svc, client = instance
+    keys = ["ds:string"]
+    for name in ("src", "dst"):
+        client.create_table(table(T, "default", name, keys=keys))
+    for ds in ("x", "y"):
+        client.add_partition(partition(T, "default", "src", [ds]))
+    for name in ("src", "dst"):
+        client.get_partitions("default", name, -1)  # queues the entries' loads
+    assert svc.cache.loader.wait_idle(10)
+    assert entry(svc, "default", "src") is not None and entry(svc, "default", "dst") is not None
+    before = svc.store.current_notification_event_id()
+
+    client.exchange_partitions({"ds": "x"}, "default", "src", "default", "dst")
+    assert svc.store.current_notification_event_id() == before + 2  # ADD_ and DROP_PARTITION
+    _caught_up(svc)
+    with Counted() as counted:
+        assert [p.values for p in client.get_partitions("default", "src", -1)] == [["y"]]
+        assert [p.values for p in client.get_partitions("default", "dst", -1)] == [["x"]]
+    assert counted.hits("get_partitions") == 2

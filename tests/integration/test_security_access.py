@@ -1,9 +1,12 @@
 """Read-only mode and database allow-lists over a real socket on SQLite: what a client sees,
-what it is refused, and that a refused write leaves the metastore as it was."""
+what it is refused, and that a refused write leaves the metastore as it was. Every test runs
+with the cache on (the default configuration: the caching store answers) and off."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +26,13 @@ def _client(port: int) -> Any:
     return make_client(service, "127.0.0.1", port, timeout=30_000)
 
 
-@pytest.fixture
-def populated(sqlite_url: str, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A SQLite metastore holding sales.orders (partitioned) and secret_db.keys."""
+Serve = Callable[..., AbstractContextManager[Any]]
+
+
+@pytest.fixture(params=[True, False], ids=["cache_on", "cache_off"])
+def serve(sqlite_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> Serve:
+    """A SQLite metastore holding sales.orders (partitioned) and secret_db.keys; serve(**settings)
+    runs the service over it with the cache on or off."""
     with running_service(sqlite_url, tmp_path / "wh", cache_enabled=False) as svc:
         c = _client(svc.port)
         for db in ("sales", "secret_db"):
@@ -34,15 +41,16 @@ def populated(sqlite_url: str, tmp_path: Path) -> Iterator[tuple[str, Path]]:
         c.add_partition(partition(hms, "sales", "orders", ["2024-01-01"]))
         c.create_table(table(hms, "secret_db", "keys"))
         c.close()
-    yield sqlite_url, tmp_path / "wh"
+    return functools.partial(
+        running_service, sqlite_url, tmp_path / "wh", cache_enabled=request.param
+    )
 
 
 # -- read-only -------------------------------------------------------------------------------------
 
 
-def test_read_only_serves_reads_and_refuses_every_write(populated: tuple[str, Path]) -> None:
-    url, wh = populated
-    with running_service(url, wh, read_only=True) as svc:
+def test_read_only_serves_reads_and_refuses_every_write(serve: Serve) -> None:
+    with serve(read_only=True) as svc:
         c = _client(svc.port)
         before = c.get_current_notificationEventId().eventId
         assert c.get_all_databases() == ["default", "sales", "secret_db"]
@@ -81,9 +89,8 @@ def _declared(name: str) -> list[type]:
 # -- allow-lists -----------------------------------------------------------------------------------
 
 
-def test_hidden_database_is_absent_everywhere(populated: tuple[str, Path]) -> None:
-    url, wh = populated
-    with running_service(url, wh, allowed_databases=["default", "sal.*"]) as svc:
+def test_hidden_database_is_absent_everywhere(serve: Serve) -> None:
+    with serve(allowed_databases=["default", "sal.*"]) as svc:
         c = _client(svc.port)
         assert c.get_all_databases() == ["default", "sales"]
         assert c.get_databases("*") == ["default", "sales"]
@@ -115,18 +122,15 @@ def test_hidden_database_is_absent_everywhere(populated: tuple[str, Path]) -> No
         assert events and {e.dbName for e in events} <= {"sales", "default", None}
         c.close()
     # nothing was written into the hidden database, which still exists unfiltered
-    with running_service(url, wh) as svc:
+    with serve() as svc:
         c = _client(svc.port)
         assert c.get_all_tables("secret_db") == ["keys"]
         assert "other_db" not in c.get_all_databases()
         c.close()
 
 
-def test_allow_list_per_sasl_user(populated: tuple[str, Path]) -> None:
-    url, wh = populated
-    with running_service(
-        url,
-        wh,
+def test_allow_list_per_sasl_user(serve: Serve) -> None:
+    with serve(
         sasl_enabled=True,
         sasl_users={"alice": "alice-pw", "bob": "bob-pw"},
         allowed_databases=["default", "sales"],
@@ -145,10 +149,9 @@ def test_allow_list_per_sasl_user(populated: tuple[str, Path]) -> None:
         bob.close()
 
 
-def test_constraint_calls_keep_to_the_allow_list(populated: tuple[str, Path]) -> None:
-    url, wh = populated
+def test_constraint_calls_keep_to_the_allow_list(serve: Serve) -> None:
     flags = {"enable_cstr": False, "validate_cstr": False, "rely_cstr": False}
-    with running_service(url, wh) as svc:
+    with serve() as svc:
         c = _client(svc.port)
         pk = hms.SQLPrimaryKey(
             table_db="sales", table_name="orders", column_name="a", key_seq=1, **flags
@@ -163,7 +166,7 @@ def test_constraint_calls_keep_to_the_allow_list(populated: tuple[str, Path]) ->
         by_parent = hms.ForeignKeysRequest(parent_db_name="sales", parent_tbl_name="orders")
         assert [k.fk_name for k in c.get_foreign_keys(by_parent).foreignKeys] == ["keys_orders"]
         c.close()
-    with running_service(url, wh, allowed_databases=["sales"]) as svc:
+    with serve(allowed_databases=["sales"]) as svc:
         c = _client(svc.port)
         assert c.get_foreign_keys(by_parent).foreignKeys == []  # held by a hidden table
         assert [k.column_name for k in c.get_primary_keys(
@@ -181,9 +184,8 @@ def test_constraint_calls_keep_to_the_allow_list(populated: tuple[str, Path]) ->
         c.close()
 
 
-def test_spec_listings_keep_to_the_allow_list(populated: tuple[str, Path]) -> None:
-    url, wh = populated
-    with running_service(url, wh, allowed_databases=["sales"]) as svc:
+def test_spec_listings_keep_to_the_allow_list(serve: Serve) -> None:
+    with serve(allowed_databases=["sales"]) as svc:
         c = _client(svc.port)
 
         def tables_ext(db: str) -> list[str]:

@@ -38,13 +38,14 @@ def _allocate(c: Any, txn: int, db: str, tbl: str) -> None:
     )
 
 
-@pytest.fixture
-def restricted(database_url: str, tmp_path: Path) -> Iterator[Any]:
-    """owner may use everything (and is the admin); reader only ``pub``."""
+@pytest.fixture(params=[True, False], ids=["cache_on", "cache_off"])
+def restricted(database_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """owner may use everything (and is the admin); reader only ``pub``. With the cache on
+    (the default configuration: the caching store answers) and off (the direct store)."""
     with running_service(
         database_url,
         tmp_path / "wh",
-        cache_enabled=False,
+        cache_enabled=request.param,
         sasl_enabled=True,
         sasl_users=USERS,
         allowed_databases_by_user={"owner": [".*"], "reader": ["pub"]},
@@ -143,12 +144,14 @@ def test_only_a_client_allowed_on_its_databases_may_finish_a_transaction(
     reader.close()
 
 
+@pytest.mark.parametrize("cache_enabled", [True, False], ids=["cache_on", "cache_off"])
 def test_flush_cache_needs_an_admin_and_a_writable_instance(
-    database_url: str, tmp_path: Path
+    database_url: str, tmp_path: Path, cache_enabled: bool
 ) -> None:
     with running_service(
         database_url,
         tmp_path / "wh",
+        cache_enabled=cache_enabled,
         sasl_enabled=True,
         sasl_users=USERS,
         admin_users=["owner"],
@@ -161,7 +164,9 @@ def test_flush_cache_needs_an_admin_and_a_writable_instance(
         assert reader.get_all_databases() == ["default"]  # the connection still serves
         owner.close()
         reader.close()
-    with running_service(database_url, tmp_path / "wh", read_only=True) as svc:
+    with running_service(
+        database_url, tmp_path / "wh", read_only=True, cache_enabled=cache_enabled
+    ) as svc:
         from thriftpy2.rpc import make_client
 
         from hms_cache_proxy.idl import service
@@ -192,3 +197,84 @@ def test_a_run_of_hidden_events_does_not_end_a_restricted_clients_page(restricte
     assert rest.events == []
     owner.close()
     reader.close()
+
+
+def _lock(c: Any, db: str, txn: int | None = None) -> Any:
+    """A table lock on ``db``.t: a shared write of ``txn``, or an exclusive lock outside any."""
+    component = hms.LockComponent(
+        type=hms.LockType.SHARED_WRITE if txn else hms.LockType.EXCLUSIVE,
+        level=hms.LockLevel.TABLE,
+        dbname=db,
+        tablename="t",
+        operationType=hms.DataOperationType.UPDATE if txn else hms.DataOperationType.NO_TXN,
+        isTransactional=bool(txn),
+    )
+    return c.lock(hms.LockRequest(component=[component], txnid=txn, user="u", hostname="h"))
+
+
+def test_transactions_and_locks_finish_on_a_secured_caching_instance(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The default configuration (cache on) with both allow-lists set, on PostgreSQL: commit,
+    abort and unlock by an allowed client answer as without allow-lists; a client not allowed
+    on a database the transaction or lock touches is refused, and the refusal changes nothing."""
+    with running_service(
+        pg_url,
+        tmp_path / "wh",
+        sasl_enabled=True,
+        sasl_users=USERS,
+        allowed_databases=["pub"],  # reader has no list of its own: this one
+        allowed_databases_by_user={"owner": [".*"]},
+    ) as svc:
+        assert svc.cache is not None  # the caching store answers
+        owner = sasl_client(svc.port, "owner", USERS["owner"])
+        reader = sasl_client(svc.port, "reader", USERS["reader"])
+        for db in ("pub", "secret"):
+            owner.create_database(hms.Database(name=db, parameters={}))
+            _acid_table(owner, db, "t")
+
+        committed = _open(reader)
+        _allocate(reader, committed, "pub", "t")
+        assert _lock(reader, "pub", committed).state == hms.LockState.ACQUIRED
+        reader.commit_txn(hms.CommitTxnRequest(txnid=committed))
+        aborted = _open(reader)
+        _allocate(reader, aborted, "pub", "t")
+        reader.abort_txn(hms.AbortTxnRequest(txnid=aborted))
+        batch = [_open(reader), _open(reader)]
+        for txn in batch:
+            _allocate(reader, txn, "pub", "t")
+        reader.abort_txns(hms.AbortTxnsRequest(txn_ids=batch))
+        lock = _lock(reader, "pub")
+        assert lock.state == hms.LockState.ACQUIRED
+        reader.unlock(hms.UnlockRequest(lockid=lock.lockid))
+
+        states = {t.id: t.state for t in reader.get_open_txns_info().open_txns}
+        assert committed not in states
+        assert [states[t] for t in (aborted, *batch)] == [hms.TxnState.ABORTED] * 3
+        assert reader.show_locks(hms.ShowLocksRequest()).locks == []
+        ids = reader.get_valid_write_ids(
+            hms.GetValidWriteIdsRequest(fullTableNames=["pub.t"])
+        ).tblValidWriteIds[0]
+        assert ids.writeIdHighWaterMark == 4
+        assert sorted(ids.invalidWriteIds) == [2, 3, 4]  # write id 1 committed, the rest aborted
+        assert reader.get_table("pub", "t").tableName == "t"
+
+        # another's transaction and lock on secret: refused, and left as they were
+        theirs = _open(owner)
+        _allocate(owner, theirs, "secret", "t")
+        with pytest.raises(hms.NoSuchTxnException, match="may not use .allowed_databases"):
+            reader.commit_txn(hms.CommitTxnRequest(txnid=theirs))
+        with pytest.raises(hms.NoSuchTxnException, match="allowed_databases"):
+            reader.abort_txn(hms.AbortTxnRequest(txnid=theirs))
+        with pytest.raises(hms.NoSuchTxnException, match="allowed_databases"):
+            reader.abort_txns(hms.AbortTxnsRequest(txn_ids=[theirs]))
+        held = _lock(owner, "secret").lockid
+        with pytest.raises(hms.NoSuchLockException, match="allowed_databases"):
+            reader.unlock(hms.UnlockRequest(lockid=held))
+        assert theirs in owner.get_open_txns().open_txns
+        assert [x.lockid for x in owner.show_locks(hms.ShowLocksRequest()).locks] == [held]
+        owner.commit_txn(hms.CommitTxnRequest(txnid=theirs))
+        owner.unlock(hms.UnlockRequest(lockid=held))
+        assert owner.show_locks(hms.ShowLocksRequest()).locks == []
+        owner.close()
+        reader.close()

@@ -243,8 +243,10 @@ def test_dropping_a_partition_never_removes_a_parent_holding_dot_files(
     assert (wh / "two" / "ds=a" / ".keep").read_bytes() == b"mine"
 
 
-def test_a_user_cannot_reach_another_databases_directory(serve, tmp_path):
+@pytest.mark.parametrize("cache_enabled", [True, False], ids=["cache_on", "cache_off"])
+def test_a_user_cannot_reach_another_databases_directory(serve, tmp_path, cache_enabled):
     svc, _ = serve(
+        cache_enabled=cache_enabled,
         sasl_enabled=True,
         sasl_users={"alice": "alice-password", "bob": "bob-password"},
         allowed_databases_by_user={"alice": ["pub"], "bob": ["secret"]},

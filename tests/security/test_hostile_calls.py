@@ -63,13 +63,20 @@ def _while_attacking(attack: Callable[[], Any], bystander: Callable[[], Any], ro
     return outcome["result"]
 
 
+CACHE_ON_AND_OFF = pytest.mark.parametrize(
+    "cache_enabled", [True, False], ids=["cache_on", "cache_off"]
+)
+"""The calls below are answered by the caching store (the default) or the database path."""
+
+
 # -- 2: pattern blow-up ----------------------------------------------------------------------------
 
 
+@CACHE_ON_AND_OFF
 def test_backtracking_patterns_answer_and_others_stay_served(
-    database_url: str, tmp_path: Path, clients: Callable[..., Any]
+    database_url: str, tmp_path: Path, clients: Callable[..., Any], cache_enabled: bool
 ) -> None:
-    with running_service(database_url, tmp_path / "wh") as svc:
+    with running_service(database_url, tmp_path / "wh", cache_enabled=cache_enabled) as svc:
         setup = clients(svc.port)
         setup.create_database(T.Database(name=LONG_NAME, parameters={}))
         for db in ("default", LONG_NAME):
@@ -110,10 +117,11 @@ def _ors(n: int) -> str:
     return " OR ".join(f'day = "d{i}"' for i in range(n))
 
 
+@CACHE_ON_AND_OFF
 def test_huge_and_deep_filters_are_refused_with_the_setting_named(
-    database_url: str, tmp_path: Path, clients: Callable[..., Any]
+    database_url: str, tmp_path: Path, clients: Callable[..., Any], cache_enabled: bool
 ) -> None:
-    with running_service(database_url, tmp_path / "wh") as svc:
+    with running_service(database_url, tmp_path / "wh", cache_enabled=cache_enabled) as svc:
         setup = clients(svc.port)
         setup.create_table(table(T, "default", "events", keys=["day:string"]))
         setup.add_partitions([partition(T, "default", "events", [f"d{i}"]) for i in range(30)])
@@ -194,10 +202,11 @@ def test_a_statement_past_the_deadline_fails_with_a_message_naming_no_host(
 # -- Also: get_notification_events_count without a database ----------------------------------------
 
 
+@CACHE_ON_AND_OFF
 def test_events_count_without_a_database_counts_every_event(
-    database_url: str, tmp_path: Path, clients: Callable[..., Any]
+    database_url: str, tmp_path: Path, clients: Callable[..., Any], cache_enabled: bool
 ) -> None:
-    with running_service(database_url, tmp_path / "wh") as svc:
+    with running_service(database_url, tmp_path / "wh", cache_enabled=cache_enabled) as svc:
         c = clients(svc.port)
         c.create_database(T.Database(name="one", parameters={}))
         c.create_table(table(T, "one", "t"))

@@ -116,8 +116,6 @@ SERVED_NOTES: dict[str, str] = {
     "drop_partitions_req": "served; with `exprs` it answers `UNKNOWN_METHOD` (Kryo "
     "expressions), with names it drops",
     "add_partitions_pspec": "served as a MetaException (not supported)",
-    "exchange_partition": "served as a MetaException (not supported)",
-    "exchange_partitions": "served as a MetaException (not supported)",
 }
 """Served methods that refuse some or all requests (Deviations above says why)."""
 

@@ -29,10 +29,10 @@ def settings_for(database_url: str, warehouse: Path, **overrides: Any) -> Settin
     # The HTTP endpoint is off unless a test asks for it (metrics_port=0 for a free port):
     # many services run at once, and the default port 9090 can be taken only once.
     overrides.setdefault("metrics_port", None)
+    overrides.setdefault("port", 0)
     return Settings(
         database_url=database_url,
         host="127.0.0.1",
-        port=0,
         warehouse_dir=str(warehouse),
         **overrides,
     )

@@ -22,6 +22,8 @@ def test_rest_is_off_by_default_and_needs_tokens_off_loopback() -> None:
         database_url="sqlite://", rest_port=0, rest_host="0.0.0.0", rest_tokens={"u": "t"}
     )
     assert "t" in on_all.secrets() and on_all.redacted()["rest_tokens"] == {"u": "********"}
+    with pytest.raises(ValidationError, match="upstream_uri"):
+        Settings(upstream_uri="thrift://127.0.0.1:9083", rest_port=0)
 
 
 def test_routes_decode_namespaces_and_tell_404_from_405() -> None:

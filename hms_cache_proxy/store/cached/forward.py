@@ -42,6 +42,7 @@ class ForwardingStore:
     alter_partitions = Forwarded(api.Metadata.alter_partitions)
     rename_partition = Forwarded(api.Metadata.rename_partition)
     drop_partitions = Forwarded(api.Metadata.drop_partitions)
+    exchange_partitions = Forwarded(api.Metadata.exchange_partitions)
     update_table_column_statistics = Forwarded(api.Metadata.update_table_column_statistics)
     update_partition_column_statistics = Forwarded(api.Metadata.update_partition_column_statistics)
     delete_table_column_statistics = Forwarded(api.Metadata.delete_table_column_statistics)

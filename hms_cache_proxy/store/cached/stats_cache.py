@@ -59,7 +59,9 @@ class StatsReads:
             return from_db()
 
         try:
-            return self._read(method, key, snapshot, cached, database, partitions=partitions)
+            return self._read(
+                method, key, snapshot, cached, database, partitions=partitions, newest=True
+            )
         except _NoStats:
             self.counters.miss(method, metrics.MISS_NOT_CACHED)  # type: ignore[attr-defined]
             return from_db()

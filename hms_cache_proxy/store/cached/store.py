@@ -26,6 +26,10 @@ list calls (get_partitions*, by filter, by names,     as above, on the table's e
 names, values, counts) and statistics                 committed entry holds all partitions and
                                                       W covers them all, so every partition
                                                       returned is committed and equivalent
+statistics of a transactional table, strong mode      as above, once the cache has applied
+                                                      every event the database had (Hive keeps
+                                                      one version: a newer one the entry has
+                                                      not seen makes the database answer none)
 ====================================================  =========================================
 
 W is the write-id state the entry reflects: computed in the snapshot that loaded it and moved
@@ -71,20 +75,6 @@ from hms_cache_proxy.store.write_id_equivalence import check_equivalent_write_id
 from hms_cache_proxy.thrift_bytes import Encoded
 
 log = logging.getLogger(__name__)
-
-TXN_WRITES = frozenset({"commit_txn"})
-"""A commit that alters tables (``key_value``): the cache catches up before it returns, so
-the writer reads the altered table from it."""
-TXN_EVENTS = frozenset({"open_txns", "allocate_table_write_ids", "abort_txn", "abort_txns"})
-"""Calls whose events (OPEN_TXN, ALLOC_WRITE_ID, ABORT_TXN, and COMMIT_TXN of a commit without
-``key_value``) the cache need not see before they return: they change only which write ids
-are valid, and the rules compare every transactional read's snapshot with the entry's, so an
-entry that has not seen them yet is not used for a snapshot that has. Applied from memory when
-they come next (saving the poller a read of the log), else left to the poller."""
-LOCKS = frozenset({"lock", "check_lock"})
-"""A lock granted on this instance first brings the cache up to date: a reader holding a lock
-sees every write committed before the lock was granted (Iceberg's commit protocol: lock,
-get_table, alter_table, unlock, on any instance)."""
 
 
 class Miss(Exception):
@@ -244,13 +234,18 @@ class CachedStore(StatsReads, ForwardingStore):
         from_db: Callable[[], Any],
         *,
         partitions: bool = False,
+        newest: bool = False,
     ) -> Any:
-        """Answer from the cache when the rules allow, else from the database."""
+        """Answer from the cache when the rules allow, else from the database.
+
+        ``newest``: the answer depends on the newest rows, not only on the snapshot's committed
+        writes (statistics: Hive keeps one version, judged against the snapshot), so in strong
+        mode a transactional table's read also waits for the position, as other reads do."""
         try:
             with self.cache.lock:
                 entry = self._check_locked(key, snapshot, partitions=partitions)
                 result = from_cache(entry)
-                barrier = None if entry.transactional else self._barrier
+                barrier = None if entry.transactional and not newest else self._barrier
                 if barrier is not None:
                     # What the answer reflects: every event up to here was applied before.
                     seen = barrier.applied
@@ -756,8 +751,16 @@ class _PartitionList:
 
 
 class _TxnWrites:
-    """The transaction service, with the cache catching up after commits, aborts and locks
-    granted."""
+    """The transaction service as the caching store offers it: the calls after which the cache
+    catches up are methods of their own (each says what the cache does after it); every other
+    call goes to the service unchanged.
+
+    Open, allocate, abort and a commit without ``key_value`` change only which write ids are
+    valid: the rules compare every transactional read's snapshot with the entry's, so an entry
+    that has not seen their events yet is not used for a snapshot that has. Their events are
+    applied from memory when they come next (``absorb``, saving the poller a read of the log),
+    else left to the poller. A commit that alters tables and a lock granted bring the cache up
+    to date (``after``) before they return."""
 
     def __init__(
         self, txn: api.Transactions, after: Callable[[], None], absorb: Callable[[], Any]
@@ -767,48 +770,90 @@ class _TxnWrites:
         self._absorb = absorb
 
     def _forward(self, name: str) -> Callable[..., Any]:
-        target = getattr(self._txn, name)
-        if name in LOCKS:
+        return getattr(self._txn, name)
 
-            def lock(*args: Any, **kwargs: Any) -> Any:
-                response = target(*args, **kwargs)
-                if getattr(response, "state", None) == hms.LockState.ACQUIRED:
-                    self._after()
-                return response
+    def _absorb_own(self, call: str) -> None:
+        try:
+            self._absorb()
+        except Exception:  # noqa: BLE001 - the poller reads the events instead
+            log.debug("could not apply %s's own events", call, exc_info=True)
 
-            return lock
-        if name in TXN_WRITES:
-            absorbing = self._absorbing(name, target)
+    # -- the calls the cache follows --------------------------------------------------------
 
-            def call(*args: Any, **kwargs: Any) -> Any:
-                if len(args) < 2 and kwargs.get("key_value") is None:
-                    return absorbing(*args, **kwargs)
-                try:
-                    return target(*args, **kwargs)
-                finally:
-                    self._after()
+    def open_txns(
+        self,
+        num_txns: int,
+        user: str,
+        host: str,
+        agent_info: str | None = None,
+        txn_type: int = hms.TxnType.DEFAULT,
+    ) -> list[int]:
+        """OPEN_TXN events: applied from memory if they come next, else by the poller."""
+        ids = self._txn.open_txns(num_txns, user, host, agent_info, txn_type)
+        self._absorb_own("open_txns")
+        return ids
 
-            return call
-        if name in TXN_EVENTS:
-            return self._absorbing(name, target)
-        return target
+    def allocate_table_write_ids(
+        self, db: str, table: str, txn_ids: Sequence[int]
+    ) -> list[tuple[int, int]]:
+        """ALLOC_WRITE_ID_EVENT: applied from memory if it comes next, else by the poller."""
+        pairs = self._txn.allocate_table_write_ids(db, table, txn_ids)
+        self._absorb_own("allocate_table_write_ids")
+        return pairs
 
-    open_txns = Forwarded(api.Transactions.open_txns)
-    commit_txn = Forwarded(api.Transactions.commit_txn)
-    abort_txn = Forwarded(api.Transactions.abort_txn)
-    abort_txns = Forwarded(api.Transactions.abort_txns)
+    def commit_txn(
+        self, txn_id: int, key_value: Any | None = None, excl_write_enabled: bool = True
+    ) -> None:
+        """A commit that alters a table (``key_value``): the cache catches up before the call
+        returns, so the writer reads the altered table from it. Any other commit: its
+        COMMIT_TXN is applied from memory if it comes next, else by the poller."""
+        if key_value is None:
+            self._txn.commit_txn(txn_id, None, excl_write_enabled)
+            self._absorb_own("commit_txn")
+            return
+        try:
+            self._txn.commit_txn(txn_id, key_value, excl_write_enabled)
+        finally:
+            self._after()
+
+    def abort_txn(self, txn_id: int, error_code: int | None = None) -> None:
+        """ABORT_TXN: applied from memory if it comes next, else by the poller."""
+        self._txn.abort_txn(txn_id, error_code)
+        self._absorb_own("abort_txn")
+
+    def abort_txns(self, txn_ids: Sequence[int], error_code: int | None = None) -> int:
+        """ABORT_TXN of each: applied from memory if they come next, else by the poller."""
+        count = self._txn.abort_txns(txn_ids, error_code)
+        self._absorb_own("abort_txns")
+        return count
+
+    def lock(self, rqst: Any) -> Any:
+        """A lock granted first brings the cache up to date: its holder then reads every write
+        committed before the grant (Iceberg's lock, get_table, alter_table, unlock may go to
+        any instance). A lock left waiting changes nothing."""
+        return self._caught_up_if_granted(self._txn.lock(rqst))
+
+    def check_lock(self, ext_id: int) -> Any:
+        """A waiting lock found granted: the cache catches up, as after ``lock``."""
+        return self._caught_up_if_granted(self._txn.check_lock(ext_id))
+
+    def _caught_up_if_granted(self, response: Any) -> Any:
+        if getattr(response, "state", None) == hms.LockState.ACQUIRED:
+            self._after()
+        return response
+
+    # -- the rest, unchanged ----------------------------------------------------------------
+
     get_open_txns = Forwarded(api.Transactions.get_open_txns)
     get_open_txns_info = Forwarded(api.Transactions.get_open_txns_info)
     heartbeat = Forwarded(api.Transactions.heartbeat)
     heartbeat_txn_range = Forwarded(api.Transactions.heartbeat_txn_range)
     latest_txn_in_conflict = Forwarded(api.Transactions.latest_txn_in_conflict)
+    databases_touched = Forwarded(api.Transactions.databases_touched)
     add_dynamic_partitions = Forwarded(api.Transactions.add_dynamic_partitions)
-    allocate_table_write_ids = Forwarded(api.Transactions.allocate_table_write_ids)
     get_valid_write_ids = Forwarded(api.Transactions.get_valid_write_ids)
     max_allocated_write_id = Forwarded(api.Transactions.max_allocated_write_id)
     seed_write_id = Forwarded(api.Transactions.seed_write_id)
-    lock = Forwarded(api.Transactions.lock)
-    check_lock = Forwarded(api.Transactions.check_lock)
     unlock = Forwarded(api.Transactions.unlock)
     show_locks = Forwarded(api.Transactions.show_locks)
     compact = Forwarded(api.Transactions.compact)
@@ -826,17 +871,6 @@ class _TxnWrites:
         api.Transactions.materialization_invalidation_info
     )
     update_transaction_statistics = Forwarded(api.Transactions.update_transaction_statistics)
-
-    def _absorbing(self, name: str, target: Callable[..., Any]) -> Callable[..., Any]:
-        def absorbing(*args: Any, **kwargs: Any) -> Any:
-            result = target(*args, **kwargs)
-            try:
-                self._absorb()
-            except Exception:  # noqa: BLE001 - the poller reads the events instead
-                log.debug("could not apply %s's own events", name, exc_info=True)
-            return result
-
-        return absorbing
 
 
 __all__ = ["CachedStore", "Miss", "TType"]

@@ -10,7 +10,7 @@ values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -130,6 +130,17 @@ def _partitions_by_id(dialect: str) -> Any:
 
 MISSING_PARTITIONS = "Some partitions to drop are missing"
 """drop_partitions' NoSuchObjectException when a named partition is absent (HMSHandler)."""
+
+DIFFERENT_SCHEMAS = "The tables have different schemas. Their partitions cannot be exchanged."
+"""exchange_partitions' MetaException when columns or partition keys differ (HMSHandler)."""
+
+EXCHANGE_TRANSACTIONAL = (
+    "Exchange partition is not allowed with transactional tables. Alternatively, use load data "
+    "or insert overwrite to move partitions."
+)
+"""Hive's DDL refuses exchanging partitions of transactional tables before calling the
+metastore (their delta directories carry the source table's write ids); refused here for
+every client."""
 
 
 class ResolvedTable:
@@ -1083,6 +1094,137 @@ class Partitions(SqlPart):
 
         return self.db.transaction(run)
 
+    @writes_events
+    def exchange_partitions(
+        self,
+        cat: str,
+        source_db: str,
+        source_tbl: str,
+        dest_db: str,
+        dest_tbl: str,
+        spec: Mapping[str, str],
+        *,
+        prepare: Callable[[hms.Table, hms.Table, list[tuple[hms.Partition, hms.Partition]]], None]
+        | None = None,
+    ) -> list[hms.Partition]:
+        """Move the source table's partitions that ``spec`` names (a prefix of its keys) to the
+        destination table in one transaction, with Hive 4.0's checks and messages
+        (HMSHandler.exchange_partitions, all MetaException); returns them as now stored.
+
+        As Hive's ObjectStore does it, they are added to the destination (new PART_IDs, at
+        ``<destination location>/<name>``, parameters and times kept) and dropped from the
+        source with everything hanging off them, column statistics included. Events: one
+        ADD_PARTITION on the destination, then a DROP_PARTITION per partition on the source.
+        ``prepare(source, dest, pairs)`` runs inside the transaction before anything is
+        written, with each (source partition, destination partition to store); it may change
+        the latter's location, and raising rolls everything back."""
+
+        def run(conn: Connection) -> list[hms.Partition]:
+            dst_tk = self._exchanged_table(conn, cat, dest_db, dest_tbl, "destination")
+            src_tk = self._exchanged_table(conn, cat, source_db, source_tbl, "source")
+            for tbl_id in sorted({dst_tk.tbl_id, src_tk.tbl_id}):  # one order: no deadlock
+                conn.execute(
+                    select(schema.TBLS.c.TBL_ID)
+                    .where(schema.TBLS.c.TBL_ID == tbl_id)
+                    .with_for_update()
+                )
+            src = self.tables.load_table_by_id(conn, src_tk.tbl_id)
+            dst = self.tables.load_table_by_id(conn, dst_tk.tbl_id)
+            if is_transactional(src.parameters) or is_transactional(dst.parameters):
+                raise hms.MetaException(message=EXCHANGE_TRANSACTIONAL)
+            wanted = {k.lower(): v for k, v in spec.items()}
+            partial = [wanted.get(k, "") or "" for k in src_tk.key_names]
+            found = self._ps(conn, src_tk, partial, None)
+            if not found:
+                shown = ", ".join(f"{k}={v}" for k, v in spec.items())
+                raise hms.MetaException(
+                    message=f"No partition is found with the values {{{shown}}} "
+                    f"for the table {source_tbl}"
+                )
+            if not _same_schema(src.sd, dst.sd) or not _same_fields(
+                src.partitionKeys, dst.partitionKeys
+            ):
+                raise hms.MetaException(message=DIFFERENT_SCHEMAS)
+            given = [v != "" for v in partial]
+            if not any(given):
+                raise hms.MetaException(
+                    message="Invalid partition key & values; keys [], values []"
+                )
+            if False in given and True in given[given.index(False) :]:
+                shown = ", ".join(f"{k}={v}" for k, v in spec.items())
+                raise hms.MetaException(
+                    message="Partition values specified are not continuous. A subpartition "
+                    f"value is specified without specifying the parent partition's value "
+                    f"{{{shown}}}"
+                )
+            names = [name for _, name, _ in found]
+            taken = self._existing_names(conn, dst_tk, names)
+            if taken:
+                raise hms.MetaException(
+                    message=f"The partition {sorted(taken)[0]} already exists in the table "
+                    f"{dest_tbl}"
+                )
+            moving = self.load_partitions(conn, src_tk, [pid for pid, _, _ in found])
+            base = dst.sd.location if dst.sd is not None else None
+            pairs: list[tuple[hms.Partition, hms.Partition]] = []
+            for p in moving:
+                sd = _copy_sd(p.sd)
+                if sd is not None and base:
+                    sd.location = f"{base.rstrip('/')}/{p_name(src_tk, p)}"
+                new = _copy_partition(
+                    p, dbName=dst_tk.db, tableName=dst_tk.name, catName=cat, sd=sd, writeId=0
+                )
+                pairs.append((p, new))
+            if prepare is not None:
+                prepare(src, dst, pairs)
+            todo = [(p_name(src_tk, new), new) for _, new in pairs]
+            ids = self._insert_partitions(conn, dst_tk, dst, todo, None, prepared=True)
+            added = _in_order(self.load_partitions(conn, dst_tk, ids), [new for _, new in pairs])
+            rows = fetch_in(
+                conn,
+                _P.c.PART_NAME,
+                names,
+                lambda cond: select(_P.c.PART_ID, _P.c.SD_ID).where(
+                    _P.c.TBL_ID == src_tk.tbl_id, cond
+                ),
+            )
+            self.tables.delete_partition_rows(
+                conn, [r.PART_ID for r in rows], [r.SD_ID for r in rows]
+            )
+            events = [
+                NewEvent(
+                    msg.ADD_PARTITION,
+                    self.messages.add_partition(dst, added),
+                    cat,
+                    dest_db,
+                    dest_tbl,
+                )
+            ]
+            events += [
+                NewEvent(
+                    msg.DROP_PARTITION,
+                    self.messages.drop_partition(src, [p]),
+                    cat,
+                    source_db,
+                    source_tbl,
+                )
+                for p in moving
+            ]
+            self._emit(conn, events)
+            return added
+
+        return self.db.transaction(run)
+
+    def _exchanged_table(
+        self, conn: Connection, cat: str, db: str, name: str, role: str
+    ) -> ResolvedTable:
+        try:
+            return self.resolve_table(conn, cat, db, name)
+        except hms.NoSuchObjectException:
+            raise hms.MetaException(
+                message=f"The {role} table {table_ref(cat, db, name)} not found"
+            ) from None
+
     def partition_count(self, cat: str, db: str, tbl: str) -> int:
         with self.db.read() as conn:
             tk = self.resolve_table(conn, cat, db, tbl)
@@ -1116,6 +1258,19 @@ def _in_order(
     """``stored`` (read back in name order) in the order of ``wanted``, matched by values."""
     position = {tuple(p.values): i for i, p in enumerate(wanted)}
     return sorted(stored, key=lambda p: position[tuple(p.values)])
+
+
+def _same_fields(a: Sequence[hms.FieldSchema] | None, b: Sequence[hms.FieldSchema] | None) -> bool:
+    """MetaStoreUtils.compareFieldColumns: same names and types in the same order (comments
+    do not count)."""
+    a, b = a or [], b or []
+    if len(a) != len(b):
+        return False
+    return all(x.name == y.name and x.type == y.type for x, y in zip(a, b, strict=True))
+
+
+def _same_schema(a: hms.StorageDescriptor | None, b: hms.StorageDescriptor | None) -> bool:
+    return _same_fields(a.cols if a is not None else None, b.cols if b is not None else None)
 
 
 def _cols_key(cols: Sequence[hms.FieldSchema] | None) -> tuple[tuple[str, str, str | None], ...]:

@@ -143,6 +143,7 @@ class SqlStore:
     alter_partitions = Forwarded(api.Metadata.alter_partitions)
     rename_partition = Forwarded(api.Metadata.rename_partition)
     drop_partitions = Forwarded(api.Metadata.drop_partitions)
+    exchange_partitions = Forwarded(api.Metadata.exchange_partitions)
     get_partition = Forwarded(api.DatabaseTableReads.get_partition)
     get_partition_by_name = Forwarded(api.DatabaseTableReads.get_partition_by_name)
     get_partitions = Forwarded(api.DatabaseTableReads.get_partitions)

@@ -1,0 +1,275 @@
+"""Upstream mode with its cache: a sidecar in front of a central instance (this project's server
+in database mode on PostgreSQL) answers the hot reads from the replies it kept, and drops them
+by the events of the central instance's notification log (docs/cache.md, "In upstream mode")."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from hms_cache_proxy.app import Service, build_service
+from hms_cache_proxy.observability import metrics
+from hms_cache_proxy.server.upstream_events import FOLLOWING, UNREACHABLE
+from tests.integration.test_txn_calls import allocate, commit, open_txns, transactional_table
+from tests.integration.test_upstream_passthrough import proxy_settings
+from tests.support.apache_thrift import apache_client
+from tests.support.metastore import partition, table
+from tests.support.server import free_port, running_service
+
+pytestmark = pytest.mark.postgres
+
+IDLE = 3600.0  # a poll interval that never passes in a test: the poller reads when woken
+
+
+def forwarded(method: str) -> float:
+    """Calls of ``method`` the sidecars of this process forwarded to their upstream."""
+    value = metrics.REGISTRY.get_sample_value(
+        "hms_upstream_calls_total", {"method": method, "outcome": "ok"}
+    )
+    return value or 0.0
+
+
+def until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:g} s: {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def central(pg_url: str, tmp_path: Path) -> Iterator[Service]:
+    with running_service(pg_url, tmp_path / "warehouse") as svc:
+        _log_an_event(svc.port)
+        yield svc
+
+
+def _log_an_event(port: int) -> None:
+    """A log with an event in it: at event id 0 a sidecar cannot tell it from no log."""
+    client, transport = apache_client("127.0.0.1", port)
+    try:
+        client.create_database(client.get_database("default").__class__(name="seed"))
+    finally:
+        transport.close()
+
+
+@pytest.fixture
+def start_sidecar(central: Service) -> Iterator[Callable[..., Service]]:
+    started: list[Service] = []
+
+    def _start(**overrides: Any) -> Service:
+        svc = build_service(proxy_settings(f"thrift://127.0.0.1:{central.port}", **overrides))
+        svc.start_background()
+        started.append(svc)
+        assert svc.sidecar is not None
+        until(svc.sidecar.answering, "the sidecar follows the central instance's log")
+        return svc
+
+    yield _start
+    for svc in started:
+        svc.stop(grace_seconds=5)
+
+
+@pytest.fixture
+def connect() -> Iterator[Callable[[int], Any]]:
+    transports = []
+
+    def _connect(port: int) -> Any:
+        client, transport = apache_client("127.0.0.1", port)
+        transports.append(transport)
+        return client
+
+    yield _connect
+    for t in transports:
+        t.close()
+
+
+def _orders(client: Any, T: Any) -> None:
+    client.create_database(T.Database(name="sales"))
+    client.create_table(table(T, "sales", "orders", keys=["day:string"]))
+    client.add_partitions([partition(T, "sales", "orders", [d]) for d in ("1", "2")])
+
+
+def _set_param(client: Any, key: str, value: str) -> None:
+    t = client.get_table("sales", "orders")
+    t.parameters[key] = value
+    client.alter_table("sales", "orders", t)
+
+
+def test_a_repeated_read_is_answered_from_the_cache_as_the_upstream_answers_it(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+) -> None:
+    sidecar = start_sidecar()
+    client, direct = connect(sidecar.port), connect(central.port)
+    _orders(client, T)
+    first = client.get_table("sales", "orders")
+    before = forwarded("get_table"), forwarded("get_partitions"), forwarded("get_database")
+    for _ in range(3):
+        assert client.get_table("sales", "orders") == first
+        assert client.get_partitions("sales", "orders", -1) == direct.get_partitions(
+            "sales", "orders", -1
+        )
+        assert client.get_database("sales") == direct.get_database("sales")
+    after = forwarded("get_table"), forwarded("get_partitions"), forwarded("get_database")
+    assert after[0] == before[0]  # every get_table from the cache
+    assert after[1] - before[1] <= 1 and after[2] - before[2] <= 1  # the first one loads
+    assert first == direct.get_table("sales", "orders")
+
+
+def test_a_write_through_the_central_instance_reaches_the_sidecar(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+) -> None:
+    sidecar = start_sidecar(upstream_poll_interval_seconds=0.05)
+    client, direct = connect(sidecar.port), connect(central.port)
+    _orders(direct, T)
+    assert client.get_partition_names("sales", "orders", -1) == ["day=1", "day=2"]
+    direct.add_partitions([partition(T, "sales", "orders", ["3"])])
+    until(
+        lambda: client.get_partition_names("sales", "orders", -1) == ["day=1", "day=2", "day=3"],
+        "the sidecar answers the partition added through the central instance",
+    )
+
+
+def test_a_write_through_the_sidecar_is_read_back_on_that_connection_at_once(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+) -> None:
+    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE)
+    client = connect(sidecar.port)
+    _orders(client, T)
+    for n in range(5):
+        assert client.get_table("sales", "orders").parameters.get("n") == (
+            str(n - 1) if n else None
+        )
+        _set_param(client, "n", str(n))
+        assert client.get_table("sales", "orders").parameters["n"] == str(n)
+
+
+def test_transactional_reads_use_an_entry_only_for_the_same_write_id_list(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+) -> None:
+    sidecar = start_sidecar()
+    client, direct = connect(sidecar.port), connect(central.port)
+    transactional_table(client, T, "t")
+    (txn,) = open_txns(client, T, 1)
+    allocate(client, T, "t", [txn])
+
+    def read(c: Any, snapshot: str) -> Any:
+        request = T.GetTableRequest(dbName="default", tblName="t", validWriteIdList=snapshot)
+        return c.get_table_req(request).table
+
+    open_snapshot = "default.t:1:1:1:"  # write id 1 open
+    assert read(client, open_snapshot) == read(direct, open_snapshot)
+    commit(client, T, txn)
+    committed = "default.t:1:9223372036854775807::"
+    loads = forwarded("get_table_req")
+    assert read(client, committed) == read(direct, committed)
+    assert forwarded("get_table_req") == loads + 1  # another write-id list: not the entry
+    again = forwarded("get_table_req")
+    assert read(client, committed) == read(direct, committed)
+    assert read(client, open_snapshot) == read(direct, open_snapshot)
+    assert forwarded("get_table_req") == again  # both answered by their own entries
+
+
+def test_each_session_has_entries_of_its_own(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+) -> None:
+    sidecar = start_sidecar()
+    alice, bob = connect(sidecar.port), connect(sidecar.port)
+    _orders(alice, T)
+    alice.set_ugi("alice", [])
+    bob.set_ugi("bob", [])
+    alice.get_table("sales", "orders")
+    loads = forwarded("get_table")
+    bob.get_table("sales", "orders")  # bob's own request: the upstream authorizes it
+    assert forwarded("get_table") == loads + 1
+    bob.get_table("sales", "orders")
+    assert forwarded("get_table") == loads + 1
+
+
+def test_a_hole_in_the_upstreams_log_empties_the_cache(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any, pg_url: str
+) -> None:
+    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE)
+    assert sidecar.sidecar is not None
+    client, direct = connect(sidecar.port), connect(central.port)
+    _orders(direct, T)
+    assert "k" not in client.get_table("sales", "orders").parameters
+    first = direct.get_current_notificationEventId().eventId + 1
+    _set_param(direct, "k", "1")
+    _set_param(direct, "k", "2")
+    direct.create_table(table(T, "sales", "other"))
+    last = direct.get_current_notificationEventId().eventId
+    engine = sa.create_engine(pg_url)
+    try:
+        with engine.begin() as conn:  # the events about orders are gone, another follows
+            conn.execute(
+                sa.text('DELETE FROM "NOTIFICATION_LOG" WHERE "EVENT_ID" BETWEEN :a AND :b'),
+                {"a": first, "b": last - 1},
+            )
+    finally:
+        engine.dispose()
+    events = sidecar.sidecar.events
+    events.wake()  # applies the log up to the hole; the next round starts there
+    until(lambda: events.position == first - 1, "the poller reads up to the hole")
+    events.wake()
+    until(lambda: events.position == last, "the poller reads past the hole")
+    assert client.get_table("sales", "orders").parameters["k"] == "2"
+
+
+def test_an_unreachable_upstream_stops_the_cache_and_its_missed_events_are_applied_after(
+    pg_url: str, tmp_path: Path, connect: Any, T: Any
+) -> None:
+    port = free_port()
+    sidecar = build_service(
+        proxy_settings(f"thrift://127.0.0.1:{port}", upstream_poll_interval_seconds=0.05)
+    )
+    assert sidecar.sidecar is not None
+    events = sidecar.sidecar.events
+    try:
+        with running_service(pg_url, tmp_path / "w", port=port):
+            _log_an_event(port)
+            sidecar.start_background()
+            until(sidecar.sidecar.answering, "the sidecar follows the central instance's log")
+            client = connect(sidecar.port)
+            _orders(client, T)
+            assert len(client.get_partitions("sales", "orders", -1)) == 2  # now an entry
+        until(lambda: events.state == UNREACHABLE, "the sidecar notices the upstream is gone")
+        with pytest.raises(T.MetaException):
+            client.get_partitions("sales", "orders", -1)  # not the entry: it cannot be checked
+        with running_service(pg_url, tmp_path / "w") as other:  # a write the sidecar misses
+            connect(other.port).add_partitions([partition(T, "sales", "orders", ["3"])])
+        with running_service(pg_url, tmp_path / "w", port=port):
+            until(sidecar.sidecar.answering, "the sidecar follows the restarted upstream")
+            assert events.state == FOLLOWING
+            parts = client.get_partitions("sales", "orders", -1)
+            assert [p.values for p in parts] == [["1"], ["2"], ["3"]]
+    finally:
+        sidecar.stop(grace_seconds=5)
+
+
+def test_upstream_cache_off_forwards_every_read(central: Service, connect: Any, T: Any) -> None:
+    svc = build_service(proxy_settings(f"thrift://127.0.0.1:{central.port}", upstream_cache=False))
+    svc.start_background()
+    try:
+        assert svc.sidecar is None
+        client = connect(svc.port)
+        loads = forwarded("get_database")
+        for _ in range(3):
+            client.get_database("default")
+        assert forwarded("get_database") == loads + 3
+    finally:
+        svc.stop(grace_seconds=5)
+
+
+def test_readyz_reports_the_upstream_cache(
+    central: Service, start_sidecar: Callable[..., Service]
+) -> None:
+    sidecar = start_sidecar()
+    detail = sidecar.readiness.snapshot()["upstream_cache"]
+    assert detail["answering"] is True and detail["by_time"] is False
+    assert detail["notification_log"]["state"] == FOLLOWING
