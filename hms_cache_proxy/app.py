@@ -9,7 +9,7 @@ import logging
 import ssl
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event
 
@@ -22,7 +22,6 @@ from hms_cache_proxy.observability.admin import AdminTarget, NoCacheAdmin
 from hms_cache_proxy.observability.health import DatabaseHealth
 from hms_cache_proxy.observability.http import Endpoints, ObservabilityServer
 from hms_cache_proxy.observability.readiness import Readiness
-from hms_cache_proxy.rest.server import RestServer
 from hms_cache_proxy.server import tls
 from hms_cache_proxy.server.passthrough import PassThrough
 from hms_cache_proxy.server.processor import Processor
@@ -42,6 +41,9 @@ from hms_cache_proxy.store.sql.bootstrap import ensure_ready
 from hms_cache_proxy.store.sql.store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import Housekeeper
 from hms_cache_proxy.store.txn.txn_service import TxnConfig
+
+if TYPE_CHECKING:
+    from hms_cache_proxy.rest.server import RestServer
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +242,7 @@ def build_service(settings: Settings) -> Service:
         readiness=readiness,
         admin=cache if cache is not None else NoCacheAdmin(),
         cache=cache,
-        rest=RestServer(settings, guarded, tls=ctx) if settings.rest_enabled else None,
+        rest=_rest_server(settings, guarded, ctx) if settings.rest_enabled else None,
     )
     if settings.metrics_enabled:
         assert settings.metrics_port is not None
@@ -372,6 +374,14 @@ def _upstream_login(settings: Settings) -> tuple[str, str] | None:
     if settings.upstream_sasl_user is None or settings.upstream_sasl_password is None:
         return None
     return settings.upstream_sasl_user, settings.upstream_sasl_password.get_secret_value()
+
+
+def _rest_server(settings: Settings, handler: Any, ctx: ssl.SSLContext | None) -> RestServer:
+    """The Iceberg REST catalog, imported only when it is on: PyIceberg brings pyarrow, whose
+    import starts threads, and those must start after shutdown.py has blocked SIGTERM."""
+    from hms_cache_proxy.rest.server import RestServer
+
+    return RestServer(settings, handler, tls=ctx)
 
 
 def tls_context(settings: Settings) -> ssl.SSLContext | None:

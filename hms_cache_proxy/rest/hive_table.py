@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import time
 
-from pyiceberg.catalog.hive import SchemaToHiveConverter
-from pyiceberg.schema import visit
 from pyiceberg.table.metadata import TableMetadata
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.rest.hive_types import hive_type
 
 METADATA_LOCATION = "metadata_location"
 PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
@@ -25,9 +24,8 @@ def is_iceberg(table: hms.Table) -> bool:
 
 
 def columns(metadata: TableMetadata) -> list[hms.FieldSchema]:
-    converter = SchemaToHiveConverter(False)
     return [
-        hms.FieldSchema(name=f.name, type=visit(f.field_type, converter), comment=f.doc)
+        hms.FieldSchema(name=f.name, type=hive_type(f.field_type), comment=f.doc)
         for f in metadata.schema().fields
     ]
 

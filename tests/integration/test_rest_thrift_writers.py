@@ -5,6 +5,9 @@ database: no append is lost, and both instances' caches end on the final metadat
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -13,14 +16,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pyiceberg.catalog.hive import HiveCatalog
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
 from tests.support.apache_thrift import apache_client, load_apache_modules
-from tests.support.server import ServerProcess, free_port
+from tests.support.server import ROOT, ServerProcess, free_port
 
 APPENDS = 8
 
@@ -53,36 +55,39 @@ def test_rest_and_thrift_writers_lose_no_append(
     thrift_only = ServerProcess(url, warehouse, tmp_path / "thrift.log")
     try:
         rest = RestCatalog("rest", uri=f"http://127.0.0.1:{rest_port}")
-        hive = HiveCatalog("hive", uri=thrift_only.uri)
         rest.create_namespace("mix")
         schema = Schema(NestedField(1, "id", LongType(), required=False))
         # PyIceberg's own retries off: each writer's loop retries, so every conflict is seen.
         rest.create_table("mix.t", schema, properties={"commit.retry.num-retries": "0"})
 
+        # The Thrift writer: PyIceberg's HiveCatalog in a process of its own.
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        hive_writer = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.hive_catalog_writer", thrift_only.uri, "mix.t"]
+            + ["100", str(APPENDS)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        assert hive_writer.stdout is not None
+        assert hive_writer.stdout.readline().strip() == b"ready"
         errors: list[BaseException] = []
-        writers = [
-            threading.Thread(
-                target=append_until_done,
-                args=(lambda: rest.load_table("mix.t"), range(0, APPENDS), errors),
-            ),
-            threading.Thread(
-                target=append_until_done,
-                args=(lambda: hive.load_table("mix.t"), range(100, 100 + APPENDS), errors),
-            ),
-        ]
-        for w in writers:
-            w.start()
-        for w in writers:
-            w.join(timeout=240)
+        rest_writer = threading.Thread(
+            target=append_until_done,
+            args=(lambda: rest.load_table("mix.t"), range(0, APPENDS), errors),
+        )
+        rest_writer.start()
+        output, _ = hive_writer.communicate(timeout=240)
+        rest_writer.join(timeout=240)
         logs = "".join((tmp_path / f).read_text()[-3000:] for f in ("rest.log", "thrift.log"))
+        assert hive_writer.returncode == 0, f"{output.decode()[-3000:]}\n{logs}"
         assert not errors, f"{errors!r}\n{logs}"
-        assert not any(w.is_alive() for w in writers)
+        assert not rest_writer.is_alive()
 
         final = rest.load_table("mix.t")
         ids = sorted(final.scan().to_arrow()["id"].to_pylist())
         assert ids == list(range(APPENDS)) + list(range(100, 100 + APPENDS))
         assert len(final.metadata.snapshots) == 2 * APPENDS
-        assert hive.load_table("mix.t").metadata_location == final.metadata_location
         T = load_apache_modules().ttypes
         for server in (with_rest, thrift_only):
             client, transport = apache_client("127.0.0.1", server.port)
@@ -114,3 +119,4 @@ def test_rest_and_thrift_writers_lose_no_append(
     finally:
         with_rest.stop()
         thrift_only.stop()
+    assert with_rest.proc.returncode == 0  # SIGTERM: a clean stop, REST port and all
