@@ -89,11 +89,11 @@ class Committer:
             self.handler.alter_table_with_environment_context(db, name, row, env)
         except hms.MetaException as exc:
             if "has been modified" in (exc.message or ""):  # the swap refused: rolled back
-                self.tables._forget(location)
+                self.tables.forget(location)
                 raise commit_failed(f"{db}.{name} was changed by another writer") from exc
             self._settle(db, name, lockid, base_location, location, exc)
         except hms.InvalidOperationException as exc:  # refused before anything was written
-            self.tables._forget(location)
+            self.tables.forget(location)
             if "not found" in (exc.message or ""):
                 raise commit_failed(f"{db}.{name} was dropped meanwhile") from exc
             raise bad_request(exc.message or "alter refused") from exc
@@ -134,7 +134,7 @@ class Committer:
         if current == new:
             return
         if current == base:
-            self.tables._forget(new)
+            self.tables.forget(new)
             raise commit_failed(f"commit of {db}.{name} failed, nothing changed: {exc}") from exc
         raise commit_unknown(f"commit of {db}.{name}: outcome unknown: {exc}") from exc
 

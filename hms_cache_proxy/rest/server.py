@@ -13,6 +13,7 @@ import logging
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -166,6 +167,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: RestServer  # type: ignore[assignment]
     server_version = f"hms-cache-proxy/{__version__}"
     sys_version = ""
+    _op = "unknown"  # the route's operation, for the metrics
 
     def __init__(self, sock: socket.socket, peer: Any, server: RestServer, received: bytes):
         self._received = received
@@ -187,6 +189,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self) -> None:
         url = urlsplit(self.path)
+        started = time.monotonic()
+        self._op = "unknown"
         try:
             status, body = self._run(url.path, dict(parse_qsl(url.query)))
         except RestError as exc:
@@ -195,6 +199,7 @@ class _Handler(BaseHTTPRequestHandler):
             log.exception("REST %s %s failed", self.command, url.path)
             status = 500
             body = RestError(500, "ServiceFailureException", "internal error (see the log)").body()
+        metrics.observe_rest(self._op, status, time.monotonic() - started)
         self.send_response(status)
         if body:
             self.send_header("Content-Type", "application/json")
@@ -207,6 +212,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _run(self, path: str, query: dict[str, str]) -> tuple[int, bytes]:
         access.set_user(self.server.user_of(self.headers.get("Authorization", "")))
         op, ns, table = match(self.command, path)
+        self._op = op
         body = self._body()
         key = self.headers.get("Idempotency-Key")
         if key and op in MUTATIONS and self.server.keys.lifetime > 0:

@@ -108,7 +108,7 @@ class Tables:
             with mapped(lambda: no_namespace(db), refusal=True):
                 self.handler.create_table(row)
         except RestError:
-            self._forget(location)
+            self.forget(location)
             raise
         return table_result(location, dump(metadata))
 
@@ -172,9 +172,9 @@ class Tables:
         olds = {e.metadata_file for e in metadata.metadata_log} | {location}
         delete_files(_Below(io, prefix), olds, "metadata")
         for path in olds:
-            self._forget(path)
+            self.forget(path)
 
-    def _forget(self, location: str) -> None:
+    def forget(self, location: str) -> None:
         try:
             self.files.delete(location)
         except Exception:  # noqa: BLE001 - best effort; logged

@@ -20,6 +20,7 @@ from pyiceberg.exceptions import (
 )
 
 from hms_cache_proxy import failpoints
+from hms_cache_proxy.observability.metrics import REGISTRY
 from tests.support.apache_thrift import apache_client, load_apache_modules
 from tests.support.rest_scenario import SCHEMA, catalog, rows, run_scenario
 from tests.support.server import running_service
@@ -108,6 +109,14 @@ def test_create_transaction_register_and_errors(rest: Any) -> None:
     )
     huge = requests.post(f"{base}/namespaces", data=b"x" * (5 * 1024 * 1024), timeout=30)
     assert huge.status_code == 413
+    metrics = {
+        (sample.labels["operation"], sample.labels["status"]): sample.value
+        for family in REGISTRY.collect()
+        if family.name == "hms_rest_requests"
+        for sample in family.samples
+        if sample.name == "hms_rest_requests_total"
+    }
+    assert metrics[("load_table", "404")] >= 1 and metrics[("create_table", "400")] >= 1
 
 
 def test_idempotency_key_applies_a_retried_commit_once(rest: Any) -> None:
