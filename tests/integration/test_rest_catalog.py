@@ -109,6 +109,12 @@ def test_create_transaction_register_and_errors(rest: Any) -> None:
     )
     huge = requests.post(f"{base}/namespaces", data=b"x" * (5 * 1024 * 1024), timeout=30)
     assert huge.status_code == 413
+    moved_out = requests.post(
+        f"{base}/namespaces/ops/tables/staged",
+        json={"updates": [{"action": "set-location", "location": "file:/etc/staged"}]},
+        timeout=10,
+    )
+    assert moved_out.status_code == 400 and "outside" in moved_out.json()["error"]["message"]
     metrics = {
         (sample.labels["operation"], sample.labels["status"]): sample.value
         for family in REGISTRY.collect()
