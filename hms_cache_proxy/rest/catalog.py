@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 from hms_cache_proxy.config import Settings
 from hms_cache_proxy.confined_fs import ConfinedFS, Roots
 from hms_cache_proxy.rest.commit import Committer
-from hms_cache_proxy.rest.errors import RestError, bad_request
+from hms_cache_proxy.rest.errors import bad_request
 from hms_cache_proxy.rest.fileio import Storage
 from hms_cache_proxy.rest.metadata import MetadataFiles
 from hms_cache_proxy.rest.models import (
@@ -30,8 +30,8 @@ Answer = tuple[int, bytes]
 NO_CONTENT: Answer = (204, b"")
 
 
-def _json(value: Any, status: int = 200) -> Answer:
-    return status, json.dumps(value).encode()
+def _json(value: Any) -> Answer:
+    return 200, json.dumps(value).encode()
 
 
 class Catalog:
@@ -125,5 +125,3 @@ def _parse(model: type[BaseModel], body: bytes) -> Any:
             for e in exc.errors()[:5]
         )
         raise bad_request(f"invalid {model.__name__}: {errors}") from None
-    except RestError:
-        raise
