@@ -4,6 +4,7 @@ Thrift port's."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,7 @@ def test_the_rest_port_speaks_tls_as_the_thrift_port(
         "rest_port": 0,
         "tls_cert_file": str(pki.server_cert),
         "tls_key_file": str(pki.server_key),
+        "http_request_timeout_seconds": 3.0,
     }
     with running_service(sqlite_url, tmp_path / "warehouse", **settings) as svc:
         cat = RestCatalog(
@@ -77,6 +79,9 @@ def test_the_rest_port_speaks_tls_as_the_thrift_port(
         assert cat.list_tables("secure") == [("secure", "t")]
         with pytest.raises(requests.exceptions.ConnectionError):
             requests.get(f"http://127.0.0.1:{svc.rest.port}/v1/config", timeout=10)
+        # A client that never starts its handshake holds no thread and is cut at the deadline.
+        with socket.create_connection(("127.0.0.1", svc.rest.port), timeout=10) as silent:
+            assert silent.recv(1) == b""
         with pytest.raises(requests.exceptions.SSLError):  # a CA that signed nothing here
             requests.get(
                 f"https://127.0.0.1:{svc.rest.port}/v1/config", verify=str(pki.other_ca), timeout=10
