@@ -3,10 +3,11 @@
 Every ``interval`` seconds, as Hive's AcidHouseKeeperService and AcidTxnCleanerService do:
 
 1. Timeouts (Hive's performTimeOuts): delete txn-less locks whose HL_LAST_HEARTBEAT is older
-   than the txn timeout, and abort open txns whose TXN_LAST_HEARTBEAT is (REPL_CREATED txns
-   excepted), releasing their locks and writing ABORT_TXN events. Rows being changed by a
-   concurrent commit or heartbeat are skipped (``FOR UPDATE SKIP LOCKED``), so a txn is never
-   both committed and aborted.
+   than the txn timeout, and abort open txns whose TXN_LAST_HEARTBEAT is (REPL_CREATED txns,
+   never heartbeated, after the replication txn timeout instead; their database is marked
+   ``repl.incompatible`` by the abort), releasing their locks and writing ABORT_TXN events.
+   Rows being changed by a concurrent commit or heartbeat are skipped (``FOR UPDATE SKIP
+   LOCKED``), so a txn is never both committed and aborted.
 2. Cleaning: committed and aborted txns with no TXN_COMPONENTS below the open-txn low-water
    mark leave TXNS (cleanEmptyAbortedAndCommittedTxns); TXN_TO_WRITE_ID rows of txns below the
    lowest txn any open txn may still see as uncommitted are deleted (cleanTxnToWriteIdTable);
@@ -15,17 +16,19 @@ Every ``interval`` seconds, as Hive's AcidHouseKeeperService and AcidTxnCleanerS
    in TXN_TO_WRITE_ID follows Hive 4's two paths (``TxnConfig.use_min_history_level``).
 
 On PostgreSQL each round takes a transaction-scoped advisory lock first, so with several
-instances on one database one does the work and the others skip the round.
+instances on one database one does the work and the others skip the round. With a lease
+(``txn_housekeeping: lease``) only the instance holding it runs rounds at all.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, or_, select, text, union_all
+from sqlalchemy import Connection, and_, delete, func, or_, select, text, union_all
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
@@ -86,13 +89,19 @@ def perform_timeouts(service: TxnService) -> HousekeepingResult:
     result.locks_expired = expired
 
     def abort_batch(conn: Connection) -> list[int]:
-        cut = service.now_ms(conn) - timeout
+        now = service.now_ms(conn)
+        replayed = t.c.TXN_TYPE == hms.TxnType.REPL_CREATED
         rows = conn.execute(
             select(t.c.TXN_ID, t.c.TXN_TYPE)
             .where(
                 t.c.TXN_STATE == OPEN,
-                or_(t.c.TXN_TYPE.is_(None), t.c.TXN_TYPE != hms.TxnType.REPL_CREATED),
-                t.c.TXN_LAST_HEARTBEAT < cut,
+                or_(
+                    and_(
+                        or_(t.c.TXN_TYPE.is_(None), ~replayed),
+                        t.c.TXN_LAST_HEARTBEAT < now - timeout,
+                    ),
+                    and_(replayed, t.c.TXN_LAST_HEARTBEAT < now - service.config.repl_timeout_ms),
+                ),
             )
             .order_by(t.c.TXN_ID)
             .limit(service.config.abort_batch)
@@ -199,9 +208,17 @@ def run_once(service: TxnService) -> HousekeepingResult:
 class Housekeeper:
     """A daemon thread running ``run_once`` every ``interval_seconds`` (0: never)."""
 
-    def __init__(self, service: TxnService, interval_seconds: float) -> None:
+    def __init__(
+        self,
+        service: TxnService,
+        interval_seconds: float,
+        holds_lease: Callable[[], bool] | None = None,
+    ) -> None:
         self.service = service
         self.interval_seconds = interval_seconds
+        self.holds_lease = holds_lease
+        """When set, a round runs only while this says the instance holds the lease (the
+        other instances then touch no connection for housekeeping)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.rounds = 0
@@ -214,6 +231,8 @@ class Housekeeper:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_seconds):
+            if self.holds_lease is not None and not self.holds_lease():
+                continue
             try:
                 run_once(self.service)
             except Exception:  # noqa: BLE001 - the next round tries again

@@ -121,6 +121,9 @@ class TxnConfig:
 
     timeout_ms: int = 300_000
     """metastore.txn.timeout: a txn or txn-less lock not heartbeated for this long is ended."""
+    repl_timeout_ms: int = 950_400_000
+    """metastore.repl.txn.timeout: a replayed (REPL_CREATED) txn, never heartbeated, open this
+    long is aborted (11 days)."""
     open_txn_timeout_ms: int = 1_000
     """metastore.txn.opentxn.timeout: how long a TXNS id may stay invisible while being opened."""
     max_open_batch: int = 1_000

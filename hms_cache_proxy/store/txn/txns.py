@@ -45,6 +45,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent, one_statement
+from hms_cache_proxy.store.repl_props import REPL_INCOMPATIBLE
 from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.txn_base import (
     ABORTED,
@@ -413,6 +414,22 @@ class Txns(TxnPart):
                 conn, reservation, [NewEvent(msg.OPEN_TXN, body, cat_name=None)], last=True
             )
             return ids
+        ids = self.insert_open_rows(conn, n, user, host, agent_info, txn_type, started)
+        self._emit_open(conn, ids, txn_type)
+        return ids
+
+    def insert_open_rows(
+        self,
+        conn: Connection,
+        n: int,
+        user: str,
+        host: str,
+        agent_info: str | None,
+        txn_type: int,
+        started: list[float],
+    ) -> list[int]:
+        """The TXNS and MIN_HISTORY_LEVEL rows of ``n`` new open txns (no event); ``started``
+        gets the moment the ids were taken (the open window starts there)."""
         if conn.dialect.name == "postgresql":
             conn.execute(text('LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE'))
         now = self.now_ms(conn)
@@ -438,7 +455,6 @@ class Txns(TxnPart):
                     select(_T.c.TXN_ID, mark).where(_T.c.TXN_ID.in_(ids)),
                 )
             )
-        self._emit_open(conn, ids, txn_type)
         return ids
 
     def _emit_open(self, conn: Connection, ids: list[int], txn_type: int) -> None:
@@ -480,11 +496,11 @@ class Txns(TxnPart):
         return LONG_MAX if found is None else int(found)
 
     def _withdraw(self, conn: Connection, ids: Sequence[int], txn_type: int) -> None:
-        self._delete_txns(conn, ids)
+        self.delete_txns(conn, ids)
         self.emit_aborts(conn, dict.fromkeys(ids, txn_type))
 
     @staticmethod
-    def _delete_txns(conn: Connection, ids: Sequence[int]) -> None:
+    def delete_txns(conn: Connection, ids: Sequence[int]) -> None:
         mh = schema.MIN_HISTORY_LEVEL
         conn.execute(delete(mh).where(mh.c.MHL_TXNID.in_(ids)))
         conn.execute(delete(_T).where(_T.c.TXN_ID.in_(ids)))
@@ -557,16 +573,16 @@ class Txns(TxnPart):
                     )
                 savepoint.commit()
         if ops and txn_type != hms.TxnType.READ_ONLY and txn_type not in COMPACTION_TYPES:
-            self._move_components_to_completed(conn, txn_id, update_delete)
+            self.move_components_to_completed(conn, txn_id, update_delete)
         altered = []
         if key_value is not None:
             altered.append(self._update_key_value(conn, txn_id, key_value))
         events = (
-            self._commit_events(conn, txn_id, altered)
+            self.commit_events(conn, txn_id, altered)
             if txn_type != hms.TxnType.READ_ONLY or altered
             else []
         )
-        self._finish_commit(conn, txn_id, txn_type, commit_id, temp_id, bool(ops))
+        self.finish_commit(conn, txn_id, txn_type, commit_id, temp_id, bool(ops))
         self.emit(conn, events)
         return None
 
@@ -682,7 +698,7 @@ class Txns(TxnPart):
         return f"{resource} committed by [{txn_id_str(row[0])},{row[1]}] {row[5]}/{row[6]}"
 
     @staticmethod
-    def _move_components_to_completed(conn: Connection, txn_id: int, update_delete: str) -> None:
+    def move_components_to_completed(conn: Connection, txn_id: int, update_delete: str) -> None:
         tc, ctc = schema.TXN_COMPONENTS, schema.COMPLETED_TXN_COMPONENTS
         rows = select(
             tc.c.TC_TXNID,
@@ -706,7 +722,7 @@ class Txns(TxnPart):
             )
         )
 
-    def _commit_events(
+    def commit_events(
         self, conn: Connection, txn_id: int, altered: Sequence[tuple[str, str, str]] = ()
     ) -> list[NewEvent]:
         t2w = schema.TXN_TO_WRITE_ID
@@ -722,7 +738,7 @@ class Txns(TxnPart):
         body = self.messages.commit_txn(txn_id, infos or None, altered)
         return [NewEvent(msg.COMMIT_TXN, body, cat_name=None)]
 
-    def _finish_commit(
+    def finish_commit(
         self,
         conn: Connection,
         txn_id: int,
@@ -831,15 +847,21 @@ class Txns(TxnPart):
 
         return self.db.transaction(run)
 
-    def abort_in(self, conn: Connection, txn_ids: Sequence[int], *, reason: str) -> int:
+    def abort_in(
+        self, conn: Connection, txn_ids: Sequence[int], *, reason: str, replayed: bool = False
+    ) -> int:
         """Hive's abortTxns: mark open txns aborted and drop their locks; returns how many.
 
         TXN_COMPONENTS and TXN_TO_WRITE_ID stay: readers need the aborted write ids until the
-        compactor has cleaned their data.
+        compactor has cleaned their data. An abort that is not REPL LOAD's own (``replayed``)
+        of a replayed txn breaks the replica: its database gets ``repl.incompatible=true``
+        (Hive's AbortTxnsFunction), and the next load refuses to run.
         """
         if not txn_ids:
             return 0
         hl, rtm = schema.HIVE_LOCKS, schema.REPL_TXN_MAP
+        if not replayed:
+            self._mark_repl_incompatible(conn, txn_ids)
         self._forget_min_history(conn, txn_ids)
         count = conn.execute(
             update(_T)
@@ -849,6 +871,26 @@ class Txns(TxnPart):
         conn.execute(delete(hl).where(hl.c.HL_TXNID.in_(txn_ids)))
         conn.execute(delete(rtm).where(rtm.c.RTM_TARGET_TXN_ID.in_(txn_ids)))
         return int(count)
+
+    @staticmethod
+    def _mark_repl_incompatible(conn: Connection, txn_ids: Sequence[int]) -> None:
+        rtm, dbs, dp = schema.REPL_TXN_MAP, schema.DBS, schema.DATABASE_PARAMS
+        policies = conn.execute(
+            select(rtm.c.RTM_REPL_POLICY).where(rtm.c.RTM_TARGET_TXN_ID.in_(txn_ids)).distinct()
+        ).scalars()
+        names = {p.split(".", 1)[0].strip().lower() for p in policies if p}
+        names.discard("*")
+        for name in sorted(names):
+            db_id = conn.execute(
+                select(dbs.c.DB_ID).where(dbs.c.NAME == name, dbs.c.CTLG_NAME == "hive")
+            ).scalar()
+            if db_id is None:
+                continue
+            key = (dp.c.DB_ID == db_id, dp.c.PARAM_KEY == REPL_INCOMPATIBLE)
+            if conn.execute(update(dp).where(*key).values(PARAM_VALUE="true")).rowcount == 0:
+                conn.execute(
+                    insert(dp).values(DB_ID=db_id, PARAM_KEY=REPL_INCOMPATIBLE, PARAM_VALUE="true")
+                )
 
     def emit_aborts(self, conn: Connection, txn_types: dict[int, int]) -> None:
         """ABORT_TXN per aborted txn, with the databases it allocated write ids in."""
