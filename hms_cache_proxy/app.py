@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import functools
 import logging
+import socket
+import ssl
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 
 from hms_cache_proxy import failpoints
 from hms_cache_proxy.config import Settings, upstream_address
@@ -35,11 +40,14 @@ from hms_cache_proxy.server.upstream_events import NO_LOG, UpstreamEvents
 from hms_cache_proxy.server.wire import Limits
 from hms_cache_proxy.store.cached.cache_service import CacheService
 from hms_cache_proxy.store.cached.direct import DirectStore
-from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.db.engine import Database, refused_connection
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
 from hms_cache_proxy.store.sql.store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import Housekeeper
 from hms_cache_proxy.store.txn.txn_service import TxnConfig
+
+if TYPE_CHECKING:
+    from hms_cache_proxy.rest.server import RestServer
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +63,7 @@ class Service:
     admin: AdminTarget = field(default_factory=NoCacheAdmin)
     http: ObservabilityServer | None = None  # None when metrics_port is off
     cache: CacheService | None = None  # None when cache_enabled is false
+    rest: RestServer | None = None  # None when rest_port is off
     upstream: UpstreamPool | None = None  # upstream mode: the metastore calls go to
     sidecar: SidecarCache | None = None  # upstream mode with upstream_cache
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -114,6 +123,19 @@ class Service:
                     f"{self.http.requested_port}: {exc.strerror}; set metrics_port "
                     "(0 = any free port, -1 = off)",
                 ) from exc
+        if self.rest is not None:
+            try:
+                self.rest.bind()
+            except OSError as exc:
+                self.server.stop(0)
+                if self.http is not None:
+                    self.http.stop()
+                raise OSError(
+                    exc.errno,
+                    f"cannot listen for the Iceberg REST catalog on {self.settings.rest_host}:"
+                    f"{self.settings.rest_port}: {exc.strerror}; set rest_port "
+                    "(0 = any free port, null = off)",
+                ) from exc
         self._bound = True
 
     def start_background(self) -> None:
@@ -139,6 +161,8 @@ class Service:
             metrics.track_pool(self.database)
         if self.http is not None:
             self.http.start()
+        if self.rest is not None:
+            self.rest.start()
 
     def _serve(self) -> None:
         self._serving.set()
@@ -160,6 +184,8 @@ class Service:
             self.sidecar.stop()
         if self._thread is not None:
             self._thread.join(timeout=grace_seconds)
+        if self.rest is not None:
+            self.rest.stop()
         if self.http is not None:
             self.http.stop()
         metrics.untrack_connections(self.server)
@@ -173,7 +199,8 @@ def build_service(settings: Settings) -> Service:
     redact.install(settings.secrets())  # before anything can log them
     if settings.failpoints:  # test only; in-process tests set theirs directly
         failpoints.configure(settings.failpoints)
-    opener = secure_opener(settings)  # a bad certificate stops us before the database is touched
+    ctx = tls_context(settings)  # a bad certificate stops us before the database is touched
+    opener = secure_opener(settings, ctx)
     if settings.upstream_uri is not None:
         return _build_upstream_service(settings, opener)
     database = Database(
@@ -181,11 +208,20 @@ def build_service(settings: Settings) -> Service:
         pool_size=settings.database_pool_size,
         timeout_seconds=settings.database_timeout_seconds,
         statement_timeout_seconds=settings.database_statement_timeout_seconds,
+        pool_idle_seconds=settings.database_pool_idle_seconds,
+        instance_name=settings.instance_name or socket.gethostname(),
+        pooler=settings.database_pooler,
+        listen_url=settings.database_listen_url,
     )
     _count_database_errors(database)
-    ensure_ready(database, settings.warehouse_uri(), settings.database_auto_create)
+    _retry_at_start(
+        lambda: ensure_ready(database, settings.warehouse_uri(), settings.database_auto_create),
+        settings.database_start_timeout_seconds,
+    )
     readiness = Readiness()
     readiness.mark_schema_checked()
+    database.refusals.listeners.append(metrics.DATABASE_REFUSED.inc)
+    readiness.add_condition(functools.partial(_refusal_reason, database))
     store = SqlStore(
         database,
         warehouse_uri=settings.warehouse_uri(),
@@ -195,17 +231,21 @@ def build_service(settings: Settings) -> Service:
         server_uri=settings.server_uri,
         txn_config=TxnConfig(
             timeout_ms=int(settings.txn_timeout_seconds * 1000),
+            repl_timeout_ms=int(settings.repl_txn_timeout_seconds * 1000),
             open_txn_timeout_ms=settings.txn_open_timeout_ms,
             max_open_batch=settings.txn_max_open_batch,
+            use_min_history_level=settings.txn_use_min_history_level,
+            use_min_history_write_id=settings.txn_use_min_history_write_id,
         ),
     )
-    housekeeper = Housekeeper(store.txn, settings.txn_housekeeping_interval_seconds)
     # The handler reads through the cache (or, with cache_enabled false, the database only).
     cache = CacheService(store, settings, readiness) if settings.cache_enabled else None
+    housekeeper = _housekeeper(settings, store, cache)
     handler = Handler(cache.store if cache is not None else DirectStore(store), settings)
     log_roots(settings)
     # read_only and allowed_databases (the handler itself when neither is set: no cost per call)
-    processor = Processor(service, access.guard(handler, settings), observer=metrics.observe_call)
+    guarded = access.guard(handler, settings)
+    processor = Processor(service, guarded, observer=metrics.observe_call)
     server = _thrift_server(settings, processor, opener)
     if cache is None:
         readiness.mark_ready()  # nothing to prewarm (with a cache, its loader says when)
@@ -218,6 +258,7 @@ def build_service(settings: Settings) -> Service:
         readiness=readiness,
         admin=cache if cache is not None else NoCacheAdmin(),
         cache=cache,
+        rest=_rest_server(settings, guarded, ctx) if settings.rest_enabled else None,
     )
     if settings.metrics_enabled:
         assert settings.metrics_port is not None
@@ -352,18 +393,76 @@ def _upstream_login(settings: Settings) -> tuple[str, str] | None:
     return settings.upstream_sasl_user, settings.upstream_sasl_password.get_secret_value()
 
 
-def secure_opener(settings: Settings) -> SecureOpener | None:
+def _retry_at_start(step: Callable[[], None], timeout: float) -> None:
+    """Run ``step``, again with backoff while PostgreSQL refuses the connection for want of a
+    slot or is still starting, for up to ``timeout`` seconds; other errors fail at once."""
+    deadline = time.monotonic() + timeout
+    delay = 0.5
+    while True:
+        try:
+            step()
+            return
+        except OperationalError as exc:
+            transient = refused_connection(exc) or "starting up" in str(exc.orig)
+            if not transient or time.monotonic() + delay > deadline:
+                raise
+            log.warning(
+                "the metastore database cannot take a connection yet (%s); retrying in %.1fs",
+                str(exc.orig).strip().splitlines()[0],
+                delay,
+            )
+            time.sleep(delay)
+            delay = min(10.0, delay * 2)
+
+
+def _refusal_reason(database: Database) -> str | None:
+    ago = database.refusals.recent(60.0)
+    if ago is None:
+        return None
+    return (
+        f"the metastore database refused a new connection {ago:.0f}s ago (too many clients); "
+        "cache hits are served, calls needing a new connection wait for one of ours or fail"
+    )
+
+
+def _housekeeper(settings: Settings, store: SqlStore, cache: CacheService | None) -> Housekeeper:
+    """Transaction housekeeping as ``txn_housekeeping`` says: with a lease, rounds run only
+    while this instance's LISTEN session holds it (where there is no such session: every
+    round, serialised with the other instances' by an advisory lock, as "always")."""
+    interval = settings.txn_housekeeping_interval_seconds
+    if settings.txn_housekeeping == "off":
+        interval = 0
+    holds_lease = None
+    if settings.txn_housekeeping == "lease" and cache is not None and cache.poller.listen:
+        poller = cache.poller
+        holds_lease = lambda: poller.leader  # noqa: E731
+    return Housekeeper(store.txn, interval, holds_lease)
+
+
+def _rest_server(settings: Settings, handler: Any, ctx: ssl.SSLContext | None) -> RestServer:
+    """The Iceberg REST catalog, imported only when it is on: PyIceberg brings pyarrow, whose
+    import starts threads, and those must start after shutdown.py has blocked SIGTERM."""
+    from hms_cache_proxy.rest.server import RestServer
+
+    return RestServer(settings, handler, tls=ctx)
+
+
+def tls_context(settings: Settings) -> ssl.SSLContext | None:
+    """The server TLS context of the Thrift port (and the REST port), None without TLS."""
+    if settings.tls_cert_file is None or settings.tls_key_file is None:
+        return None
+    password = settings.tls_key_password
+    return tls.server_context(
+        settings.tls_cert_file,
+        settings.tls_key_file,
+        key_password=password.get_secret_value() if password is not None else None,
+        ca_file=settings.tls_ca_file,
+        client_auth=settings.tls_client_auth,
+    )
+
+
+def secure_opener(settings: Settings, ctx: ssl.SSLContext | None) -> SecureOpener | None:
     """TLS and SASL for the Thrift port as configured (None when neither is on)."""
-    ctx = None
-    if settings.tls_cert_file is not None and settings.tls_key_file is not None:
-        password = settings.tls_key_password
-        ctx = tls.server_context(
-            settings.tls_cert_file,
-            settings.tls_key_file,
-            key_password=password.get_secret_value() if password is not None else None,
-            ca_file=settings.tls_ca_file,
-            client_auth=settings.tls_client_auth,
-        )
     sasl = None
     if settings.sasl_enabled:
         users = {u: p.get_secret_value() for u, p in settings.sasl_users.items()}

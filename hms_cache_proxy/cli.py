@@ -209,6 +209,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_soak_arguments(soak)
 
+    fanout = sub.add_parser(
+        "fanout",
+        help="N instances on one throwaway PostgreSQL: connections, idle transactions/s, "
+        "transactions per write, write-to-all lag",
+        description="Start N instances on one throwaway PostgreSQL, let them go idle, read "
+        "and write through them, and report the PostgreSQL connections they hold, the "
+        "transactions they run per second while idle, the transactions one write costs and "
+        "how long a write takes to reach every instance's cache (JSON to --output).",
+    )
+    from hms_cache_proxy.check.fanout import add_arguments as add_fanout_arguments
+
+    add_fanout_arguments(fanout)
+
     from hms_cache_proxy.check.command import DESCRIPTION as CHECK_DESCRIPTION
     from hms_cache_proxy.check.command import add_arguments as add_check_arguments
 
@@ -364,7 +377,7 @@ def _database_error(settings: Any, exc: DBAPIError) -> str:
 
 
 # Commands that start servers, PostgreSQL or Spark of their own and remove them when they end.
-_CLEANING_UP = ("bench", "check", "pipeline", "soak")
+_CLEANING_UP = ("bench", "check", "fanout", "pipeline", "soak")
 
 
 def _stop_on_sigterm(signum: int, _frame: Any) -> None:
@@ -399,6 +412,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from hms_cache_proxy.pipeline.command import run as run_pipeline
 
             return run_pipeline(args)
+        if args.command == "fanout":
+            from hms_cache_proxy.check.fanout import run as run_fanout
+
+            return run_fanout(args)
         if args.command == "soak":
             from hms_cache_proxy.bench.soak import run as run_soak
 

@@ -3,7 +3,7 @@
 #   - Debian packages when missing: PostgreSQL server binaries (the suite starts its own
 #     throwaway server), the Apache Thrift compiler (the tests' reference client), a Java
 #     development kit (Spark, and the stock Hive Metastore the interop tests start, which
-#     compiles a small class);
+#     compiles a small class), PgBouncer (the transaction-pooler tests start their own);
 #   - a virtualenv in .venv with the package, its test tools, PySpark, matplotlib (the
 #     benchmark command's chart) and podman-compose.
 # tests/container runs scripts/container-test.sh, which installs podman and builds the
@@ -18,6 +18,7 @@ if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb 
 fi
 command -v thrift >/dev/null 2>&1 || missing+=(thrift-compiler)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # throwaway certificates (TLS tests)
+command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)  # transaction-pooler tests
 command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 # The stock metastore needs a PostgreSQL JDBC driver: the Maven cache's, else Debian's.
 if ! ls ~/.m2/repository/org/postgresql/postgresql/*/postgresql-*.jar >/dev/null 2>&1 &&

@@ -98,17 +98,20 @@ class PostgresServer:
         self.log_file = base_dir / "server.log"
         self.port = port
         self.host = "127.0.0.1"
+        self.settings: dict[str, str] = {}
         self._names = itertools.count(1)
         self._running = False
 
     # -- life cycle ------------------------------------------------------------------------------
 
     @classmethod
-    def start(cls) -> PostgresServer:
-        """initdb into a new temporary directory and start the server; raises if it cannot."""
+    def start(cls, settings: dict[str, str] | None = None) -> PostgresServer:
+        """initdb into a new temporary directory and start the server; raises if it cannot.
+        ``settings``: postgresql.conf values over the defaults, e.g. {"max_connections": "20"}."""
         bin_dir = find_bin_dir()
         base = Path(tempfile.mkdtemp(prefix="hms-pg-"))
         server = cls(bin_dir, base, 0)
+        server.settings = dict(settings or {})
         try:
             server._hand_to_server_user()
             server._initdb()
@@ -254,7 +257,7 @@ class PostgresServer:
         )
 
     def _write_settings(self) -> None:
-        settings = dict(_SETTINGS)
+        settings = {**_SETTINGS, **self.settings}
         settings["port"] = str(self.port)
         settings["unix_socket_directories"] = f"'{self.base_dir}'"
         # A file of our own, included last, so a retry on another port just rewrites it.

@@ -68,6 +68,9 @@ class CheckConfig:
     cache_max_bytes: int = 20_000
     """The caching instances' byte budget: tiny by default, so tables are evicted and loaded
     again all the time (0: the service's default)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Settings over the checker's own for every instance (e.g. database_pooler and
+    database_listen_url, for a run through a transaction pooler)."""
     failpoints: str = SLOW_LOADS
     """The caching instances' failpoints (hms_cache_proxy/failpoints.py): slow loads and
     applies widen the windows in which loads race events."""
@@ -132,6 +135,7 @@ def _common_settings(cfg: CheckConfig) -> dict[str, Any]:
         "database_timeout_seconds": 10,
         "prewarm_threads": 1,
         "database_pool_size": 4,
+        **cfg.settings,
     }
 
 

@@ -61,7 +61,7 @@ WRITE_CALLS = _calls(
     update_table_column_statistics_req update_partition_column_statistics_req
     set_aggr_stats_for delete_partition_column_statistics delete_table_column_statistics
     create_function drop_function alter_function open_txns abort_txn abort_txns commit_txn
-    allocate_table_write_ids seed_write_id lock check_lock unlock heartbeat
+    allocate_table_write_ids seed_write_id repl_tbl_writeid_state lock check_lock unlock heartbeat
     heartbeat_txn_range add_dynamic_partitions fire_listener_event flushCache
     add_primary_key add_foreign_key add_unique_constraint add_not_null_constraint
     add_default_constraint add_check_constraint drop_constraint
@@ -347,7 +347,8 @@ def _scoped(
                     if empty:
                         return []
                     raise not_found(cat, db)
-        if owned is not None:
+        replayed = _check_repl_policy(api, args, visible)
+        if owned is not None and not replayed:
             _check_owned(api, handler, owned(*args), visible)
         if counted:
             return _visible_events_count(handler, args[0], visible)
@@ -457,6 +458,35 @@ _OWNED: dict[str, Callable[..., dict[str, list[int]]]] = {
 }
 """Calls that act on transactions or locks by id: allowed only when the client may see every
 database they touch (their TXN_COMPONENTS, TXN_TO_WRITE_ID and HIVE_LOCKS rows)."""
+
+
+_REPL_CALLS = frozenset({"open_txns", "commit_txn", "abort_txn", "allocate_table_write_ids"})
+
+
+def _check_repl_policy(
+    api: str, args: tuple[Any, ...], visible: Callable[[str | None], bool]
+) -> bool:
+    """A request with ``replPolicy`` (REPL LOAD) acts for the policy's database ("<db>.*"):
+    allowed only when the client may use it ("*.*", every database: never for a client
+    with an allow-list). Returns whether the request names a replayed txn, whose txn id is a
+    *source* id (so the owned-transaction check, which reads this metastore's txns, does not
+    apply)."""
+    rqst = args[0] if args and api in _REPL_CALLS else None
+    policy = getattr(rqst, "replPolicy", None)
+    if not policy:
+        return False
+    db = policy.split(".", 1)[0].strip().lower()
+    if db == "*" or not visible(db):
+        message = (
+            f"replication policy {policy} names a database this client may not use "
+            "(allowed_databases)"
+        )
+        declared = _declared(api)
+        for cls in (hms.NoSuchTxnException, hms.MetaException):
+            if cls in declared:
+                raise cls(message=message)
+        raise TApplicationException(TApplicationException.INTERNAL_ERROR, message)
+    return getattr(rqst, "txn_type", None) == hms.TxnType.REPL_CREATED
 
 
 def _check_owned(

@@ -2,8 +2,13 @@
 
 The handler checks what the request must carry, normalises names the way Hive does (database
 and table names of write-id allocation and locks are lower-cased) and calls the store's
-transaction service (``store.txn``). Replication (``replPolicy``, REPL_CREATED txns) is not
-supported and is refused with a MetaException that says so.
+transaction service (``store.txn``).
+
+Replication: REPL LOAD names a replayed txn (``txn_type=REPL_CREATED`` with ``replPolicy``) by
+its source txn id; open, allocate (``srcTxnToWriteIdList``), commit (``writeEventInfos``) and
+abort go to the store's replayed-txn calls (``store/txn/repl.py``); ``replPolicy`` on a DEFAULT
+txn is REPL LOAD's own statement txn, opened, committed and aborted with no txn events (Hive
+writes none for it).
 
 Hive 2.3 clients send an older layout of AddDynamicPartitions (no writeid, so every later field
 id is one lower); decoded with the 4.0 layout it arrives without writeid and tablename, and is
@@ -18,12 +23,20 @@ from hms_cache_proxy.handler.base import HandlerBase, normalize
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.api import Transactions
 
-_REPLICATION_UNSUPPORTED = "replication transactions (replPolicy, REPL_CREATED) are not supported"
+
+def _replayed(repl_policy: str | None, txn_type: int | None) -> bool:
+    """Whether the request names a replayed txn (by its source id)."""
+    if txn_type == hms.TxnType.REPL_CREATED:
+        if not repl_policy:
+            raise hms.MetaException(message="a REPL_CREATED txn needs replPolicy")
+        return True
+    return False
 
 
-def _no_replication(repl_policy: str | None, txn_type: int | None = None) -> None:
-    if repl_policy or txn_type == hms.TxnType.REPL_CREATED:
-        raise hms.MetaException(message=f"hms-cache-proxy: {_REPLICATION_UNSUPPORTED}")
+def _load_txn(repl_policy: str | None, txn_type: int | None) -> bool:
+    """Whether the request names REPL LOAD's (or DUMP's) own statement txn: ``replPolicy``
+    with a DEFAULT txn, for which Hive writes no txn events."""
+    return bool(repl_policy) and txn_type in (None, hms.TxnType.DEFAULT)
 
 
 def _required(value: Any, what: str) -> Any:
@@ -52,7 +65,25 @@ class TxnHandlers(HandlerBase):
 
     def open_txns(self, rqst: hms.OpenTxnRequest) -> hms.OpenTxnsResponse:
         _required(rqst, "OpenTxnRequest")
-        _no_replication(rqst.replPolicy, rqst.txn_type)
+        if _replayed(rqst.replPolicy, rqst.txn_type):
+            src = list(_required(rqst.replSrcTxnIds, "replSrcTxnIds"))
+            if len(src) != _required(rqst.num_txns, "num_txns"):
+                raise hms.MetaException(
+                    message=f"num_txns {rqst.num_txns} does not match the {len(src)} replSrcTxnIds"
+                )
+            ids = self.txn.repl_open_txns(
+                rqst.replPolicy, src, rqst.user or "", rqst.hostname or "", rqst.agentInfo
+            )
+            return hms.OpenTxnsResponse(txn_ids=ids)
+        if _load_txn(rqst.replPolicy, rqst.txn_type):
+            if _required(rqst.num_txns, "num_txns") != 1:
+                raise hms.MetaException(message="REPL LOAD opens its own txn one at a time")
+            txn = self.txn.load_open_txn(rqst.user or "", rqst.hostname or "", rqst.agentInfo)
+            return hms.OpenTxnsResponse(txn_ids=[txn])
+        if rqst.replPolicy:
+            raise hms.MetaException(
+                message=f"replPolicy on a txn of type {rqst.txn_type} is not supported"
+            )
         txn_type = hms.TxnType.DEFAULT if rqst.txn_type is None else rqst.txn_type
         ids = self.txn.open_txns(
             _required(rqst.num_txns, "num_txns"),
@@ -65,7 +96,12 @@ class TxnHandlers(HandlerBase):
 
     def abort_txn(self, rqst: hms.AbortTxnRequest) -> None:
         _required(rqst, "AbortTxnRequest")
-        _no_replication(rqst.replPolicy, rqst.txn_type)
+        if _replayed(rqst.replPolicy, rqst.txn_type):
+            self.txn.repl_abort_txn(rqst.replPolicy, _required(rqst.txnid, "txnid"))
+            return
+        if _load_txn(rqst.replPolicy, rqst.txn_type):
+            self.txn.load_abort_txn(_required(rqst.txnid, "txnid"))
+            return
         self.txn.abort_txn(_required(rqst.txnid, "txnid"), rqst.errorCode)
 
     def abort_txns(self, rqst: hms.AbortTxnsRequest) -> None:
@@ -74,7 +110,21 @@ class TxnHandlers(HandlerBase):
 
     def commit_txn(self, rqst: hms.CommitTxnRequest) -> None:
         _required(rqst, "CommitTxnRequest")
-        _no_replication(rqst.replPolicy, rqst.txn_type)
+        if _replayed(rqst.replPolicy, rqst.txn_type):
+            if rqst.keyValue is not None or rqst.replLastIdInfo is not None:
+                raise hms.MetaException(
+                    message="keyValue and replLastIdInfo are not supported on a replayed commit"
+                )
+            self.store.repl_commit_txn(
+                "hive",
+                rqst.replPolicy,
+                _required(rqst.txnid, "txnid"),
+                list(rqst.writeEventInfos or []),
+            )
+            return
+        if _load_txn(rqst.replPolicy, rqst.txn_type):
+            self.txn.load_commit_txn(_required(rqst.txnid, "txnid"))
+            return
         self.txn.commit_txn(
             _required(rqst.txnid, "txnid"),
             key_value=rqst.keyValue,
@@ -119,14 +169,20 @@ class TxnHandlers(HandlerBase):
         self, rqst: hms.AllocateTableWriteIdsRequest
     ) -> hms.AllocateTableWriteIdsResponse:
         _required(rqst, "AllocateTableWriteIdsRequest")
-        _no_replication(rqst.replPolicy)
-        if rqst.srcTxnToWriteIdList:
-            _no_replication("srcTxnToWriteIdList")
-        pairs = self.txn.allocate_table_write_ids(
-            self.require_name(rqst.dbName, "database"),
-            self.require_name(rqst.tableName),
-            rqst.txnIds or [],
-        )
+        db = self.require_name(rqst.dbName, "database")
+        table = self.require_name(rqst.tableName)
+        if rqst.srcTxnToWriteIdList or rqst.replPolicy:
+            if not rqst.replPolicy or not rqst.srcTxnToWriteIdList or rqst.txnIds:
+                raise hms.MetaException(
+                    message="a replayed allocation needs replPolicy and srcTxnToWriteIdList "
+                    "(and no txnIds)"
+                )
+            src = [(p.txnId, p.writeId) for p in rqst.srcTxnToWriteIdList]
+            if any(t is None or w is None or w <= 0 for t, w in src):
+                raise hms.MetaException(message="srcTxnToWriteIdList needs txnId and writeId > 0")
+            pairs = self.txn.repl_allocate_write_ids(db, table, rqst.replPolicy, src)
+        else:
+            pairs = self.txn.allocate_table_write_ids(db, table, rqst.txnIds or [])
         return hms.AllocateTableWriteIdsResponse(
             txnToWriteIds=[hms.TxnToWriteId(txnId=t, writeId=w) for t, w in pairs]
         )
@@ -152,6 +208,19 @@ class TxnHandlers(HandlerBase):
             self.require_name(rqst.tableName),
             _required(rqst.seedWriteId, "seedWriteId"),
         )
+
+    def repl_tbl_writeid_state(self, rqst: hms.ReplTblWriteIdStateRequest) -> None:
+        _required(rqst, "ReplTblWriteIdStateRequest")
+        text = _required(rqst.validWriteIdlist, "validWriteIdlist")
+        try:
+            self.txn.repl_table_write_id_state(
+                text,
+                self.require_name(rqst.dbName, "database"),
+                self.require_name(rqst.tableName),
+                list(rqst.partNames or []),
+            )
+        except ValueError as exc:
+            raise hms.MetaException(message=f"invalid validWriteIdlist {text!r}: {exc}") from exc
 
     # -- locks ----------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ MISS_NO_SNAPSHOT = "no_snapshot"
 MISS_FILTERED_OUT = "filtered_out"  # the entry cannot answer this kind of request
 MISS_EVICTED = "evicted"
 MISS_BEHIND = "behind"  # strong mode: the cache had not applied every event in time
+MISS_REPLICATION = "replication"  # a database holding replication state (changed eventless)
 MISS_REASONS = (
     MISS_NOT_CACHED,
     MISS_NOT_EQUIVALENT,
@@ -43,6 +44,7 @@ MISS_REASONS = (
     MISS_FILTERED_OUT,
     MISS_EVICTED,
     MISS_BEHIND,
+    MISS_REPLICATION,
 )
 
 REQUESTS = Counter(
@@ -56,6 +58,19 @@ REQUEST_SECONDS = Histogram(
     "Time to answer a Thrift call, by method.",
     ["method"],
     buckets=(0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10),
+    registry=REGISTRY,
+)
+REST_REQUESTS = Counter(
+    "hms_rest_requests_total",
+    "Iceberg REST catalog requests answered, by operation and HTTP status.",
+    ["operation", "status"],
+    registry=REGISTRY,
+)
+REST_REQUEST_SECONDS = Histogram(
+    "hms_rest_request_seconds",
+    "Time to answer an Iceberg REST catalog request, by operation (commits include lock waits).",
+    ["operation"],
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30),
     registry=REGISTRY,
 )
 CACHE_HITS = Counter(
@@ -130,6 +145,12 @@ DATABASE_ERRORS = Counter(
     "Errors raised by the database driver, by SQLAlchemy error class (includes retried "
     "deadlocks and constraint violations the store turns into Thrift exceptions).",
     ["kind"],
+    registry=REGISTRY,
+)
+DATABASE_REFUSED = Counter(
+    "hms_database_connections_refused_total",
+    "New database connections PostgreSQL refused for want of a slot (too many clients); the "
+    "instance goes on with the connections it holds (/readyz shows it as degraded).",
     registry=REGISTRY,
 )
 
@@ -317,6 +338,12 @@ def observe_call(method: str, seconds: float, outcome: str) -> None:
     if record is None:
         record = _recorder(method, outcome)
     record(seconds)
+
+
+def observe_rest(operation: str, status: int, seconds: float) -> None:
+    """Count and time one Iceberg REST request."""
+    REST_REQUESTS.labels(operation, str(status)).inc()
+    REST_REQUEST_SECONDS.labels(operation).observe(seconds)
 
 
 def connection_dropped(endpoint: str, outcome: str, reason: str) -> None:

@@ -32,6 +32,12 @@ class Readiness:
         self._tables_total = 0
         self._partitions = 0
         self._details: dict[str, Callable[[], Any]] = {}
+        self._conditions: list[Callable[[], str | None]] = []
+
+    def add_condition(self, condition: Callable[[], str | None]) -> None:
+        """A check that names a degradation (or None): shown in /readyz as ``degraded``
+        without making the instance unready (it still serves what it can)."""
+        self._conditions.append(condition)
 
     # -- written by start-up and the cache -------------------------------------------------------
 
@@ -116,6 +122,7 @@ class Readiness:
                 "ready": self._schema_checked and self._ready,
                 "stopping": self._stopping,
                 "reason": self._reason,
+                "degraded": [d for d in (c() for c in self._conditions) if d],
                 "prewarm": {
                     "state": self._prewarm,
                     "running": self._prewarm == RUNNING,

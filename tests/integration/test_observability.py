@@ -221,6 +221,7 @@ def test_healthz_and_readyz_when_serving(obs):
         "schema_checked": True,
         "stopping": False,
         "reason": None,
+        "degraded": [],
         "prewarm": {
             "state": "not_started",
             "running": False,

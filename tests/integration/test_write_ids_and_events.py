@@ -170,8 +170,8 @@ def test_create_table_in_a_txn_takes_write_id_1_and_commit_makes_it_visible(clie
     assert snapshot(client, T, "seeded") == "default.seeded:1:1:1:"  # others: not yet
     commit(client, T, txn)
     commit_body = only(client, T, start, messages.COMMIT_TXN)
-    assert (commit_body["txnid"], commit_body["writeIds"]) == (txn, [1])
-    assert (commit_body["databases"], commit_body["tables"]) == ([DB], ["seeded"])
+    assert commit_body["txnid"] == txn
+    assert messages.commit_writes(commit_body) == [(DB, "seeded", 1)]
     assert snapshot(client, T, "seeded") == own  # the entry's W equals a reader's S now
 
     # Table.txnId instead of writeId: the write id that txn holds on the new name.
@@ -439,7 +439,7 @@ def test_truncate_and_statistics_calls_stamp_the_write_id_of_an_open_txn(
     commit(client, T, txn)
     # The COMMIT_TXN of a txn lists what it wrote, so a cache can gate on it.
     commit_body = only(client, T, start, messages.COMMIT_TXN)
-    assert (commit_body["writeIds"], commit_body["tables"]) == ([wid], ["sp"])
+    assert [(t, w) for _, t, w in messages.commit_writes(commit_body)] == [("sp", wid)]
 
 
 # -- events the cache can trust ---------------------------------------------------------------

@@ -47,12 +47,12 @@ def test_write_notification_records_files_and_writes_an_acid_write_event(client,
         "partition",
     ]
     assert (body["txnid"], body["writeId"], body["table"]) == (txn, write_id, "acid")
-    assert body["files"] == ["file:/w/acid/delta_1/b0#c0#"]
+    assert body["files"] == ["file:/w/acid/delta_1/b0###"]
     assert (got[0][2].dbName, got[0][2].tableName) == ("default", "acid")
     info = client.get_all_write_event_info(T.GetAllWriteEventInfoRequest(txnId=txn))
     assert len(info) == 1  # one row per (txn, table, partition): files appended
     assert (info[0].writeId, info[0].database, info[0].table) == (write_id, "default", "acid")
-    assert info[0].files == "file:/w/acid/delta_1/b0#c0#,file:/w/acid/delta_1/b1##"
+    assert info[0].files == "file:/w/acid/delta_1/b0###,file:/w/acid/delta_1/b1###"
     assert '"acid"' in info[0].tableObj and info[0].partitionObj is None
     other = T.GetAllWriteEventInfoRequest(txnId=txn, dbName="default", tableName="other")
     assert client.get_all_write_event_info(other) == []

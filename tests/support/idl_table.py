@@ -61,9 +61,10 @@ _REASONS: dict[str, tuple[str, str]] = {
         "add_write_ids_to_min_history",
     ),
     "replication": (
-        "replication is not supported (as replPolicy and REPL_CREATED txns are refused)",
-        "repl_tbl_writeid_state seed_txn_id cm_recycle add_replication_metrics "
-        "get_replication_metrics",
+        "not needed by REPL LOAD of transactional tables (served: replayed txns, "
+        "repl_tbl_writeid_state); no change management (cm_recycle), no txn-id seeding, no "
+        "replication metrics store",
+        "seed_txn_id cm_recycle add_replication_metrics get_replication_metrics",
     ),
     "compactor-extras": (
         "compactor metrics (COMPACTION_METRICS_CACHE) and cleanup submission: not implemented; "

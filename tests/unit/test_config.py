@@ -108,3 +108,10 @@ def test_a_warehouse_at_the_filesystem_root_or_blank_is_refused(
     with pytest.raises(SettingsError, match="^HMS_CACHE_PROXY_WAREHOUSE_DIR: .*confine"):
         load_settings()
     assert load_settings(warehouse_dir="/srv/warehouse").warehouse_uri() == "file:/srv/warehouse"
+
+
+def test_the_listen_url_must_be_postgresql_and_is_masked() -> None:
+    with pytest.raises(ValidationError, match="database_listen_url must be a PostgreSQL URL"):
+        Settings(database_listen_url="sqlite:///x.db")
+    s = Settings(database_listen_url="postgresql://hive:s3cret@db:5432/metastore")
+    assert "s3cret" not in str(s.redacted()) and "s3cret" in s.secrets()

@@ -33,6 +33,16 @@ def test_transaction_messages_name_their_databases() -> None:
     assert event_databases(_event(listed)) == {"pub", "hidden"}
 
 
+def test_commit_txn_own_fields_name_their_databases() -> None:
+    """Hive's lists stay null in our COMMIT_TXN: its writes and altered tables name them."""
+    commit = messages.commit_txn(9)
+    commit.update({messages.TXN_WRITES: [["Secret", "t", 1]]})
+    commit.update({messages.TABLES_ALTERED: [["hive", "other", "u"]]})
+    assert event_databases(_event(commit)) == {"secret", "other"}
+    commit.update({messages.TXN_WRITES: [["secret"], 7]})
+    assert event_databases(_event(commit)) is None
+
+
 def test_embedded_objects_count_a_rename_into_another_database() -> None:
     renamed = messages.alter_table(_table("pub"), _table("secret"))
     assert event_databases(_event(renamed, db="pub")) == {"pub", "secret"}

@@ -475,21 +475,19 @@ def test_values_and_embedded_objects(mb: messages.MessageBuilder) -> None:
     )
 
 
-def test_commit_txn_with_write_events(mb: messages.MessageBuilder) -> None:
-    t = table()
-    info = hms.WriteEventInfo(
-        writeId=6,
-        database="sales",
-        table="events",
-        files="f1",
-        partition="ds=1",
-        tableObj=tjson.dumps(t),
-        partitionObj=None,
-    )
+def test_commit_txn_leaves_hives_lists_null_for_repl_dump(mb: messages.MessageBuilder) -> None:
+    info = hms.WriteEventInfo(writeId=6, database="sales", table="events", files=None)
     body = mb.commit_txn(10, [info])
-    assert body["writeIds"] == [6] and body["partitions"] == ["ds=1"]
-    assert body["partitionObjs"] == [None]
-    assert messages.commit_table_objs(body) == [t]
+    hive_lists = ["writeIds", "databases", "tables", "partitions", "tableObjs", "partitionObjs"]
+    assert all(body[k] is None for k in [*hive_lists, "files"])
+    assert body[messages.TXN_WRITES] == [["sales", "events", 6]]
+    assert messages.commit_writes(body) == [("sales", "events", 6)]
+
+
+def test_commit_writes_reads_events_written_before_txn_writes() -> None:
+    old = {"txnid": 10, "writeIds": [6, 2], "databases": ["s", "s"], "tables": ["a", "b"]}
+    assert messages.commit_writes(old) == [("s", "a", 6), ("s", "b", 2)]
+    assert messages.commit_writes({"txnid": 10, "writeIds": None}) == []
 
 
 def test_excluded_parameters_leave_caller_objects_alone() -> None:

@@ -50,7 +50,7 @@ def test_every_contract_call_is_forwarded_to_a_part(service: TxnService) -> None
 
 def test_the_parts_share_one_set_of_collaborators(service: TxnService) -> None:
     parts = service.parts()
-    assert len(parts) == len({type(p) for p in parts}) == 6
+    assert len(parts) == len({type(p) for p in parts}) == 7
     for part in parts:
         assert part.db is service.db and part.events is service.events
         assert part.config is service.config

@@ -475,7 +475,10 @@ class EventApplier:
             obj = msg.database(body)
         elif ours and t == msg.ALTER_DATABASE:
             obj = msg.database_after(body)
-        data = thrift_bytes.encode(obj) if obj is not None else None
+        # Replication properties were left out of the objects: the database exists (so lists
+        # keep its name) but this object is not it; the entry answers no get_database.
+        unservable = obj is not None and msg.repl_left_out(body)
+        data = thrift_bytes.encode(obj) if obj is not None and not unservable else None
 
         def op(b: _Batch) -> None:
             cache = b.cache
@@ -488,7 +491,9 @@ class EventApplier:
             if at is not None and at >= b.event_id:
                 return
             cache.databases_as_of = b.event_id
-            if obj is None:
+            if unservable:
+                cache.databases[db_key] = (None, b"")
+            elif obj is None:
                 cache.databases.pop(db_key, None)
                 if not ours:
                     cache.databases_complete = False  # it may still exist, or exist now
@@ -503,19 +508,20 @@ class EventApplier:
     def _alloc(self, body: dict[str, Any]) -> Op:
         db, table = _norm(body.get("dbName")), _norm(body.get("tableName"))
         pairs = list(zip(body.get("txnIdList") or [], body.get("writeIdList") or [], strict=False))
+        forced = msg.write_ids_forced(body)
 
         def op(b: _Batch) -> None:
             for txn, wid in pairs:
                 self._allocated[(db, table, int(wid))] = int(txn)
+            if forced:  # replayed ids jumped (and the old mapping went): W cannot move on
+                for entry in list(self._entries_named(b, db, table)):
+                    b.drop(entry.key, "write_ids_forced")
 
         return op
 
     def _commit(self, body: dict[str, Any]) -> Op:
         txn = body.get("txnid")
-        ids = body.get("writeIds") or []
-        dbs = body.get("databases") or []
-        tables = body.get("tables") or []
-        writes = [(_norm(d), _norm(t), int(w)) for w, d, t in zip(ids, dbs, tables, strict=False)]
+        writes = [(_norm(d), _norm(t), w) for d, t, w in msg.commit_writes(body)]
         altered = [TableName(*names) for names in msg.tables_altered(body)]
 
         def op(b: _Batch) -> None:

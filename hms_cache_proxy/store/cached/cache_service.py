@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CATALOG = "hive"
 
+HOUSEKEEPING_LEASE = 0x484D534C45415345  # "HMSLEASE": the session advisory lock of the lease
+
 
 class CacheService:
     """Owns the cache of one instance. ``store`` is what the handler talks to."""
@@ -53,6 +55,8 @@ class CacheService:
             position=position,
             interval=settings.cache_poll_interval_seconds,
             listen=settings.cache_listen,
+            safety_interval=settings.poller_safety_interval_seconds,
+            lease_key=HOUSEKEEPING_LEASE if settings.txn_housekeeping == "lease" else None,
             recent=self.recent,
         )
         # This instance's writes reach its cache from memory (apply_own), not by reading the

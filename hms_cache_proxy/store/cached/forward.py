@@ -87,5 +87,6 @@ class ForwardingStore:
     fire_insert_events = Forwarded(api.Events.fire_insert_events)
     add_write_notifications = Forwarded(api.Events.add_write_notifications)
     write_event_info = Forwarded(api.Events.write_event_info)
+    repl_commit_txn = Forwarded(api.Events.repl_commit_txn)
     mark_partition_for_event = Forwarded(api.Events.mark_partition_for_event)
     is_partition_marked_for_event = Forwarded(api.Events.is_partition_marked_for_event)

@@ -70,6 +70,7 @@ from hms_cache_proxy.store.partition_filter.binder import compile_filter
 from hms_cache_proxy.store.partition_filter.parser import parse
 from hms_cache_proxy.store.partition_filter.pushdown import pushdown
 from hms_cache_proxy.store.patterns import filter_names
+from hms_cache_proxy.store.repl_props import has_repl
 from hms_cache_proxy.store.sql.sql_base import java_list, table_ref
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 from hms_cache_proxy.store.write_id_equivalence import check_equivalent_write_ids
@@ -379,6 +380,10 @@ class CachedStore(StatsReads, ForwardingStore):
             found = self.cache.databases.get((cat, name))
         if found is None:
             self.counters.miss("get_database", metrics.MISS_NOT_CACHED)
+            return self.sql.get_database(cat, name)
+        if found[0] is None or has_repl(found[0].parameters):
+            # Replication state changes with no event (Hive writes none): never from the cache.
+            self.counters.miss("get_database", metrics.MISS_REPLICATION)
             return self.sql.get_database(cat, name)
         self.counters.hit("get_database")
         return thrift_bytes.decode(hms.Database, found[1])
@@ -854,6 +859,39 @@ class _TxnWrites:
         self._absorb_own("abort_txns")
         return count
 
+    def repl_open_txns(
+        self, policy: str, src_ids: Sequence[int], user: str, host: str, agent_info: str | None
+    ) -> list[int]:
+        """OPEN_TXN events of replayed transactions: applied from memory if they come next,
+        else by the poller."""
+        ids = self._txn.repl_open_txns(policy, src_ids, user, host, agent_info)
+        self._absorb_own("repl_open_txns")
+        return ids
+
+    def repl_allocate_write_ids(
+        self, db: str, table: str, policy: str, src_pairs: Sequence[tuple[int, int]]
+    ) -> list[tuple[int, int]]:
+        """ALLOC_WRITE_ID_EVENT of the source's write ids: applied from memory if it comes
+        next (a forced allocation that jumps the ids drops the cached table), else by the
+        poller."""
+        pairs = self._txn.repl_allocate_write_ids(db, table, policy, src_pairs)
+        self._absorb_own("repl_allocate_write_ids")
+        return pairs
+
+    def repl_table_write_id_state(
+        self, valid_write_ids: str, db: str, table: str, part_names: Sequence[str] = ()
+    ) -> None:
+        """The helper transactions' events: applied from memory if they come next, else by
+        the poller."""
+        self._txn.repl_table_write_id_state(valid_write_ids, db, table, part_names)
+        self._absorb_own("repl_table_write_id_state")
+
+    def repl_abort_txn(self, policy: str, src_txn: int) -> None:
+        """ABORT_TXN naming the target transaction: applied from memory if it comes next,
+        else by the poller."""
+        self._txn.repl_abort_txn(policy, src_txn)
+        self._absorb_own("repl_abort_txn")
+
     def lock(self, rqst: Any) -> Any:
         """A lock granted first brings the cache up to date: its holder then reads every write
         committed before the grant (Iceberg's lock, get_table, alter_table, unlock may go to
@@ -881,6 +919,9 @@ class _TxnWrites:
     get_valid_write_ids = Forwarded(api.Transactions.get_valid_write_ids)
     max_allocated_write_id = Forwarded(api.Transactions.max_allocated_write_id)
     seed_write_id = Forwarded(api.Transactions.seed_write_id)
+    load_open_txn = Forwarded(api.Transactions.load_open_txn)
+    load_commit_txn = Forwarded(api.Transactions.load_commit_txn)
+    load_abort_txn = Forwarded(api.Transactions.load_abort_txn)
     unlock = Forwarded(api.Transactions.unlock)
     show_locks = Forwarded(api.Transactions.show_locks)
     compact = Forwarded(api.Transactions.compact)

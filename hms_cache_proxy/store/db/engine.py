@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.pool import NullPool, QueuePool
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool, QueuePool
+from sqlalchemy.util import queue as sqla_queue
 
 from hms_cache_proxy import dburl, failpoints
 
@@ -28,9 +31,21 @@ T = TypeVar("T")
 # PostgreSQL SQLSTATEs worth retrying: serialization_failure, deadlock_detected.
 _PG_RETRYABLE = {"40001", "40P01"}
 
+APPLICATION_NAME = "hms-cache-proxy"
+
+
+def application_name(instance: str | None) -> str:
+    """What our PostgreSQL sessions call themselves (pg_stat_activity.application_name):
+    ``hms-cache-proxy/<instance>``, cut to PostgreSQL's 63 bytes."""
+    name = f"{APPLICATION_NAME}/{instance}" if instance else APPLICATION_NAME
+    return name.encode()[:63].decode(errors="ignore")
+
 
 class Database:
-    """One metastore database: a read engine and a write engine over the same URL."""
+    """One metastore database. On PostgreSQL three pools over the same URL: ``read`` (read
+    snapshots and single statements, in autocommit), ``write`` (READ COMMITTED: id blocks,
+    and write transactions with drivers other than psycopg2) and, with psycopg2, ``folded``
+    (write transactions); one shared pool on SQLite."""
 
     def __init__(
         self,
@@ -40,6 +55,10 @@ class Database:
         timeout_seconds: float = 30.0,
         statement_timeout_seconds: float | None = None,
         write_retries: int = 5,
+        pool_idle_seconds: float = 0.0,
+        instance_name: str | None = None,
+        pooler: str = "none",
+        listen_url: str | None = None,
     ) -> None:
         # An explicit, installed driver (dburl.resolve raises one clear line otherwise).
         self.url = dburl.resolve(url)
@@ -50,6 +69,15 @@ class Database:
             timeout_seconds if statement_timeout_seconds is None else statement_timeout_seconds
         )
         self.write_retries = write_retries
+        self.pool_idle_seconds = pool_idle_seconds
+        self.application_name = application_name(instance_name)
+        self.refusals = Refusals()
+        # "transaction": PgBouncer (or alike) in transaction mode between us and PostgreSQL:
+        # no session state (no PREPARE, no startup options; timeouts by SET LOCAL per
+        # transaction), and LISTEN only on a direct connection (``listen_url``) if any.
+        self.pooler = pooler
+        self.listen_url = dburl.resolve(listen_url) if listen_url else None
+        self._set_local = ""
         self._end_listeners: list[Callable[[Connection, bool], None]] = []
         self.folds_round_trips = False
         self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
@@ -57,36 +85,70 @@ class Database:
             self.read_engine = self._sqlite_engine(pool_size)
             self.write_engine = self.read_engine
         else:
-            self.read_engine = self._pg_engine(pool_size, "REPEATABLE READ")
+            # One pool for read snapshots and single statements: its connections are in
+            # autocommit, and a read snapshot asks for REPEATABLE READ on its own BEGIN (psycopg2
+            # sends BEGIN ISOLATION LEVEL ...; no session setting changes).
+            self.read_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
+            self.autocommit_engine = self.read_engine
             self.write_engine = self._pg_engine(pool_size, "READ COMMITTED")
-            self.autocommit_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
             self.folds_round_trips = self.url.get_driver_name() == "psycopg2"
             if self.folds_round_trips:
                 # Write transactions keep a pool of their own, as before: a call inside one
                 # that also takes a single-statement connection cannot starve the pool.
                 self.folded_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
                 event.listen(self.folded_engine, "before_cursor_execute", _send_begin, retval=True)
+                self.folded_engine.update_execution_options(**{_BEGIN_TEXT: self._begin_text()})
 
     # -- engines ---------------------------------------------------------------------------------
+
+    def _begin_text(self) -> str:
+        """What a folded transaction's first message starts with."""
+        return "BEGIN ISOLATION LEVEL READ COMMITTED; " + self._set_local
 
     def _pg_engine(self, pool_size: int, isolation: str) -> Engine:
         ms = int(self.timeout_seconds * 1000)
         statement_ms = int(self.statement_timeout_seconds * 1000)
         idle_ms = 2 * max(ms, statement_ms)
-        return create_engine(
+        options = (
+            f"-c statement_timeout={statement_ms} -c lock_timeout={ms}"
+            f" -c idle_in_transaction_session_timeout={idle_ms}"
+        )
+        connect_args: dict[str, Any] = {
+            "connect_timeout": max(1, int(self.timeout_seconds)),
+            "application_name": self.application_name,
+        }
+        if self.pooler == "transaction":
+            self._set_local = (
+                f"SET LOCAL statement_timeout = {statement_ms}; SET LOCAL lock_timeout = {ms}; "
+                f"SET LOCAL idle_in_transaction_session_timeout = {idle_ms}; "
+            )
+        else:
+            connect_args["options"] = options
+        engine = create_engine(
             self.url,
+            poolclass=IdleClosingPool,
             pool_size=pool_size,
             max_overflow=pool_size * 4,
             pool_timeout=self.timeout_seconds,
             pool_recycle=3600,
+            # The most recently used connection first: the others stay idle and close.
+            pool_use_lifo=True,
             isolation_level=isolation,
-            connect_args={
-                "connect_timeout": max(1, int(self.timeout_seconds)),
-                "options": f"-c statement_timeout={statement_ms} -c lock_timeout={ms}"
-                f" -c idle_in_transaction_session_timeout={idle_ms}",
-                "application_name": "hms-cache-proxy",
-            },
+            connect_args=connect_args,
+            execution_options={PLAIN_SQL: self.pooler == "transaction"},
         )
+        if self._set_local:  # every BEGIN (on the autocommit pool: read snapshots')
+            set_local = self._set_local
+
+            @event.listens_for(engine, "begin")
+            def _timeouts(conn: Connection) -> None:
+                conn.exec_driver_sql(set_local)
+
+        assert isinstance(engine.pool, IdleClosingPool)
+        engine.pool.refusals = self.refusals
+        if self.pool_idle_seconds > 0:
+            _REAPER.watch(engine.pool, self.pool_idle_seconds)
+        return engine
 
     def _sqlite_engine(self, pool_size: int) -> Engine:
         db = self.url.database or ""
@@ -130,8 +192,11 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A connection inside one read snapshot; rolled back (nothing to keep) on exit."""
-        with self.read_engine.connect() as conn, conn.begin():
-            yield conn
+        with self.read_engine.connect() as conn:
+            if self.dialect == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ")  # until returned
+            with conn.begin():
+                yield conn
 
     @contextmanager
     def single_statement(self, *, write: bool = False) -> Iterator[Connection]:
@@ -247,25 +312,20 @@ class Database:
         return list({id(e): e for e in found if e is not None}.values())
 
     def dispose(self) -> None:
-        self.read_engine.dispose()
-        if self.write_engine is not self.read_engine:
-            self.write_engine.dispose()
-            self.autocommit_engine.dispose()
-            if self.folds_round_trips:
-                self.folded_engine.dispose()
+        for engine in self.engines():
+            engine.dispose()
 
     def pool_usage(self) -> dict[str, tuple[int, int]]:
-        """Connections checked out now and the most the pool opens, per engine: read, write (on
-        psycopg2 only side transactions; the calls' own are "folded"), autocommit (single
-        statements) on PostgreSQL, one shared engine on SQLite (none for in-memory SQLite,
-        which pools nothing). Past the limit a call waits up to ``timeout_seconds`` for one."""
+        """Connections checked out now and the most the pool opens, per engine: read (read
+        snapshots and single statements), write (on psycopg2 only side transactions; the calls'
+        own are "folded") on PostgreSQL, one shared engine on SQLite (none for in-memory
+        SQLite, which pools nothing). Past the limit a call waits up to ``timeout_seconds``."""
         engines = (
             {"shared": self.read_engine}
             if self.write_engine is self.read_engine
             else {
                 "read": self.read_engine,
                 "write": self.write_engine,
-                "autocommit": self.autocommit_engine,
                 **({"folded": self.folded_engine} if self.folds_round_trips else {}),
             }
         )
@@ -278,6 +338,158 @@ class Database:
     def describe(self) -> str:
         """The URL with any password hidden (also a ?password= field), for logs and messages."""
         return dburl.masked(self.url)
+
+
+_IDLE_SINCE = "hms_idle_since"
+"""ConnectionPoolEntry.info key: when the connection was last returned to the pool."""
+
+
+def refused_connection(exc: BaseException) -> bool:
+    """PostgreSQL turned a new connection away for want of a slot (max_connections, or the
+    slots left are reserved): the server is up, and connections already open still work."""
+    orig = getattr(exc, "orig", None) or exc
+    if getattr(orig, "pgcode", None) == "53300":
+        return True
+    text = str(orig)
+    return "too many clients" in text or "remaining connection slots are reserved" in text
+
+
+class Refusals:
+    """When PostgreSQL last refused us a connection, how often, and who wants to know
+    (``listeners``, e.g. a metric); logged once per ``log_every`` seconds."""
+
+    def __init__(self, log_every: float = 60.0) -> None:
+        self.count = 0
+        self.last: float | None = None  # time.monotonic() of the last refusal
+        self.log_every = log_every
+        self._logged = -log_every
+        self.listeners: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+
+    def record(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self.count += 1
+            self.last = now
+            log_now = now - self._logged >= self.log_every
+            if log_now:
+                self._logged = now
+            count = self.count
+        if log_now:
+            log.warning(
+                "the metastore database refused a new connection (%s); calls go on with the "
+                "connections open (%d refusals so far; logged once per %gs)",
+                str(getattr(exc, "orig", exc)).strip().splitlines()[0],
+                count,
+                self.log_every,
+            )
+        for listener in self.listeners:
+            listener()
+
+    def recent(self, within: float) -> float | None:
+        """Seconds since the last refusal if it is at most ``within`` ago, else None."""
+        if self.last is None:
+            return None
+        ago = time.monotonic() - self.last
+        return ago if ago <= within else None
+
+
+class IdleClosingPool(QueuePool):
+    """A QueuePool that opens connections on demand (as QueuePool does) and closes the ones
+    nobody has used for a while (``close_idle``; SQLAlchemy keeps them for good). When the
+    server refuses a new connection (``refused_connection``) while this pool has some in use,
+    the caller waits for one of them to come back, up to the pool timeout, instead of failing
+    at once; either way the refusal is recorded in ``refusals``."""
+
+    refusals: Refusals | None = None
+
+    def _do_get(self) -> ConnectionPoolEntry:
+        try:
+            return super()._do_get()
+        except Exception as exc:
+            if not refused_connection(exc):
+                raise
+            if self.refusals is not None:
+                self.refusals.record(exc)
+            if self.checkedout() == 0:
+                raise
+            try:
+                return self._pool.get(True, self._timeout)
+            except sqla_queue.Empty:
+                pass
+            raise
+
+    def _do_return_conn(self, record: ConnectionPoolEntry) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+        super()._do_return_conn(record)
+
+    def close_idle(self, idle_seconds: float) -> int:
+        """Close the pooled connections returned more than ``idle_seconds`` ago; returns how
+        many. Connections in use are not touched."""
+        cut = time.monotonic() - idle_seconds
+        closed = 0
+        keep: list[ConnectionPoolEntry] = []
+        for _ in range(self.checkedin()):
+            try:
+                record = self._pool.get(False)
+            except sqla_queue.Empty:
+                break
+            if record.info.get(_IDLE_SINCE, cut) <= cut:
+                try:
+                    record.close()
+                finally:
+                    self._dec_overflow()
+                closed += 1
+            else:
+                keep.append(record)
+        # Back in the order they came out (the queue is LIFO: the freshest one last).
+        for record in reversed(keep):
+            try:
+                self._pool.put(record, False)
+            except sqla_queue.Full:
+                record.close()
+                self._dec_overflow()
+        return closed
+
+
+# SQLAlchemy names a pool's logger after its class: ours would log "Pool disposed" and the
+# like at INFO under hms_cache_proxy's own level, where SQLAlchemy's pools stay quiet.
+logging.getLogger(f"{__name__}.{IdleClosingPool.__name__}").setLevel(logging.WARNING)
+
+
+class _Reaper:
+    """One daemon thread for the process that closes idle pooled connections (of every
+    Database with ``pool_idle_seconds``; pools of disposed or forgotten engines drop out)."""
+
+    def __init__(self) -> None:
+        self._pools: weakref.WeakKeyDictionary[IdleClosingPool, float] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, pool: IdleClosingPool, idle_seconds: float) -> None:
+        with self._lock:
+            self._pools[pool] = idle_seconds
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="hms-db-pool-reaper", daemon=True
+                )
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                pools = list(self._pools.items())
+            shortest = min((idle for _, idle in pools), default=60.0)
+            for pool, idle in pools:
+                try:
+                    pool.close_idle(idle)
+                except Exception:  # noqa: BLE001 - a close that fails is left to the next round
+                    log.debug("closing idle database connections failed", exc_info=True)
+            del pools
+            time.sleep(min(15.0, max(0.2, shortest / 4)))
+
+
+_REAPER = _Reaper()
 
 
 def _sqlstate(exc: DBAPIError) -> str | None:
@@ -302,6 +514,12 @@ def client_message(exc: BaseException) -> str | None:
             "database_statement_timeout_seconds; ask for less in one call (fewer partitions, "
             "a narrower filter) or ask the operator to raise the setting"
         )
+    if refused_connection(exc):
+        return (
+            "the metastore database refused a new connection (too many clients: its "
+            "max_connections is reached) and none of this instance's became free in time; "
+            "the call was not run; retry it later"
+        )
     if code == _LOCK_TIMEOUT or (
         isinstance(exc, OperationalError) and "locked" in str(exc.orig).lower()
     ):
@@ -317,6 +535,12 @@ def client_message(exc: BaseException) -> str | None:
     return f"metastore database error ({detail}); the service log has the details"
 
 
+PLAIN_SQL = "hms_plain_sql"
+"""Engine execution option: no PREPARE (a transaction pooler hands each transaction any server
+connection; store/db/prepared.py sends the statement's text instead)."""
+_BEGIN_TEXT = "hms_begin_text"
+"""Folded engine execution option: the BEGIN (and SET LOCAL timeouts) put before a folded
+transaction's first statement."""
 _BEGIN = "hms_begin_pending"
 """conn.info key: a folded transaction whose BEGIN is not sent yet (False once it is)."""
 _COMMITTED = "hms_commit_folded"
@@ -347,10 +571,11 @@ def _send_begin(
     info = conn.info
     if info.get(_BEGIN):
         info[_BEGIN] = False
+        begin = conn.get_execution_options()[_BEGIN_TEXT]
         if executemany:
-            cursor.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+            cursor.execute(begin)
         else:
-            statement = "BEGIN ISOLATION LEVEL READ COMMITTED; " + statement
+            statement = begin + statement
     committed = info.get(_COMMITTED)
     if committed == _COMMIT_ARMED:
         info[_COMMITTED] = _COMMIT_SENT  # this statement carries it

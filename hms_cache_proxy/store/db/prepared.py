@@ -5,7 +5,9 @@ A transaction call's statements are small and their planning costs as much as ru
 as text to be planned anew, so the hot ones are prepared on each pooled connection the first
 time it needs them, by their own round trip outside any transaction, and from then on sent as
 ``EXECUTE name(...)``. A connection that cannot prepare (another driver, a database without the
-tables yet) gets the statement's text, as before: the answer is the same either way.
+tables yet), or one behind a transaction pooler (``database_pooler: transaction``: the next
+transaction may run on another server connection), gets the statement's text: the answer is the
+same either way.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hms_cache_proxy.store.db.engine import begin_sent
+from hms_cache_proxy.store.db.engine import PLAIN_SQL, begin_sent
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 _KEY = "hms_prepared"
@@ -45,7 +47,7 @@ class Prepared:
         """The text to send on ``conn`` for this statement: EXECUTE when the connection has it
         prepared (preparing it now if it can: call this before the transaction's first
         statement), else the statement itself."""
-        if conn.dialect.driver != "psycopg2":
+        if conn.dialect.driver != "psycopg2" or conn.get_execution_options().get(PLAIN_SQL):
             return self.sql
         prepared: set[str] | None = conn.info.get(_KEY)
         if prepared is None:

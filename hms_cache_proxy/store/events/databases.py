@@ -17,6 +17,9 @@ _NAME_KEYS = frozenset({"db", "dbname", "database"})
 _LIST_KEYS = frozenset({"dbsupdated", "databases"})
 _WRITE_ID_LIST_KEYS = frozenset({"validwriteidlist", "validtxnwriteidlist", "writeidlist"})
 _TABLE_LIST_KEYS = frozenset({"tables"})  # COMMIT_TXN: table names, "db.table" when qualified
+# COMMIT_TXN's own fields: rows whose item at this index is a database name
+# (txnWrites: [db, table, writeId]; tablesAltered: [cat, db, table]).
+_ROW_KEYS = {"txnwrites": 0, "tablesaltered": 1}
 
 
 def _db_of(obj: Any) -> str | None:
@@ -92,12 +95,24 @@ def _collect(value: Any, found: set[str]) -> None:
                     found.update(
                         t.split(".", 1)[0].lower() for t in child if isinstance(t, str) and "." in t
                     )
+                elif k in _ROW_KEYS and isinstance(child, list):
+                    found.update(_row_databases(child, _ROW_KEYS[k]))
                 elif k in _EMBEDDED and child is not None:
                     found.update(_embedded_databases(k, child))
                 else:
                     stack.append(child)
         elif isinstance(item, list):
             stack.extend(item)
+
+
+def _row_databases(rows: list[Any], index: int) -> set[str]:
+    """The database of each row; a row that does not hold one there is unreadable."""
+    out = set()
+    for row in rows:
+        if not isinstance(row, list) or len(row) <= index or not isinstance(row[index], str):
+            raise _Unreadable("row")
+        out.add(row[index].lower())
+    return out
 
 
 def _write_id_list_databases(text: str) -> set[str]:

@@ -182,6 +182,18 @@ PARTITIONS_CHANGED = "partitionsChanged"
 """Our extra field of ALTER_TABLE: the change touched the partitions without partition events."""
 PARTITION_OBJ_JSON = "partitionObjJson"
 """Our extra field of UPDATE_PART_COL_STAT_EVENT: the partition after the change."""
+TXN_WRITES = "txnWrites"
+"""Our extra field of COMMIT_TXN: the txn's writes as [database, table, writeId]. Hive's own
+lists (writeIds, databases, tables, ...) stay null: REPL DUMP appends the txn's write-event info
+to them (JSONCommitTxnMessage#addWriteEventInfo) and reads them by index, so lists we filled
+would come first and hold no table objects."""
+REPL_LEFT_OUT = "replPropertiesLeftOut"
+"""Our extra field of ALTER_DATABASE: Hive's replication properties were left out of its
+objects (as Hive's AlterDatabaseEvent does), so they are not the database as stored."""
+WRITE_IDS_FORCED = "writeIdsForced"
+"""Our extra field of ALLOC_WRITE_ID_EVENT: a replayed allocation took the source's write ids
+where the table's did not stand (NEXT_WRITE_ID jumped, TXN_TO_WRITE_ID rows wiped), so a
+cache cannot move its write-id list on from what it held."""
 TABLES_ALTERED = "tablesAltered"
 """Our extra field of COMMIT_TXN: tables ([cat, db, table]) whose parameters the commit changed
 (CommitTxnRequest.keyValue). No other event describes that change: caches drop those tables."""
@@ -350,17 +362,19 @@ class MessageBuilder:
             }
         )
 
-    def alter_database(self, before: Any, after: Any) -> dict[str, Any]:
-        return self._finish(
-            {
-                "server": self.server,
-                "servicePrincipal": self.service_principal,
-                "db": before.name,
-                "dbObjBeforeJson": tjson.dumps(before),
-                "dbObjAfterJson": tjson.dumps(after),
-                "timestamp": self.now(),
-            }
-        )
+    def alter_database(
+        self, before: Any, after: Any, repl_left_out: bool = False
+    ) -> dict[str, Any]:
+        """``repl_left_out``: replication properties were taken out of the objects."""
+        body = {
+            "server": self.server,
+            "servicePrincipal": self.service_principal,
+            "db": before.name,
+            "dbObjBeforeJson": tjson.dumps(before),
+            "dbObjAfterJson": tjson.dumps(after),
+            "timestamp": self.now(),
+        }
+        return self._extra(body, None, **{REPL_LEFT_OUT: True if repl_left_out else None})
 
     def drop_database(self, db: Any) -> dict[str, Any]:
         return self._finish(
@@ -764,7 +778,8 @@ class MessageBuilder:
         write_events: Sequence[Any] | None = None,
         tables_altered: Sequence[tuple[str, str, str]] = (),
     ) -> dict[str, Any]:
-        """``write_events``: WriteEventInfo objects; without them the lists stay null (Hive).
+        """``write_events``: WriteEventInfo objects (database, table, writeId), written under
+        our :data:`TXN_WRITES`; Hive's seven lists stay null for REPL DUMP to fill.
         ``tables_altered``: (cat, db, table) whose parameters the commit set (keyValue)."""
         body: dict[str, Any] = {
             "txnid": txn_id,
@@ -779,14 +794,8 @@ class MessageBuilder:
             "partitionObjs": None,
             "files": None,
         }
-        if write_events is not None:
-            body["writeIds"] = [w.writeId for w in write_events]
-            body["databases"] = [w.database for w in write_events]
-            body["tables"] = [w.table for w in write_events]
-            body["partitions"] = [w.partition for w in write_events]
-            body["tableObjs"] = [w.tableObj for w in write_events]
-            body["partitionObjs"] = [w.partitionObj for w in write_events]
-            body["files"] = [w.files for w in write_events]
+        if write_events:
+            body[TXN_WRITES] = [[w.database, w.table, w.writeId] for w in write_events]
         if tables_altered:
             body[TABLES_ALTERED] = [list(t) for t in tables_altered]
         return self._finish(body)
@@ -960,6 +969,18 @@ def commit_table_objs(body: Mapping[str, Any]) -> list[Any]:
     return embedded_list(body, "tableObjs", hms.Table)
 
 
+def commit_writes(body: Mapping[str, Any]) -> list[tuple[str, str, int]]:
+    """COMMIT_TXN's writes as (database, table, writeId): our :data:`TXN_WRITES`, or Hive's
+    parallel lists in events written before it (and in events Hive wrote)."""
+    ours = body.get(TXN_WRITES)
+    if ours is not None:
+        return [(str(d), str(t), int(w)) for d, t, w in ours]
+    ids = body.get("writeIds") or []
+    dbs = body.get("databases") or []
+    tables = body.get("tables") or []
+    return [(str(d), str(t), int(w)) for w, d, t in zip(ids, dbs, tables, strict=False)]
+
+
 def valid_write_ids(body: Mapping[str, Any]) -> str | None:
     """Our extra field; None in messages without it (and in every message Hive wrote)."""
     return body.get(VALID_WRITE_ID_LIST)
@@ -974,6 +995,16 @@ def write_id(body: Mapping[str, Any]) -> int | None:
 def written_by_us(body: Mapping[str, Any]) -> bool:
     """Whether hms-cache-proxy's store wrote the message (its objects are exact reads)."""
     return body.get(WRITER) == WRITER_NAME
+
+
+def repl_left_out(body: Mapping[str, Any]) -> bool:
+    """ALTER_DATABASE's ``replPropertiesLeftOut`` (false when absent)."""
+    return body.get(REPL_LEFT_OUT) is True
+
+
+def write_ids_forced(body: Mapping[str, Any]) -> bool:
+    """ALLOC_WRITE_ID_EVENT's ``writeIdsForced`` (false when absent)."""
+    return body.get(WRITE_IDS_FORCED) is True
 
 
 def tables_altered(body: Mapping[str, Any]) -> list[tuple[str, str, str]]:

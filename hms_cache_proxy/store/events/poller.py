@@ -9,9 +9,17 @@ forgets everything rather than serve on without those events.
 On PostgreSQL every writer sends ``NOTIFY hms_notification_log`` in the event's transaction
 (store/events/log.py); the poller LISTENs on a dedicated connection and polls as soon as a
 notification arrives, so a change made through one instance reaches the others at once.
-Polling every ``interval`` seconds stays as the fallback (and is the only mode on SQLite, or
-while the LISTEN connection is down). Writers on this instance call ``catch_up`` themselves
-after their write commits, and strong-mode reads call ``wake``/``wait_for``.
+While LISTEN works an idle instance sends nothing: every ``safety_interval`` seconds it reads
+NEXT_EVENT_ID on the LISTEN connection itself (one statement, no pooled connection) and catches
+up only when that shows events it has not applied. Each new LISTEN session is followed by a
+catch-up (notifications sent while none was listening are lost). Polling every ``interval``
+seconds is the mode on SQLite, with ``listen`` off, and while the LISTEN connection is down.
+Writers on this instance call ``catch_up`` themselves after their write commits, and
+strong-mode reads call ``wake``/``wait_for``.
+
+The LISTEN session also carries a lease (``lease_key``): a session advisory lock tried when
+the session starts and at each safety check, so exactly one live instance holds it
+(``leader``; the transaction housekeeping runs there) and none opens a connection to ask.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from typing import Any
 from hms_cache_proxy import failpoints
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store.db.engine import Database
-from hms_cache_proxy.store.events.log import NOTIFY_CHANNEL, EventLog
+from hms_cache_proxy.store.events.log import CURRENT_EVENT_ID_SQL, NOTIFY_CHANNEL, EventLog
 from hms_cache_proxy.store.events.recent import RecentEvents
 
 log = logging.getLogger(__name__)
@@ -62,6 +70,8 @@ class Poller:
         interval: float = 1.0,
         batch_size: int = 1000,
         listen: bool = True,
+        safety_interval: float = 60.0,
+        lease_key: int | None = None,
         recent: RecentEvents | None = None,
     ) -> None:
         """``recent``: where the events applied are kept for get_next_notification."""
@@ -71,8 +81,16 @@ class Poller:
         self._on_gap = on_gap
         self._position = position
         self.interval = interval
+        self.safety_interval = max(interval, safety_interval)
+        self.lease_key = lease_key
+        self.leader = False
         self.batch_size = batch_size
-        self.listen = listen and db.dialect == "postgresql"
+        # Behind a transaction pooler, LISTEN needs a direct connection (database_listen_url).
+        self.listen = (
+            listen
+            and db.dialect == "postgresql"
+            and (db.pooler != "transaction" or db.listen_url is not None)
+        )
         self.last_current = position
         self.listening = False
         self._poll_lock = threading.Lock()
@@ -81,9 +99,11 @@ class Poller:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
+        self._fds_open = [self._wake_r, self._wake_w]
         self._thread: threading.Thread | None = None
         self._listener: Any = None
         self._retry_at = 0.0
+        self._listen_warned = -60.0
         self.recent = recent
         metrics.POSITION.set(position)
 
@@ -107,7 +127,8 @@ class Poller:
         if self._thread is not None:
             self._thread.join(timeout)
         self._close_listener()
-        for fd in (self._wake_r, self._wake_w):
+        fds, self._fds_open = self._fds_open, []  # a second stop closes nothing
+        for fd in fds:
             try:
                 os.close(fd)
             except OSError:
@@ -132,6 +153,8 @@ class Poller:
 
     def wake(self) -> None:
         """Poll now (a strong-mode read is waiting)."""
+        if not self._fds_open:
+            return  # stopped: the descriptor's number may belong to something else now
         try:
             os.write(self._wake_w, b"x")
         except OSError:
@@ -237,12 +260,20 @@ class Poller:
             listener = self._ensure_listener()
             fds = [self._wake_r] + ([listener] if listener is not None else [])
             try:
-                ready = _readable(fds, self.interval)
+                ready = _readable(fds, self.safety_interval if listener else self.interval)
             except (OSError, ValueError):
                 ready = []
                 self._close_listener()
             if self._stopped.is_set():
                 return
+            if not ready and listener is not None:
+                # The safety check: one statement on the LISTEN session; a catch-up only
+                # when it shows events not applied (a notification that never came).
+                try:
+                    if self._check_on_listener(listener) <= self._position:
+                        continue
+                except Exception:  # noqa: BLE001 - the connection broke: poll meanwhile
+                    self._close_listener()
             if self._wake_r in ready:
                 try:
                     while os.read(self._wake_r, 4096):
@@ -282,14 +313,19 @@ class Poller:
         try:
             self._listener = listen_connection(self.db)
             self.listening = True
+            self._try_lease(self._listener)
+            # Events committed while nobody listened were announced to nobody: read them.
+            self.wake()
         except Exception:  # noqa: BLE001 - fall back to polling, try again later
-            log.warning(
-                "cannot LISTEN for notification events; polling every %gs",
-                self.interval,
-                exc_info=True,
-            )
+            self._close_listener()
+            if now - self._listen_warned >= 60.0:  # once a minute while it lasts
+                self._listen_warned = now
+                log.warning(
+                    "cannot LISTEN for notification events; polling every %gs",
+                    self.interval,
+                    exc_info=True,
+                )
             self._retry_at = now + 5.0
-            self._listener = None
         return self._listener
 
     def _close_listener(self) -> None:
@@ -300,7 +336,44 @@ class Poller:
                 pass
         self._listener = None
         self.listening = False
+        self.leader = False  # the session's advisory lock went with it
         self._retry_at = time.monotonic() + 1.0
+
+    def _try_lease(self, listener: Any) -> None:
+        """Take the lease on the LISTEN session if nobody holds it (no-op when held)."""
+        if self.lease_key is None or self.leader:
+            return
+        with listener.cursor() as cur:
+            cur.execute("SELECT pg_try_advisory_lock(%s)", (self.lease_key,))
+            row = cur.fetchone()
+        self.leader = bool(row and row[0])
+        if self.leader:
+            log.info("this instance holds the housekeeping lease")
+
+    def _check_on_listener(self, listener: Any) -> int:
+        """NEXT_EVENT_ID - 1 read on the LISTEN session (trying the lease in the same round
+        trip when this instance does not hold it). A notification that came with the answer
+        may announce a commit the statement did not see: then the answer is raised past the
+        position, so that a catch-up follows."""
+        lease = self.lease_key is not None and not self.leader
+        sql = CURRENT_EVENT_ID_SQL.replace(
+            " FROM", ", pg_try_advisory_lock(%s) FROM" if lease else " FROM", 1
+        )
+        with listener.cursor() as cur:
+            cur.execute(sql, (self.lease_key,) if lease else None)
+            row = cur.fetchone()
+        announced = bool(listener.notifies)
+        listener.notifies.clear()
+        if lease and row is not None and row[1]:
+            self.leader = True
+            log.info("this instance holds the housekeeping lease")
+        current = 0 if row is None or row[0] is None else int(row[0]) - 1
+        self.last_current = max(self.last_current, current)
+        if announced:
+            return max(current, self._position + 1)
+        if current <= self._position:
+            self._lag(current, None)
+        return current
 
 
 def contiguous(rows: Sequence[Any]) -> Sequence[Any]:
@@ -314,17 +387,30 @@ def contiguous(rows: Sequence[Any]) -> Sequence[Any]:
     return rows
 
 
+_KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+
+
 def raw_connection(db: Database) -> Any:
     """A new DB-API connection to the metastore database outside SQLAlchemy's pool, in
-    autocommit mode (each statement sees the latest committed state)."""
+    autocommit mode (each statement sees the latest committed state); to
+    ``database_listen_url`` when set (a direct one next to a transaction pooler)."""
     engine = db.read_engine
-    args, kwargs = engine.dialect.create_connect_args(engine.url)
+    args, kwargs = engine.dialect.create_connect_args(db.listen_url or engine.url)
     if db.dialect == "postgresql":
         import psycopg2
 
         kwargs = {k: v for k, v in kwargs.items() if k != "options"}
         kwargs.setdefault("connect_timeout", max(1, int(db.timeout_seconds)))
-        conn = psycopg2.connect(*args, application_name="hms-cache-proxy", **kwargs)
+        # A LISTEN session waits in silence: TCP keepalives find a dead peer within about a
+        # minute, so the poller falls back to polling instead of waiting for nothing.
+        for key, value in _KEEPALIVES.items():
+            kwargs.setdefault(key, value)
+        conn = psycopg2.connect(*args, application_name=db.application_name, **kwargs)
         conn.autocommit = True
         return conn
     import sqlite3
@@ -345,45 +431,46 @@ def listen_connection(db: Database) -> Any:
 
 
 class SequenceReader:
-    """NEXT_EVENT_ID - 1 over one dedicated connection (reconnected after an error)."""
+    """NEXT_EVENT_ID - 1 for strong-mode reads, over a pooled autocommit connection (on
+    PostgreSQL the statement is prepared once per pooled connection): no connection of its
+    own, so an idle instance holds none for it."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._conn: Any = None
-        self._prepared = db.dialect == "postgresql"
-        self._lock = threading.Lock()
 
     def current(self) -> int:
-        with self._lock:
-            for attempt in (1, 2):
-                try:
-                    if self._conn is None:
-                        self._conn = raw_connection(self.db)
-                        if self._prepared:
-                            with self._conn.cursor() as cur:
-                                EventLog.prepare_current_event_id(cur)
-                    cur = self._conn.cursor()
-                    try:
-                        return EventLog.current_event_id_dbapi(cur, self._prepared)
-                    finally:
-                        cur.close()
-                except Exception:
-                    self.close_locked()
-                    if attempt == 2:
-                        raise
-            raise AssertionError("unreachable")
-
-    def close_locked(self) -> None:
-        if self._conn is not None:
+        if self.db.dialect != "postgresql":
+            with self.db.read() as conn:
+                value = conn.exec_driver_sql(CURRENT_EVENT_ID_SQL).scalar()
+            return 0 if value is None else int(value) - 1
+        for attempt in (1, 2):
+            raw = self.db.autocommit_engine.raw_connection()
             try:
-                self._conn.close()
-            except Exception:  # noqa: BLE001
-                pass
-        self._conn = None
+                info = raw.info
+                cur = raw.cursor()
+                try:
+                    if self.db.pooler == "transaction":  # no session to prepare in
+                        return EventLog.current_event_id_dbapi(cur, prepared=False)
+                    if not info.get(_SEQUENCE_PREPARED):
+                        EventLog.prepare_current_event_id(cur)
+                        info[_SEQUENCE_PREPARED] = True
+                    return EventLog.current_event_id_dbapi(cur, prepared=True)
+                finally:
+                    cur.close()
+            except Exception:
+                raw.invalidate()  # a broken connection is not reused; the next one is new
+                if attempt == 2:
+                    raise
+            finally:
+                raw.close()  # back to the pool
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
-        with self._lock:
-            self.close_locked()
+        """Nothing to close (kept for the callers' symmetry)."""
+
+
+_SEQUENCE_PREPARED = "hms_sequence_prepared"
+"""Pooled connection info key: the session prepared the NEXT_EVENT_ID read."""
 
 
 def _readable(sources: list[Any], timeout: float) -> list[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, insert, select, update
@@ -14,6 +15,12 @@ from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.patterns import filter_names
+from hms_cache_proxy.store.repl_props import (
+    REPL_TARGET_LAST_ID,
+    has_repl,
+    repl_last_id_moved,
+    without_repl,
+)
 from hms_cache_proxy.store.sql.sql_base import (
     DEFAULT_CATALOG,
     SqlPart,
@@ -29,6 +36,26 @@ DATABASE_TYPE_NAMES = {v: k for k, v in DATABASE_TYPES.items()}
 
 _PG_DATABASE_NAMES = 'SELECT "NAME" FROM "DBS" WHERE "CTLG_NAME" = %(cat)s ORDER BY "NAME"'
 """The names of a catalog's databases (get_databases, get_all_databases) on PostgreSQL."""
+
+
+def _alter_database_event(
+    messages: msg.MessageBuilder, before: hms.Database, after: hms.Database
+) -> dict[str, Any] | None:
+    """ALTER_DATABASE as Hive's AlterDatabaseEvent writes it: replication properties left out
+    of both objects, and no event when nothing else changed (REPL DUMP's and LOAD's
+    bookkeeping alters). When either side held such properties the message says so
+    (``replPropertiesLeftOut``): a cache must not take its objects for the stored ones, and
+    answers that database from the database from then on. Hence one deviation: the alter that
+    gives a database its first replication property does write the event, or caches would keep
+    answering it as it was."""
+    shown_before, shown_after = copy.copy(before), copy.copy(after)
+    shown_before.parameters = without_repl(before.parameters)
+    shown_after.parameters = without_repl(after.parameters)
+    marked = not has_repl(before.parameters) and has_repl(after.parameters)
+    if shown_before == shown_after and not marked:
+        return None
+    left_out = has_repl(before.parameters) or has_repl(after.parameters)
+    return messages.alter_database(shown_before, shown_after, repl_left_out=left_out)
 
 
 class Databases(SqlPart):
@@ -251,6 +278,9 @@ class Databases(SqlPart):
         def run(conn: Connection) -> None:
             row = self._db_row(conn, cat, name, lock=True)
             before = _database(row, _db_params(conn, [row.DB_ID]).get(row.DB_ID, {}))
+            params = dict(database.parameters or {})
+            if repl_last_id_moved(before.parameters, params):
+                params[REPL_TARGET_LAST_ID] = str(self.events.current_event_id(conn))
             # ObjectStore.alterDatabase (Hive 4.0): parameters and owner name replaced (None
             # clears them), owner type when set, description and locations when not blank.
             after = hms.Database(
@@ -261,7 +291,7 @@ class Databases(SqlPart):
                 locationUri=database.locationUri
                 if database.locationUri and database.locationUri.strip()
                 else before.locationUri,
-                parameters=dict(database.parameters or {}),
+                parameters=params,
                 ownerName=database.ownerName,
                 ownerType=database.ownerType
                 if database.ownerType is not None
@@ -285,14 +315,9 @@ class Databases(SqlPart):
                 conn, schema.DATABASE_PARAMS, param_rows("DB_ID", row.DB_ID, after.parameters)
             )
             after = self._load_database(conn, cat, name)  # as stored
-            self._emit(
-                conn,
-                [
-                    NewEvent(
-                        msg.ALTER_DATABASE, self.messages.alter_database(before, after), cat, name
-                    )
-                ],
-            )
+            event = _alter_database_event(self.messages, before, after)
+            if event is not None:
+                self._emit(conn, [NewEvent(msg.ALTER_DATABASE, event, cat, name)])
 
         self.db.transaction(run)
 

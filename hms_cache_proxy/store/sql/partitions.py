@@ -523,7 +523,7 @@ class Partitions(SqlPart):
             added: list[hms.Partition] = []
             if todo:
                 ids = self._insert_partitions(
-                    conn, tk, table, todo, tw.write_id, prepared=prepare is not None
+                    conn, tk, table, todo, tw.row_write_id, prepared=prepare is not None
                 )
                 added = _in_order(self.load_partitions(conn, tk, ids), [p for _, p in todo])
             self._emit(
@@ -869,7 +869,7 @@ class Partitions(SqlPart):
         """ObjectStore.alterPartitionNoTxn: the write id (else the stored one) and, for a write
         whose snapshot cannot use the stored statistics, no COLUMN_STATS_ACCURATE."""
         if tw.write_id is None:
-            new.writeId = old.writeId
+            new.writeId = tw.replicated_write_id or old.writeId
             return
         new.writeId = tw.write_id
         if COLUMN_STATS_ACCURATE in (new.parameters or {}) and not stats_valid_for_query(

@@ -15,6 +15,7 @@ from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog, NewEvent
 from hms_cache_proxy.store.events.messages import WRITER_NAME, MessageBuilder
+from hms_cache_proxy.store.txn.txn_base import COMMITTED as TXN_COMMITTED
 from hms_cache_proxy.store.txn.txn_base import OPEN as TXN_OPEN
 from hms_cache_proxy.store.txn.txn_service import TxnConfig, TxnService
 
@@ -41,11 +42,34 @@ class TxnWrite:
     write_id: int | None = None
     txn_id: int | None = None
     valid_write_ids: str | None = None
+    replicated_write_id: int | None = None
+    """A committed write id of a replication source, carried by REPL LOAD's bootstrap objects
+    into a replication target: stored as given, never pending (no txn of the target has it)."""
+
+    @property
+    def row_write_id(self) -> int | None:
+        """The write id the changed rows store: this write's, else a replicated one."""
+        return self.write_id if self.write_id is not None else self.replicated_write_id
 
     @property
     def event_write_id(self) -> int:
         """Hive's ``writeId`` message field: the write id, -1 for none."""
         return self.write_id if self.write_id is not None else -1
+
+
+_REPL_TARGET_KEYS = ("repl.target.for", "hive.repl.ckpt.key")
+
+
+def _replication_target(conn: Connection, db: str) -> bool:
+    """Whether REPL LOAD loads into ``db`` (LoadDatabase sets these parameters)."""
+    d, p = schema.DBS, schema.DATABASE_PARAMS
+    found = conn.execute(
+        select(p.c.PARAM_KEY)
+        .select_from(p.join(d, d.c.DB_ID == p.c.DB_ID))
+        .where(d.c.NAME == db, p.c.PARAM_KEY.in_(_REPL_TARGET_KEYS))
+        .limit(1)
+    ).first()
+    return found is not None
 
 
 def now() -> int:
@@ -164,7 +188,17 @@ class SqlPart:
             owner = txn_service.write_id_owner(conn, db, tbl, write_id)
             if owner is None or owner[1] != TXN_OPEN:
                 return TxnWrite(valid_write_ids=valid_write_id_list)
-        txn = txn_service.require_open_write_id(conn, db, tbl, write_id)
+        try:
+            txn = txn_service.require_open_write_id(conn, db, tbl, write_id)
+        except hms.MetaException:
+            owner = txn_service.write_id_owner(conn, db, tbl, write_id)
+            if (owner is not None and owner[1] != TXN_COMMITTED) or not _replication_target(
+                conn, db
+            ):
+                raise
+            # REPL LOAD's bootstrap: the source committed it (the target may map it to the
+            # committed helper txn repl_tbl_writeid_state wrote, or not at all).
+            return TxnWrite(valid_write_ids=valid_write_id_list, replicated_write_id=write_id)
         if valid_write_id_list is None:
             valid_write_id_list = txn_service.txn_write_id_list(conn, db, tbl, txn)
         return TxnWrite(write_id=write_id, txn_id=txn, valid_write_ids=valid_write_id_list)

@@ -166,7 +166,7 @@ class ColumnStatsWrites(SqlPart):
                         raise hms.MetaException(message=error)
                     if not stats_valid_for_query(params, row.WRITE_ID, snapshot, True):
                         new_params.pop(COLUMN_STATS_ACCURATE, None)
-                    new_write_id = tw.write_id
+                    new_write_id = tw.row_write_id
             owner = {"CAT_NAME": cat, "DB_NAME": db, "TABLE_NAME": tbl}
             self._write_rows(
                 conn, _TCS, idseq.TABLE_COLUMN_STATS, "TBL_ID", [target], old, owner, engine

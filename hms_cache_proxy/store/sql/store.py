@@ -17,6 +17,7 @@ from hms_cache_proxy.store.sql.notifications import Notifications
 from hms_cache_proxy.store.sql.partition_events import PartitionEvents
 from hms_cache_proxy.store.sql.partitions import Partitions
 from hms_cache_proxy.store.sql.privileges import Privileges
+from hms_cache_proxy.store.sql.repl_commit import ReplCommits
 from hms_cache_proxy.store.sql.roles import Roles
 from hms_cache_proxy.store.sql.runtime_stats import RuntimeStats
 from hms_cache_proxy.store.sql.scheduled_queries import ScheduledQueries
@@ -70,6 +71,7 @@ class SqlStore:
         self.functions = Functions(shared)
         self.notifications = Notifications(shared, self.partitions, self.tables)
         self.write_notes = WriteNotes(shared, self.partitions, self.tables)
+        self.repl_commits = ReplCommits(shared, self.write_notes, self.tables, self.partitions)
         self.roles = Roles(shared)
         self.privileges = Privileges(shared)
         self.partition_events = PartitionEvents(shared)
@@ -187,6 +189,9 @@ class SqlStore:
     # -- self.write_notes: write notifications
     add_write_notifications = Forwarded(api.Events.add_write_notifications)
     write_event_info = Forwarded(api.Events.write_event_info)
+
+    # -- self.repl_commits: replayed commits (REPL LOAD on a target)
+    repl_commit_txn = Forwarded(api.Events.repl_commit_txn)
 
     # -- self.roles: roles
     create_role = Forwarded(api.Metadata.create_role)

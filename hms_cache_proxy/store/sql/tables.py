@@ -265,7 +265,7 @@ class Tables(SqlPart):
                     message=f"Table {table_ref(cat, db, name)} already exists"
                 )
             tw = self._create_txn_write(conn, table, valid_write_id_list)
-            tbl_id = self._insert_table(conn, db_row.DB_ID, table, tw.write_id or 0)
+            tbl_id = self._insert_table(conn, db_row.DB_ID, table, tw.row_write_id or 0)
             grants = privileges.owner_grant_rows(privileges.TABLE, tbl_id, table.privileges)
             privileges.insert_grants(conn, self.ids, privileges.TABLE, grants)
             stored = self.load_table_by_id(conn, tbl_id)
@@ -518,7 +518,7 @@ class Tables(SqlPart):
                 before.parameters, before.writeId, tw.valid_write_ids, True
             ):
                 params.pop(COLUMN_STATS_ACCURATE, None)  # a concurrent write's statistics
-        stored_id = tw.write_id if tw.write_id is not None else before.writeId
+        stored_id = tw.row_write_id if tw.row_write_id is not None else before.writeId
         return _copy_table(after, parameters=params, writeId=stored_id or 0), tw
 
     def _update_table(

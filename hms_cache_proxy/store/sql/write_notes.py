@@ -30,16 +30,17 @@ _W = schema.TXN_WRITE_NOTIFICATION_LOG
 
 
 def encoded_files(info: hms.InsertEventRequestData) -> list[str]:
-    """ReplChangeManager.encodeFileUri for each file: ``file#checksum#subdir`` (empty parts
-    kept empty)."""
+    """ReplChangeManager.encodeFileUri for each file: ``file#checksum#cmroot#subdir``, which
+    REPL DUMP/LOAD decode by position (the fourth part is the delta directory the target
+    rebuilds the path with). This service keeps no change-management root, and Hive without
+    one writes no checksum either (a checksum without a root would send the load to a CM path
+    it cannot build): ``file###subdir``."""
     files = list(info.filesAdded or [])
-    sums = list(info.filesAddedChecksum or [])
     subdirs = list(info.subDirectoryList or [])
     out = []
     for i, f in enumerate(files):
-        checksum = sums[i] if i < len(sums) and sums[i] else ""
         subdir = subdirs[i] if i < len(subdirs) and subdirs[i] else ""
-        out.append(f"{f}#{checksum}#{subdir}")
+        out.append(f"{f}###{subdir}")
     return out
 
 
@@ -90,10 +91,10 @@ class WriteNotes(SqlPart):
             partition = found[0]
         files = encoded_files(req.fileInfo)
         body = self.messages.acid_write(req.txnId, req.writeId, table, part_name, partition, files)
-        self._record_write(conn, req, table, part_name, partition, files)
+        self.record_write(conn, req, table, part_name, partition, files)
         return NewEvent(msg.ACID_WRITE_EVENT, body, cat, db, tbl)
 
-    def _record_write(
+    def record_write(
         self,
         conn: Connection,
         req: hms.WriteNotificationLogRequest,

@@ -187,6 +187,10 @@ class Compaction(TxnPart):
         code = _type_code(rqst.type)
         return self.db.transaction(lambda conn: self._enqueue_compaction(conn, rqst, code))
 
+    def compact_in(self, conn: Connection, rqst: Any) -> hms.CompactionResponse:
+        """``compact`` inside the caller's database transaction."""
+        return self._enqueue_compaction(conn, rqst, _type_code(rqst.type))
+
     def _enqueue_compaction(self, conn: Connection, rqst: Any, code: str) -> Any:
         ncq = schema.NEXT_COMPACTION_QUEUE_ID
         taken = conn.execute(select(ncq.c.NCQ_NEXT).with_for_update()).scalar()

@@ -10,6 +10,7 @@ HIVE_LOCKS, NEXT_LOCK_ID, TXN_LOCK_TBL, MIN_HISTORY_LEVEL and WRITE_SET lives in
 - ``compaction``   the compaction queue (COMPACTION_QUEUE, COMPLETED_COMPACTIONS);
   ``compaction_worker`` the calls of Hive's Worker and Cleaner
 - ``materializations`` MV_TABLES_USED counters and materialized-view invalidation
+- ``repl``         replayed (REPL_CREATED) txns and write ids: what REPL LOAD asks of a target
 
 The service is shared by every connection's thread; the only state it keeps between calls is
 the settled floor of old TXNS rows (``txn_base.SettledTxns``), a fact about the database that other
@@ -31,6 +32,7 @@ from hms_cache_proxy.store.txn.compaction import Compaction
 from hms_cache_proxy.store.txn.compaction_worker import CompactionWorker
 from hms_cache_proxy.store.txn.locks import Locks
 from hms_cache_proxy.store.txn.materializations import Materializations
+from hms_cache_proxy.store.txn.repl import ReplTxns
 from hms_cache_proxy.store.txn.txn_base import TxnConfig, TxnPart, TxnShared
 from hms_cache_proxy.store.txn.txns import Txns
 from hms_cache_proxy.store.txn.writeids import WriteIds
@@ -59,6 +61,7 @@ class TxnService:
         self.compaction = Compaction(shared)
         self.compaction_worker = CompactionWorker(shared, self.compaction)
         self.materializations = Materializations(shared, self.write_ids)
+        self.repl = ReplTxns(shared, self.txns, self.compaction)
         self._methods = _bind(self.parts(), _forwarded_names(type(self)), self.txns)
 
     def parts(self) -> list[TxnPart]:
@@ -74,6 +77,7 @@ class TxnService:
     get_open_txns_info = Forwarded(Txns.get_open_txns_info)
     open_txns = Forwarded(Txns.open_txns)
     min_open_txn_watermark = Forwarded(Txns.min_open_txn_watermark)
+    min_txn_id_seen_open = Forwarded(Txns.min_txn_id_seen_open)
     commit_txn = Forwarded(Txns.commit_txn)
     abort_txn = Forwarded(Txns.abort_txn)
     abort_txns = Forwarded(Txns.abort_txns)
@@ -128,6 +132,17 @@ class TxnService:
     materialization_invalidation_info = Forwarded(
         Materializations.materialization_invalidation_info
     )
+
+    # -- self.repl: replayed transactions (REPL LOAD on a target)
+    repl_open_txns = Forwarded(ReplTxns.repl_open_txns)
+    repl_allocate_write_ids = Forwarded(ReplTxns.repl_allocate_write_ids)
+    repl_table_write_id_state = Forwarded(ReplTxns.repl_table_write_id_state)
+    repl_commit_in = Forwarded(ReplTxns.repl_commit_in)
+    repl_abort_txn = Forwarded(ReplTxns.repl_abort_txn)
+    load_open_txn = Forwarded(ReplTxns.load_open_txn)
+    load_commit_txn = Forwarded(ReplTxns.load_commit_txn)
+    load_abort_txn = Forwarded(ReplTxns.load_abort_txn)
+    target_txns = staticmethod(ReplTxns.target_txns)
 
     # -- self.txns: the clock, txn-state checks and events every part shares (answered by txns)
     now_ms = Forwarded(TxnPart.now_ms)

@@ -45,6 +45,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent, one_statement
+from hms_cache_proxy.store.repl_props import REPL_INCOMPATIBLE
 from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.txn_base import (
     ABORTED,
@@ -65,7 +66,7 @@ from hms_cache_proxy.store.txn.txn_base import (
     txn_id_str,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn_snapshots import bitset_to_bytes
+from hms_cache_proxy.store.txn_snapshots import LONG_MAX, bitset_to_bytes
 
 _T = schema.TXNS
 _OPEN_RETRIES = 10
@@ -171,6 +172,38 @@ class Txns(TxnPart):
             )
         else:
             rows = conn.execute(self._open_txn_list_query(conn, info, floor, settled))
+        return self._open_txn_list_of(rows, info, fresh_snapshot, began)
+
+    def open_txn_list_with_write_ids(
+        self, conn: Connection, db: str, table: str
+    ) -> tuple[OpenTxnList, int, bool, list[tuple[int, int]]]:
+        """PostgreSQL: ``open_txn_list`` of a fresh snapshot and, from the same statement, the
+        table's write-id hwm, whether a write id at or below it belongs to a txn that is not
+        open or aborted, and the (txn, write id) rows of open or aborted txns, by write id."""
+        settled = self._settled_txns
+        began = time.monotonic()
+        rows = pgsql.write_ids_now_rows(
+            conn,
+            self.config.open_txn_timeout_ms,
+            settled.floor if settled else 0,
+            sorted(settled.unsettled) if settled else [],
+            db,
+            table,
+        )
+        listed = self._open_txn_list_of([r for r in rows if r.kind == "t"], False, True, began)
+        hwm, found = 0, False
+        writes: list[tuple[int, int]] = []
+        for r in rows:
+            if r.kind == "w":
+                writes.append((int(r.TXN_ID), int(r.write_id)))
+            elif r.kind == "h":
+                hwm, found = int(r.write_id), bool(r.found)
+        return listed, hwm, found, writes
+
+    def _open_txn_list_of(
+        self, rows: Any, info: bool, fresh_snapshot: bool, began: float
+    ) -> OpenTxnList:
+        """open_txn_list from its query's rows (TXN_ID order), read after ``began``."""
         timeout = self.config.open_txn_timeout_ms
         txns: list[TxnRow] = []
         not_committed: list[int] = []
@@ -361,13 +394,18 @@ class Txns(TxnPart):
                 settled.floor if settled else 0,
                 sorted(settled.unsettled) if settled else [],
             )
+            level = self.config.use_min_history_level
             if txn_type == hms.TxnType.READ_ONLY:  # no event
-                ids, lock_wait = pgsql.open_txns_with(conn, params)
+                ids, lock_wait = pgsql.open_txns_with(conn, params, level)
                 started.append(sent + lock_wait)
                 return ids
             # Two round trips: the txns and the event's sequence lock, then the event + COMMIT.
             reservation = self.events.reserve(
-                conn, 1, before=pgsql.open_keeping_sql(conn), params=params, also=pgsql.OPEN_KEPT
+                conn,
+                1,
+                before=pgsql.open_keeping_sql(conn, level),
+                params=params,
+                also=pgsql.OPEN_KEPT,
             )
             ids, lock_wait = pgsql.opened(reservation.extra)
             started.append(sent + lock_wait)
@@ -376,6 +414,22 @@ class Txns(TxnPart):
                 conn, reservation, [NewEvent(msg.OPEN_TXN, body, cat_name=None)], last=True
             )
             return ids
+        ids = self.insert_open_rows(conn, n, user, host, agent_info, txn_type, started)
+        self._emit_open(conn, ids, txn_type)
+        return ids
+
+    def insert_open_rows(
+        self,
+        conn: Connection,
+        n: int,
+        user: str,
+        host: str,
+        agent_info: str | None,
+        txn_type: int,
+        started: list[float],
+    ) -> list[int]:
+        """The TXNS and MIN_HISTORY_LEVEL rows of ``n`` new open txns (no event); ``started``
+        gets the moment the ids were taken (the open window starts there)."""
         if conn.dialect.name == "postgresql":
             conn.execute(text('LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE'))
         now = self.now_ms(conn)
@@ -391,16 +445,16 @@ class Txns(TxnPart):
         started.append(time.monotonic())
         stmt = insert(_T).values([row] * n).returning(_T.c.TXN_ID)
         ids = sorted(int(i) for i in conn.execute(stmt).scalars())
-        # Each new txn's MIN_HISTORY_LEVEL row holds the open-txn watermark. Computed after the
-        # insert it also sees the new txns, which changes nothing: they are above the watermark.
-        mark = self._watermark_expr(conn, _T.c.TXN_ID)
-        conn.execute(
-            insert(schema.MIN_HISTORY_LEVEL).from_select(
-                ["MHL_TXNID", "MHL_MIN_OPEN_TXNID"],
-                select(_T.c.TXN_ID, mark).where(_T.c.TXN_ID.in_(ids)),
+        if self.config.use_min_history_level:
+            # Each new txn's MIN_HISTORY_LEVEL row holds the open-txn watermark. Computed after
+            # the insert it also sees the new txns, which changes nothing: they are above it.
+            mark = self._watermark_expr(conn, _T.c.TXN_ID)
+            conn.execute(
+                insert(schema.MIN_HISTORY_LEVEL).from_select(
+                    ["MHL_TXNID", "MHL_MIN_OPEN_TXNID"],
+                    select(_T.c.TXN_ID, mark).where(_T.c.TXN_ID.in_(ids)),
+                )
             )
-        )
-        self._emit_open(conn, ids, txn_type)
         return ids
 
     def _emit_open(self, conn: Connection, ids: list[int], txn_type: int) -> None:
@@ -431,12 +485,22 @@ class Txns(TxnPart):
         candidates = [int(low_mark) + 1] + ([int(found)] if found is not None else [])
         return min(candidates)
 
+    def min_txn_id_seen_open(self, conn: Connection) -> int:
+        """Hive's findMinTxnIdSeenOpen: the lowest txn any open txn's snapshot may hold as
+        open (MIN_HISTORY_LEVEL); LONG_MAX when there is no row, or when the level switch is
+        off or the write-id switch on (Hive reads no MIN_HISTORY_LEVEL then)."""
+        if not self.config.use_min_history_level or self.config.use_min_history_write_id:
+            return LONG_MAX
+        mhl = schema.MIN_HISTORY_LEVEL
+        found = conn.execute(select(func.min(mhl.c.MHL_MIN_OPEN_TXNID))).scalar()
+        return LONG_MAX if found is None else int(found)
+
     def _withdraw(self, conn: Connection, ids: Sequence[int], txn_type: int) -> None:
-        self._delete_txns(conn, ids)
+        self.delete_txns(conn, ids)
         self.emit_aborts(conn, dict.fromkeys(ids, txn_type))
 
     @staticmethod
-    def _delete_txns(conn: Connection, ids: Sequence[int]) -> None:
+    def delete_txns(conn: Connection, ids: Sequence[int]) -> None:
         mh = schema.MIN_HISTORY_LEVEL
         conn.execute(delete(mh).where(mh.c.MHL_TXNID.in_(ids)))
         conn.execute(delete(_T).where(_T.c.TXN_ID.in_(ids)))
@@ -481,10 +545,19 @@ class Txns(TxnPart):
         if txn_type in (hms.TxnType.SOFT_DELETE, hms.TxnType.COMPACTION):
             commit_id = self._lock_txns_exclusive(conn)
         elif txn_type != hms.TxnType.READ_ONLY:
+            # Without MIN_HISTORY_LEVEL every write goes to WRITE_SET (inserts too), so that
+            # housekeeping keeps the write ids of txns a reader may still hold open (Hive 4).
+            level = self.config.use_min_history_level
             writes = and_(
-                tc.c.TC_TXNID == txn_id, tc.c.TC_OPERATION_TYPE.in_([OP_UPDATE, OP_DELETE])
+                tc.c.TC_TXNID == txn_id,
+                tc.c.TC_OPERATION_TYPE.in_([OP_UPDATE, OP_DELETE])
+                if level
+                else tc.c.TC_OPERATION_TYPE != OP_COMPACT,
             )
-            if ops & {OP_UPDATE, OP_DELETE}:
+            if not level and ops and not ops & {OP_UPDATE, OP_DELETE}:
+                self._insert_write_set(conn, txn_id, temp_id, writes)
+                commit_id = int(conn.execute(select(func.max(_T.c.TXN_ID))).scalar_one())
+            elif ops & {OP_UPDATE, OP_DELETE}:
                 update_delete = "Y"
                 savepoint = conn.begin_nested()
                 self._insert_write_set(conn, txn_id, temp_id, writes)
@@ -500,16 +573,16 @@ class Txns(TxnPart):
                     )
                 savepoint.commit()
         if ops and txn_type != hms.TxnType.READ_ONLY and txn_type not in COMPACTION_TYPES:
-            self._move_components_to_completed(conn, txn_id, update_delete)
+            self.move_components_to_completed(conn, txn_id, update_delete)
         altered = []
         if key_value is not None:
             altered.append(self._update_key_value(conn, txn_id, key_value))
         events = (
-            self._commit_events(conn, txn_id, altered)
+            self.commit_events(conn, txn_id, altered)
             if txn_type != hms.TxnType.READ_ONLY or altered
             else []
         )
-        self._finish_commit(conn, txn_id, txn_type, commit_id, temp_id, bool(ops))
+        self.finish_commit(conn, txn_id, txn_type, commit_id, temp_id, bool(ops))
         self.emit(conn, events)
         return None
 
@@ -538,7 +611,11 @@ class Txns(TxnPart):
             body = self.messages.commit_txn(txn_id, infos or None)
             events.append(NewEvent(msg.COMMIT_TXN, body, cat_name=None))
         # The finish travels with the event's sequence lock; the COMMIT with the event.
-        finish = pgsql.finish_commit_sql(move_components=bool(ops) and not read_only)
+        finish = pgsql.finish_commit_sql(
+            bool(ops) and not read_only,
+            self.config.use_min_history_level,
+            self.config.use_min_history_write_id,
+        )
         self.events.append(conn, events, before=finish, params={"txn": txn_id}, last=True)
         return True
 
@@ -621,7 +698,7 @@ class Txns(TxnPart):
         return f"{resource} committed by [{txn_id_str(row[0])},{row[1]}] {row[5]}/{row[6]}"
 
     @staticmethod
-    def _move_components_to_completed(conn: Connection, txn_id: int, update_delete: str) -> None:
+    def move_components_to_completed(conn: Connection, txn_id: int, update_delete: str) -> None:
         tc, ctc = schema.TXN_COMPONENTS, schema.COMPLETED_TXN_COMPONENTS
         rows = select(
             tc.c.TC_TXNID,
@@ -645,7 +722,7 @@ class Txns(TxnPart):
             )
         )
 
-    def _commit_events(
+    def commit_events(
         self, conn: Connection, txn_id: int, altered: Sequence[tuple[str, str, str]] = ()
     ) -> list[NewEvent]:
         t2w = schema.TXN_TO_WRITE_ID
@@ -661,7 +738,7 @@ class Txns(TxnPart):
         body = self.messages.commit_txn(txn_id, infos or None, altered)
         return [NewEvent(msg.COMMIT_TXN, body, cat_name=None)]
 
-    def _finish_commit(
+    def finish_commit(
         self,
         conn: Connection,
         txn_id: int,
@@ -694,11 +771,14 @@ class Txns(TxnPart):
             )
         self._forget_min_history(conn, [txn_id])
 
-    @staticmethod
-    def _forget_min_history(conn: Connection, txn_ids: Sequence[int]) -> None:
+    def _forget_min_history(self, conn: Connection, txn_ids: Sequence[int]) -> None:
+        """The ended txns' MIN_HISTORY_LEVEL / MIN_HISTORY_WRITE_ID rows, as Hive does when
+        the switch is on (with it off, housekeeping removes rows left from when it was)."""
         mhl, mhw = schema.MIN_HISTORY_LEVEL, schema.MIN_HISTORY_WRITE_ID
-        conn.execute(delete(mhl).where(mhl.c.MHL_TXNID.in_(txn_ids)))
-        conn.execute(delete(mhw).where(mhw.c.MH_TXNID.in_(txn_ids)))
+        if self.config.use_min_history_level:
+            conn.execute(delete(mhl).where(mhl.c.MHL_TXNID.in_(txn_ids)))
+        if self.config.use_min_history_write_id:
+            conn.execute(delete(mhw).where(mhw.c.MH_TXNID.in_(txn_ids)))
 
     @staticmethod
     def _update_key_value(conn: Connection, txn_id: int, kv: Any) -> tuple[str, str, str]:
@@ -767,15 +847,21 @@ class Txns(TxnPart):
 
         return self.db.transaction(run)
 
-    def abort_in(self, conn: Connection, txn_ids: Sequence[int], *, reason: str) -> int:
+    def abort_in(
+        self, conn: Connection, txn_ids: Sequence[int], *, reason: str, replayed: bool = False
+    ) -> int:
         """Hive's abortTxns: mark open txns aborted and drop their locks; returns how many.
 
         TXN_COMPONENTS and TXN_TO_WRITE_ID stay: readers need the aborted write ids until the
-        compactor has cleaned their data.
+        compactor has cleaned their data. An abort that is not REPL LOAD's own (``replayed``)
+        of a replayed txn breaks the replica: its database gets ``repl.incompatible=true``
+        (Hive's AbortTxnsFunction), and the next load refuses to run.
         """
         if not txn_ids:
             return 0
         hl, rtm = schema.HIVE_LOCKS, schema.REPL_TXN_MAP
+        if not replayed:
+            self._mark_repl_incompatible(conn, txn_ids)
         self._forget_min_history(conn, txn_ids)
         count = conn.execute(
             update(_T)
@@ -785,6 +871,26 @@ class Txns(TxnPart):
         conn.execute(delete(hl).where(hl.c.HL_TXNID.in_(txn_ids)))
         conn.execute(delete(rtm).where(rtm.c.RTM_TARGET_TXN_ID.in_(txn_ids)))
         return int(count)
+
+    @staticmethod
+    def _mark_repl_incompatible(conn: Connection, txn_ids: Sequence[int]) -> None:
+        rtm, dbs, dp = schema.REPL_TXN_MAP, schema.DBS, schema.DATABASE_PARAMS
+        policies = conn.execute(
+            select(rtm.c.RTM_REPL_POLICY).where(rtm.c.RTM_TARGET_TXN_ID.in_(txn_ids)).distinct()
+        ).scalars()
+        names = {p.split(".", 1)[0].strip().lower() for p in policies if p}
+        names.discard("*")
+        for name in sorted(names):
+            db_id = conn.execute(
+                select(dbs.c.DB_ID).where(dbs.c.NAME == name, dbs.c.CTLG_NAME == "hive")
+            ).scalar()
+            if db_id is None:
+                continue
+            key = (dp.c.DB_ID == db_id, dp.c.PARAM_KEY == REPL_INCOMPATIBLE)
+            if conn.execute(update(dp).where(*key).values(PARAM_VALUE="true")).rowcount == 0:
+                conn.execute(
+                    insert(dp).values(DB_ID=db_id, PARAM_KEY=REPL_INCOMPATIBLE, PARAM_VALUE="true")
+                )
 
     def emit_aborts(self, conn: Connection, txn_types: dict[int, int]) -> None:
         """ABORT_TXN per aborted txn, with the databases it allocated write ids in."""

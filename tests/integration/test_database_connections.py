@@ -1,0 +1,113 @@
+"""What an instance holds on PostgreSQL: an idle one keeps only its LISTEN session and sends
+nothing on it; pools open connections for calls and close them once unused; every session names
+the instance; the housekeeping lease lives on one LISTEN session and moves when its holder
+stops; a notification that never came is caught by the safety check."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import pytest
+
+from tests.support.cache import clients, instances
+from tests.support.metastore import last_event_id
+
+pytestmark = [pytest.mark.postgres]
+
+
+@pytest.fixture
+def watch(pg_url: str) -> Iterator[Callable[[str], list[tuple[Any, ...]]]]:
+    """``watch(name)``: (pid, query, query_start) of the sessions named after instance
+    ``name`` on the test's database."""
+    conn = psycopg2.connect(pg_url.replace("postgresql+psycopg2://", "postgresql://"))
+    conn.autocommit = True
+
+    def sessions(name: str) -> list[tuple[Any, ...]]:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT pid, query, query_start FROM pg_stat_activity"
+                " WHERE datname = current_database() AND application_name = %s ORDER BY pid",
+                (f"hms-cache-proxy/{name}",),
+            )
+            return cur.fetchall()
+
+    yield sessions
+    conn.close()
+
+
+def _until(check: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def test_an_idle_instance_keeps_one_silent_connection_named_after_it(
+    pg_url: str, tmp_path: Path, T: Any, watch: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    with (
+        instances(
+            pg_url,
+            tmp_path,
+            n=1,
+            instance_name="idle-a",
+            database_pool_idle_seconds=0.5,
+            txn_housekeeping="off",  # its round once a minute is not what is watched here
+        ) as (svc,),
+        clients(svc) as (client,),
+    ):
+        client.create_database(T.Database(name="d"))
+        client.get_database("d")
+        assert len(watch("idle-a")) >= 2  # the calls' pooled connections, LISTEN
+        _until(lambda: len(watch("idle-a")) == 1, "pooled connections were not closed")
+        ((pid, query, started),) = watch("idle-a")
+        assert svc.cache.poller._listener.get_backend_pid() == pid
+        time.sleep(2)  # 40 poll intervals (0.05 s): nothing may be sent meanwhile
+        assert watch("idle-a") == [(pid, query, started)]
+        # The instance still serves, and opens a connection again for a call that needs one.
+        client.create_database(T.Database(name="e"))
+        assert client.get_database("e").name == "e"
+
+
+def test_the_housekeeping_lease_has_one_holder_and_moves_when_it_stops(
+    pg_url: str, tmp_path: Path
+) -> None:
+    with instances(
+        pg_url,
+        tmp_path,
+        n=2,
+        poller_safety_interval_seconds=0.2,
+        txn_housekeeping_interval_seconds=0.1,
+    ) as (a, b):
+        pollers = [a.cache.poller, b.cache.poller]
+        _until(lambda: all(p.listening for p in pollers), "both LISTEN")
+        _until(lambda: any(p.leader for p in pollers), "a lease holder")
+        assert [p.leader for p in pollers].count(True) == 1
+        holder, other = (a, b) if a.cache.poller.leader else (b, a)
+        # Housekeeping rounds run in the holder only.
+        _until(lambda: holder.housekeeper.rounds >= 3, "the holder's housekeeping")
+        assert other.housekeeper.rounds == 0
+        holder.cache.poller.stop()  # its LISTEN session (and the lock) goes
+        _until(lambda: other.cache.poller.leader, "the lease moved")
+        _until(lambda: other.housekeeper.rounds >= 1, "housekeeping in the new holder")
+
+
+def test_the_safety_check_catches_up_when_a_notification_never_comes(
+    pg_url: str, tmp_path: Path, T: Any
+) -> None:
+    with (
+        instances(pg_url, tmp_path, n=2, poller_safety_interval_seconds=0.5) as (a, b),
+        clients(a, b) as (ca, _),
+    ):
+        _until(lambda: b.cache.poller._listener is not None, "B listens")
+        listener = b.cache.poller._listener
+        with listener.cursor() as cur:
+            cur.execute("UNLISTEN *")  # B's session stays, its notifications stop
+        ca.create_database(T.Database(name="unannounced"))
+        target = last_event_id(ca)
+        assert b.cache.poller.wait_for(target, 30), "B did not catch up"
+        assert b.cache.poller._listener is listener  # through the safety check, same session
