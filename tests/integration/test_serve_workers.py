@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -20,7 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.apache_thrift import apache_client
-from tests.support.server import ServerProcess
+from tests.support.server import ROOT, ServerProcess
 
 pytestmark = pytest.mark.postgres
 
@@ -144,3 +147,47 @@ def test_a_killed_worker_is_started_again_and_sigterm_stops_all(
     for pid in second:
         assert not Path(f"/proc/{pid}").exists(), f"worker {pid} outlived the supervisor"
     assert "all workers stopped" in server.log_path.read_text()
+
+
+def test_sigterm_answers_the_call_in_flight_on_a_worker(
+    pg_url: str, tmp_path: Path, T: Any
+) -> None:
+    from tests.integration.test_graceful_shutdown import _HeldCall, _refused
+
+    conf = tmp_path / "proxy.yaml"
+    conf.write_text("cache_enabled: false\nshutdown_grace_seconds: 60\nworkers: 2\n")
+    server = ServerProcess(pg_url, tmp_path / "wh", tmp_path / "serve.log", "--config", str(conf))
+    held = None
+    try:
+        _until(lambda: len(_children(server.proc.pid)) == 2, "two workers")
+        held = _HeldCall(pg_url, server, T)  # create_database, waiting inside a worker
+        server.proc.send_signal(signal.SIGTERM)
+        _until(lambda: _refused(server.port), "every worker's listener to close")
+        assert held.thread.is_alive() and server.proc.poll() is None  # still in flight
+        held.release()
+        assert held.outcome.get("answer") == "ok"
+        assert server.proc.wait(60) == 0
+    finally:
+        if held is not None:
+            held.close()
+        server.stop()
+
+
+def test_a_worker_that_cannot_start_stops_the_supervisor_with_status_2(
+    pg_url: str, tmp_path: Path
+) -> None:
+    with socket.socket() as taken:  # worker 1's HTTP port (metrics_port + 1)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        http = taken.getsockname()[1] - 1
+        cmd = [
+            sys.executable, "-m", "hms_cache_proxy", "serve", "--workers", "2",
+            "--host", "127.0.0.1", "--port", "0", "--metrics-host", "127.0.0.1",
+            "--metrics-port", str(http), "--database-url", pg_url,
+            "--warehouse-dir", str(tmp_path / "wh"),
+        ]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2, done.stderr
+    assert f"cannot listen for HTTP (metrics) on 127.0.0.1:{http + 1}" in done.stderr
+    assert "worker 1 could not start (exited with status 2): stopping the others" in done.stderr
