@@ -6,7 +6,8 @@ Starts PostgreSQL (tests/support/postgres.py), fills it through the SQL store (T
 PARTITIONS partitions each), then runs `hms-cache-proxy serve` with 1 worker (no supervisor)
 and with `--workers 2`; once every worker has prewarmed every table and answered a
 get_partitions of each, reads /proc/PID/smaps_rollup of each process (the supervisor too) and
-prints RSS, PSS and the shared part per process and in all. PSS counts a page shared by k
+prints RSS, PSS and the shared part per process and in all; first, whether forking after
+prewarm would share the cache (copy_on_write). PSS counts a page shared by k
 processes as 1/k in each, so the PSS total is what the processes cost together.
 No assertions: a measurement.
 """
@@ -122,11 +123,42 @@ def measure(url: str, wh: Path, log: Path, workers: int, names: list[str], total
         server.stop()
 
 
+def copy_on_write(count: int) -> None:
+    """Would forking after prewarm share the cache? ``count`` cache Parts (the cache's
+    partition objects) made, gc.freeze(), fork; the child reads every partition once, as a
+    reply does, and reports how much of the parent's memory it had to copy."""
+    import gc
+
+    from hms_cache_proxy.store.cache.entries import Part
+
+    cols = os.urandom(400)  # one column list shared by every partition, as in the cache
+    parts = [Part((str(i),), os.urandom(300), cols, os.urandom(300)) for i in range(count)]
+    gc.collect()
+    gc.freeze()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        before = rollup(os.getpid())["Private_Dirty"]
+        read = sum(len(p.head) + len(p.cols) + len(p.tail) for p in parts)
+        after = rollup(os.getpid())["Private_Dirty"]
+        os.write(write_end, f"{before} {after} {read}".encode())
+        os._exit(0)
+    os.close(write_end)
+    before, after, read = (int(x) for x in os.read(read_end, 100).split())
+    os.waitpid(pid, 0)
+    print(
+        f"--- fork after {count} partitions were cached, gc.freeze(): the child's private "
+        f"memory {before / 1024:.1f} MiB, after reading each partition once "
+        f"{after / 1024:.1f} MiB (parent RSS {rollup(os.getpid())['Rss'] / 1024:.1f} MiB)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=5)
     parser.add_argument("--partitions", type=int, default=1000)
     args = parser.parse_args()
+    copy_on_write(args.tables * args.partitions)
     pg = PostgresServer.start()
     try:
         url = pg.new_database()
