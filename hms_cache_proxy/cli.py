@@ -332,8 +332,10 @@ def _supervise(args: argparse.Namespace, settings: Any, log: logging.Logger) -> 
 
     def run_worker(index: int) -> int:
         reservation.close()  # the supervisor's copy keeps holding the port
+        from hms_cache_proxy import logs
         from hms_cache_proxy.observability import metrics
 
+        logs.set_worker(index)
         metrics.WORKER.set(index)
         mine = worker_settings(settings, port, index)
         return _serve(args, mine, log, f" (worker {index} of {settings.workers})")

@@ -146,7 +146,9 @@ def test_a_killed_worker_is_started_again_and_sigterm_stops_all(
     assert server.proc.wait(timeout=60) == 0
     for pid in second:
         assert not Path(f"/proc/{pid}").exists(), f"worker {pid} outlived the supervisor"
-    assert "all workers stopped" in server.log_path.read_text()
+    log = server.log_path.read_text()
+    assert "all workers stopped" in log
+    assert "[worker=0]" in log and "[worker=1]" in log  # each worker's lines say whose they are
 
 
 def test_sigterm_answers_the_call_in_flight_on_a_worker(
