@@ -456,3 +456,37 @@ def test_timed_out_txn_notification_logging(database_url, tmp_path) -> None:
                 _txn_notification_logging(client, T, svc, txn_type, expected)
         finally:
             trans.close()
+
+
+def test_replayed_stats_with_a_committed_source_write_id_are_accepted(client, T, repl_db) -> None:
+    """ColumnStatsUpdateTask on a target sends the source's write id with a list naming it as
+    the high-water mark; when that id is committed (a bootstrap table's, or a replayed txn's
+    on a reload) Hive's verifyStatsChangeCtx accepts it as the request's write id. The
+    statistics are taken, under that write id."""
+    transactional_table(client, T, "st", db=repl_db)
+    table = client.get_table(repl_db, "st")
+    table.writeId = 7  # LoadTable: the source's committed write id and statistics state
+    table.parameters = {**table.parameters, "COLUMN_STATS_ACCURATE": '{"BASIC_STATS":"true"}'}
+    client.alter_table(repl_db, "st", table)
+    data = T.LongColumnStatsData(lowValue=0, highValue=9, numNulls=0, numDVs=9)
+    stats = T.ColumnStatistics(
+        statsDesc=T.ColumnStatisticsDesc(isTblLevel=True, dbName=repl_db, tableName="st"),
+        statsObj=[
+            T.ColumnStatisticsObj(
+                colName="id", colType="int", statsData=T.ColumnStatisticsData(longStats=data)
+            )
+        ],
+        engine="hive",
+    )
+    for _ in range(2):  # and again, as a load resumed after it replays it
+        client.set_aggr_stats_for(
+            T.SetPartitionsStatsRequest(
+                colStats=[stats],
+                writeId=7,
+                validWriteIdList=f"{repl_db}.st:7:9223372036854775807::",
+                engine="hive",
+            )
+        )
+    rqst = T.TableStatsRequest(dbName=repl_db, tblName="st", colNames=["id"], engine="hive")
+    [got] = client.get_table_statistics_req(rqst).tableStats
+    assert got.statsData.longStats.highValue == 9
