@@ -490,3 +490,30 @@ def test_replayed_stats_with_a_committed_source_write_id_are_accepted(client, T,
     rqst = T.TableStatsRequest(dbName=repl_db, tblName="st", colNames=["id"], engine="hive")
     [got] = client.get_table_statistics_req(rqst).tableStats
     assert got.statsData.longStats.highValue == 9
+
+
+def test_bootstrap_partitions_keep_each_its_own_committed_write_id(client, T, repl_db) -> None:
+    """LoadPartitions adds a bootstrapped table's partitions in one call, each with the
+    source's committed write id it was last written with: a target stores each its own (one
+    write id per call was refused, failing the bootstrap of any table whose partitions were
+    written by different txns); elsewhere partitions of one call still share one."""
+    for db in (repl_db, "default"):
+        transactional_table(client, T, "pt", db=db)
+        table = client.get_table(db, "pt")
+        table.partitionKeys = [T.FieldSchema(name="name", type="string")]
+        client.drop_table(db, "pt", True)
+        table.id = None
+        client.create_table(table)
+        parts = [
+            T.Partition(dbName=db, tableName="pt", values=[v], sd=table.sd, writeId=w)
+            for v, w in (("bob", 1), ("carl", 2))
+        ]
+        for p in parts:
+            p.sd = T.StorageDescriptor(**{**table.sd.__dict__, "location": None})
+        if db == repl_db:
+            client.add_partitions(parts)
+            got = {p.values[0]: p.writeId for p in client.get_partitions(db, "pt", -1)}
+            assert got == {"bob": 1, "carl": 2}
+        else:
+            with pytest.raises(T.MetaException, match="carry different write ids"):
+                client.add_partitions(parts)
