@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from hms_cache_proxy import failpoints
 from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.events import messages
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
 from tests.support.apache_thrift import apache_client, load_apache_modules
 from tests.support.cache import FAST, ours
-from tests.support.repl_replay import Dumper, Loader, Workload
+from tests.support.repl_replay import Dumped, Dumper, Loader, ReplIncompatible, Workload
 from tests.support.server import running_service
 
 pytestmark = [pytest.mark.postgres]
@@ -279,3 +281,191 @@ def test_acid_table_incremental_replication(pair, T) -> None:
     assert loader.last_id() == status
     assert _rows(pair["target"]) == settled
     same()
+
+
+def test_acid_bootstrap_repl_load_retry_after_failure(pair, T) -> None:
+    """TestReplicationScenariosAcidTables#testAcidBootstrapReplLoadRetryAfterFailure: a
+    bootstrap load whose creation of t2 fails in the target metastore leaves no t2 and no
+    REPL STATUS; the retry with the same dump loads t2 only and ends with REPL STATUS the
+    dump's, both tables, t1's write ids and t2's partitions."""
+    src = pair["source_client"]
+    src.create_database(T.Database(name=DB, parameters={"repl.source.for": "p1"}))
+    work = Workload(src, T, DB)
+    work.table("t1")
+    work.table("t2", partitioned=True, key="name", insert_only=True)
+    _one_txn(work, lambda txn: work.insert(txn, "t1"))
+    _one_txn(work, lambda txn: work.insert(txn, "t2", "bob"))
+    _one_txn(work, lambda txn: work.insert(txn, "t2", "carl"))
+    dumper, tgt = Dumper(src, T, DB), pair["target_client"]
+    boot = dumper.bootstrap()
+    loader = Loader(tgt, T, DB)
+
+    def refuse(name: str, detail: str) -> None:
+        raise failpoints.FailpointError("injected: the metastore refuses t2")
+
+    def fail_at_t2(table: str) -> None:  # the injected ObjectStore refuses t2's creation
+        if table == "t2":
+            failpoints.set("write.before_commit", refuse)
+
+    try:
+        with pytest.raises(T.MetaException):
+            loader.bootstrap(boot, before_table=fail_at_t2)
+    finally:
+        failpoints.clear("write.before_commit")
+    assert "repl.last.id" not in (tgt.get_database(DB).parameters or {})  # REPL STATUS: null
+    assert tgt.get_tables(DB, "t2") == []
+    before = tgt.get_current_notificationEventId().eventId
+    loader.bootstrap(boot)  # the same dump
+    retried = tgt.get_next_notification(T.NotificationEventRequest(lastEvent=before)).events
+    created = [e.tableName for e in retried if e.eventType == messages.CREATE_TABLE]
+    assert created == ["t2"]  # t1, loaded from this dump already, is not created again
+    assert loader.last_id() == boot.last_event
+    assert sorted(tgt.get_all_tables(DB)) == ["t1", "t2"]
+    assert _write_ids(tgt, T, ["t1", "t2"]) == boot.write_ids
+    assert tgt.get_partition_names(DB, "t2", -1) == ["name=bob", "name=carl"]
+    db = tgt.get_database(DB).parameters
+    assert db["repl.target.for"] == "true"  # verifyReplTargetProperty
+
+
+def test_target_db_repl_incompatible_with_no_prop_set(pair, T) -> None:
+    """TestReplicationScenariosAcidTables#testTargetDbReplIncompatibleWithNoPropSet (and, with
+    repl.incompatible=false set first, ...WithPropSet): a source txn aborted and another left
+    open replay without making the target incompatible; aborting the open one's target txn
+    outside replication does, and the next load fails with REPL_INCOMPATIBLE."""
+    _target_db_repl_incompatible(pair, T, set_prop=False)
+
+
+def test_target_db_repl_incompatible_with_prop_set(pair, T) -> None:
+    """TestReplicationScenariosAcidTables#testTargetDbReplIncompatibleWithPropSet."""
+    _target_db_repl_incompatible(pair, T, set_prop=True)
+
+
+def _target_db_repl_incompatible(pair: dict[str, Any], T: Any, set_prop: bool) -> None:
+    work, dumper, loader = _bootstrapped(pair, T)
+    work.table("t1")
+    tgt = pair["target_client"]
+    loader.incremental(dumper.incremental(loader.last_id()))
+    if set_prop:
+        db = tgt.get_database(DB)
+        db.parameters = {**db.parameters, "repl.incompatible": "false"}
+        tgt.alter_database(DB, db)
+        assert tgt.get_database(DB).parameters["repl.incompatible"] == "false"
+
+    def incompatible() -> bool:
+        return (tgt.get_database(DB).parameters or {}).get("repl.incompatible") == "true"
+
+    assert not incompatible()
+    work.abort(work.open())
+    left_open = work.open()
+    loader.incremental(dumper.incremental(loader.last_id()))
+    assert not incompatible()
+    rtm = schema.REPL_TXN_MAP
+    with pair["target"].database.read() as conn:
+        [target] = conn.execute(
+            select(rtm.c.RTM_TARGET_TXN_ID).where(rtm.c.RTM_SRC_TXN_ID == left_open)
+        ).scalars()
+    tgt.abort_txn(T.AbortTxnRequest(txnid=int(target)))
+    assert incompatible()
+    with pytest.raises(ReplIncompatible):
+        loader.incremental(dumper.incremental(loader.last_id()))
+    work.abort(left_open)
+
+
+TXN_KINDS = (messages.OPEN_TXN, messages.COMMIT_TXN, messages.ABORT_TXN)
+
+
+def _txn_event_counts(client: Any, T: Any, after: int) -> dict[str, int]:
+    found = client.get_next_notification(T.NotificationEventRequest(lastEvent=after)).events
+    return {k: sum(1 for e in found if e.eventType == k) for k in TXN_KINDS}
+
+
+def _filter_transactions(pair: dict[str, Any], T: Any, optimized: bool) -> None:
+    """TestReplicationFilterTransactions: the source's incremental workload opens 9 txns,
+    commits 7 and aborts 2, some in a database that is not replicated. Unoptimized, the dump
+    holds every txn event and the replica replays them all; with hive.repl.filter.transactions
+    the dump holds no OPEN_TXN and the commit and abort of the other database's txns are left
+    out (4 opens, 3 commits, 1 abort fewer on the replica), each allocation opening its txn.
+    Every replica txn maps one source txn, at one offset (the source burnt txn ids first); the
+    map is empty after the load."""
+    src, tgt = pair["source_client"], pair["target_client"]
+    src.create_database(T.Database(name=DB, parameters={"repl.source.for": "1,2,3"}))
+    src.create_database(T.Database(name="other"))
+    work, other = Workload(src, T, DB), Workload(src, T, "other")
+    # prepareBootstrapData: txn ids burnt on a dropped table, then t10, t1, t2, t3 written
+    work.table("t999")
+    for _ in range(10):
+        _one_txn(work, lambda txn: work.insert(txn, "t999"))
+    work.drop_table("t999")
+    for w in (work, other):
+        w.table("t10" if w is work else "t0")
+        w.table("t1")
+        w.table("t2", partitioned=True, key="country")
+        w.table("t3")
+    _one_txn(work, lambda txn: work.insert(txn, "t10"))
+    for w, country in ((work, "india"), (other, "usa")):
+        _one_txn(w, lambda txn, w=w: w.insert(txn, "t1"))
+        _one_txn(w, lambda txn, w=w, c=country: w.insert(txn, "t2", c))
+        _one_txn(w, lambda txn, w=w: w.insert(txn, "t3"))
+    dumper = Dumper(src, T, DB)
+    boot = dumper.bootstrap()
+    mapping: dict[int, int] = {}
+
+    def poll_map(ev: Dumped) -> None:  # the replica listener's read of REPL_TXN_MAP
+        rtm = schema.REPL_TXN_MAP
+        with pair["target"].database.read() as conn:
+            rows = conn.execute(select(rtm.c.RTM_SRC_TXN_ID, rtm.c.RTM_TARGET_TXN_ID)).all()
+        mapping.update({int(s): int(t) for s, t in rows})
+
+    loader = Loader(tgt, T, DB, filter_txns=optimized, after_event=poll_map)
+    loader.bootstrap(boot)
+    # prepareIncrementalData: 4 commits and an aborted update here, the same in the other db
+    src_start = src.get_current_notificationEventId().eventId
+    _one_txn(work, lambda txn: work.insert(txn, "t1"))
+    _one_txn(work, lambda txn: work.insert(txn, "t2", "india"))
+    _one_txn(work, lambda txn: work.insert(txn, "t2", "india"))
+    _one_txn(work, lambda txn: work.truncate(txn, "t10"))
+    failed = work.open()
+    work.allocate(failed, "t3")  # the update fails after its write id was allocated
+    work.abort(failed)
+    _one_txn(other, lambda txn: other.insert(txn, "t1"))
+    _one_txn(other, lambda txn: other.insert(txn, "t2", "usa"))
+    _one_txn(other, lambda txn: other.insert(txn, "t2", "usa"))
+    failed = other.open()
+    other.allocate(failed, "t3")
+    other.abort(failed)
+    assert _txn_event_counts(src, T, src_start) == {
+        messages.OPEN_TXN: 9,
+        messages.COMMIT_TXN: 7,
+        messages.ABORT_TXN: 2,
+    }
+    events = dumper.incremental(loader.last_id(), filter_txns=optimized)
+    filtered = (4, 3, 1) if optimized else (0, 0, 0)
+    dumped = {k: sum(1 for e in events if e.kind == k) for k in TXN_KINDS}
+    assert dumped == {
+        messages.OPEN_TXN: 0 if optimized else 9,
+        messages.COMMIT_TXN: 7 - filtered[1],
+        messages.ABORT_TXN: 2 - filtered[2],
+    }
+    tgt_start = tgt.get_current_notificationEventId().eventId
+    loader.incremental(events)
+    replica = _txn_event_counts(tgt, T, tgt_start)
+    assert replica == {
+        messages.OPEN_TXN: 9 - filtered[0],
+        messages.COMMIT_TXN: 7 - filtered[1],
+        messages.ABORT_TXN: 2 - filtered[2],
+    }
+    assert len(mapping) == replica[messages.OPEN_TXN]
+    assert len({s - t for s, t in mapping.items()}) == 1  # one offset
+    assert all(s != t for s, t in mapping.items())
+    assert _rows(pair["target"])["REPL_TXN_MAP"] == []
+    assert loader.last_id() == events[-1].event_id
+
+
+def test_txn_events_unoptimized(pair, T) -> None:
+    """TestReplicationFilterTransactions#testTxnEventsUnoptimized."""
+    _filter_transactions(pair, T, optimized=False)
+
+
+def test_txn_events_optimized(pair, T) -> None:
+    """TestReplicationFilterTransactions#testTxnEventsOptimized."""
+    _filter_transactions(pair, T, optimized=True)

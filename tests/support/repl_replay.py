@@ -233,11 +233,15 @@ class Workload:
         )
 
     def truncate(self, txn: int, table: str) -> int:
-        """TRUNCATE TABLE of a transactional table: a write id of its own."""
+        """TRUNCATE TABLE of a transactional table: a write id of its own, and the empty base
+        directory it leaves, notified as the txn's write (the truncate's commit carries write
+        info: TestReplicationFilterTransactions finds it in a dump that leaves out commits
+        without any)."""
         write_id = self.allocate(txn, table)
         self.c.truncate_table_req(
             self.T.TruncateTableRequest(dbName=self.db, tableName=table, writeId=write_id)
         )
+        self.write(txn, table, write_id, kinds=("base",))
         return write_id
 
     def commit(self, txn: int) -> None:
