@@ -234,6 +234,9 @@ def _acid_table_incremental_workload(work: Workload) -> None:
     _insert_records(work, "testaltertable")
     _one_txn(work, lambda txn: work.alter_column(txn, "testaltertable", "id", "value1"))
     _one_txn(work, lambda txn: work.alter_column(txn, "testaltertable_nopart", "id", "value1"))
+    # not in Hive's steps: drops, so the load replays DROP_PARTITION and DROP_TABLE too
+    work.drop_partition("testdelete", "2016-03-03")
+    work.drop_table("testupdate_nopart")
 
 
 def _partition_stats(client: Any, T: Any) -> Any:
@@ -257,9 +260,9 @@ def test_acid_table_incremental_replication(pair, T) -> None:
     _acid_table_incremental_workload(work)
     src, tgt = pair["source_client"], pair["target_client"]
     events = dumper.incremental(loader.last_id())
-    assert {"ALTER_TABLE", "ADD_PARTITION", "UPDATE_PART_COL_STAT_EVENT"} <= {
-        e.kind for e in events
-    }
+    kinds = {e.kind for e in events}
+    assert {"ALTER_TABLE", "ADD_PARTITION", "UPDATE_PART_COL_STAT_EVENT"} <= kinds
+    assert {"DROP_PARTITION", "DROP_TABLE"} <= kinds
     loader.incremental(events)
     status = src.get_current_notificationEventId().eventId
     assert loader.last_id() == events[-1].event_id == status  # REPL STATUS
