@@ -366,7 +366,7 @@ def _sidecar_cache(settings: Settings, pool: UpstreamPool) -> SidecarCache | Non
         pool.host,
         pool.port,
         framed=settings.upstream_transport == "framed",
-        max_connections=1,
+        max_connections=4,  # the poller's, and read-your-writes' while it waits
         connect_timeout_seconds=settings.upstream_connect_timeout_seconds,
         timeout_seconds=min(settings.upstream_timeout_seconds, 60.0),
         tls=pool.tls,
@@ -378,6 +378,7 @@ def _sidecar_cache(settings: Settings, pool: UpstreamPool) -> SidecarCache | Non
         UpstreamClient(service, events_pool),
         cache,
         interval_seconds=settings.upstream_poll_interval_seconds,
+        wait_seconds=settings.upstream_wait_seconds,
         on_state=lambda state: metrics.UPSTREAM_TTL.set(
             ttl if ttl is not None and state == NO_LOG else 0
         ),

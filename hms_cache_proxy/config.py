@@ -91,6 +91,7 @@ class Settings(BaseSettings):
     upstream_sasl_password: SecretStr | None = None
     upstream_cache: bool = True
     upstream_poll_interval_seconds: float = Field(0.2, gt=0)
+    upstream_wait_seconds: float = Field(1.0, ge=0, le=5)
     upstream_catch_up_seconds: float = Field(5.0, ge=0)
     upstream_cache_ttl_seconds: float | None = Field(None, gt=0)
 

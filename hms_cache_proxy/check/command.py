@@ -40,6 +40,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="caching instances (default 2); one more with the cache off answers the audit",
     )
     p.add_argument(
+        "--sidecars",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instances in upstream mode (with their cache), sidecar j in front of caching "
+        "instance j mod --instances; clients are spread over both tiers and kill faults hit "
+        "both (default 0); their reads are judged as eventual (--eventual-bound)",
+    )
+    p.add_argument(
         "--clients",
         type=int,
         default=6,
@@ -166,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = CheckConfig(
         instances=args.instances,
         clients=args.clients,
+        sidecars=args.sidecars,
         operations=args.operations,
         duration=duration,
         seed=args.seed,

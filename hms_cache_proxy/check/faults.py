@@ -70,6 +70,7 @@ class FaultInjector:
         seed: int,
         writer: Any | None = None,
         names: Any | None = None,
+        also_killed: list[Instance] | None = None,
     ) -> None:
         self.kinds = kinds
         self.history = history
@@ -81,6 +82,7 @@ class FaultInjector:
         self.stall_seconds = stall_seconds
         self.writer = writer  # a workload Client on the database path (probe_write)
         self.names = names or (lambda: [])  # table names the churn picks from
+        self.also_killed = also_killed or []  # sidecars: killed too, no other fault
         self.rng = random.Random(seed)
         self.counts: dict[str, int] = dict.fromkeys(kinds, 0)
         self.errors: list[str] = []
@@ -98,7 +100,7 @@ class FaultInjector:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(600)
-        for inst in self.instances:
+        for inst in [*self.instances, *self.also_killed]:
             if inst.proc is None or inst.proc.poll() is not None:
                 try:
                     inst.start()
@@ -125,7 +127,7 @@ class FaultInjector:
         return self.rng.choice(self.instances)
 
     def _kill(self) -> None:
-        inst = self._victim()
+        inst = self.rng.choice([*self.instances, *self.also_killed])
         fault = self.history.fault("kill", inst.name)
         inst.kill()
         time.sleep(0.3)

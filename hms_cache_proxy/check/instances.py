@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class Instance:
-    """One ``serve`` process; ``name`` is how reports call it."""
+    """One ``serve`` process; ``name`` is how reports call it. ``database_url`` empty: an
+    instance in upstream mode (``upstream_uri`` in ``settings``)."""
 
     def __init__(
         self, name: str, database_url: str, workdir: Path, settings: dict[str, Any]
@@ -48,7 +49,7 @@ class Instance:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HMS_CACHE_PROXY_")}
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         values = {
-            "database_url": self.database_url,
+            **({"database_url": self.database_url} if self.database_url else {}),
             "host": "127.0.0.1",
             "port": self.port,
             "metrics_host": "127.0.0.1",

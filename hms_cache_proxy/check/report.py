@@ -46,6 +46,9 @@ def build(
             if workload_seconds > 0
             else 0.0,
             "by_call": dict(sorted(by_call.items())),
+            "acknowledged_by_instance": dict(
+                sorted(Counter(o.instance for o in ops if o.outcome == OK).items())
+            ),
             "commits_acknowledged": sum(1 for o in ops if o.call == "commit_txn" and o.acked),
             "commonest_errors": [
                 {"error": e, "count": n}

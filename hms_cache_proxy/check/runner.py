@@ -2,8 +2,11 @@
 
 Instances: ``instances`` caching ``serve`` processes and one more with ``cache_enabled:
 false`` (the database path: the audit and the comparisons go through it; no faults hit it
-except a PostgreSQL restart). Clients are threads, client ``i`` on instance ``i % instances``
-(instance 0 through the cutting proxy when ``drop`` faults are asked for).
+except a PostgreSQL restart), and ``sidecars`` in upstream mode, sidecar ``j`` in front of
+caching instance ``j % instances`` (killed and restarted by ``kill`` faults like them; a kill
+of a caching instance is a kill of its sidecars' upstream). Clients are threads, client ``i``
+on the ``i % n``-th of the caching instances then the sidecars (instance 0 through the
+cutting proxy when ``drop`` faults are asked for).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ batch of events in ten waits 20 ms before it is applied."""
 @dataclass
 class CheckConfig:
     instances: int = 2
+    sidecars: int = 0
     clients: int = 4
     operations: int | None = None
     duration: float | None = 30.0
@@ -74,6 +78,8 @@ class CheckConfig:
     def validate(self) -> None:
         if self.instances < 1 or self.clients < 1:
             raise ValueError("--instances and --clients must be at least 1")
+        if self.sidecars < 0:
+            raise ValueError("--sidecars must be 0 or more")
         if self.operations is None and self.duration is None:
             raise ValueError("give --operations N or --duration SECONDS")
         if self.operations is not None and self.operations < 1:
@@ -143,18 +149,24 @@ def _run(cfg: CheckConfig, url: str, postgres: Any, workdir: Path) -> dict[str, 
     if cfg.failpoints:
         caching["failpoints"] = cfg.failpoints
     cached = [Instance(f"instance{i}", url, workdir, caching) for i in range(cfg.instances)]
-    everyone = [db_path, *cached]
+    sidecars = [
+        Instance(f"sidecar{j}", "", workdir, _sidecar_settings(cfg, cached[j % len(cached)]))
+        for j in range(cfg.sidecars)
+    ]
+    everyone = [db_path, *cached, *sidecars]
     proxy: CuttingProxy | None = None
     started = time.monotonic()
     try:
         db_path.start()  # first: it creates the schema in an empty database
         _start_all(cached)
+        _start_all(sidecars)
         _setup(db_path)
         phases = {"start_seconds": round(time.monotonic() - started, 1)}
         if "drop" in cfg.faults:
             proxy = CuttingProxy(cached[0].port, seed=cfg.seed)
         history = History()
         shared = Shared()
+        serving = [*cached, *sidecars]  # what clients talk to, in instance-index order
         injector = FaultInjector(
             cfg.faults,
             history,
@@ -165,21 +177,27 @@ def _run(cfg: CheckConfig, url: str, postgres: Any, workdir: Path) -> dict[str, 
             cfg.fault_interval,
             cfg.stall_seconds,
             cfg.seed,
-            writer=Client(AUDIT_CLIENT, len(cached), db_path.port, history, shared, seed=0),
+            writer=Client(AUDIT_CLIENT, len(serving), db_path.port, history, shared, seed=0),
             names=lambda: [*shared.names(), *TXN_TABLES],
+            also_killed=sidecars,
         )
         checkpoints: list[Violation] = []
-        comparisons = _drive(cfg, history, shared, cached, db_path, proxy, injector, checkpoints)
+        comparisons = _drive(cfg, history, shared, serving, db_path, proxy, injector, checkpoints)
         workload_seconds = history.now()
         # Invariant 4: the final audit through the database path, then invariant 5 at rest.
         mark = time.monotonic()
-        _audit(history, shared, db_path, len(cached))
+        _audit(history, shared, db_path, len(serving))
         phases["audit_seconds"] = round(time.monotonic() - mark, 1)
         mark = time.monotonic()
-        made, at_end = compare_all(cached, db_path, "end of run", names=shared.names())
+        made, at_end = compare_all(serving, db_path, "end of run", names=shared.names())
         phases["compare_seconds"] = round(time.monotonic() - mark, 1)
         mark = time.monotonic()
-        findings = check_history(history.snapshot_ops(), cfg.consistency, cfg.eventual_bound)
+        findings = check_history(
+            history.snapshot_ops(),
+            cfg.consistency,
+            cfg.eventual_bound,
+            eventual_instances=frozenset(range(len(cached), len(serving))),
+        )
         phases["check_seconds"] = round(time.monotonic() - mark, 1)
         seconds = time.monotonic() - started
         settings = {k: v for k, v in asdict(cfg).items() if k not in ("workdir", "keep_logs")}
@@ -202,6 +220,19 @@ def _run(cfg: CheckConfig, url: str, postgres: Any, workdir: Path) -> dict[str, 
             proxy.stop()
         for inst in everyone:
             inst.stop()
+
+
+def _sidecar_settings(cfg: CheckConfig, upstream: Instance) -> dict[str, Any]:
+    """An instance in upstream mode in front of ``upstream``, its cache on (tiny, like the
+    caching instances'), upstream calls failing fast when the upstream is killed."""
+    settings: dict[str, Any] = {
+        "upstream_uri": f"thrift://127.0.0.1:{upstream.port}",
+        "upstream_timeout_seconds": 30,
+        "upstream_connect_timeout_seconds": 5,
+    }
+    if cfg.cache_max_bytes:
+        settings["cache_max_bytes"] = cfg.cache_max_bytes
+    return settings
 
 
 def _start_all(instances: list[Instance]) -> None:

@@ -31,6 +31,7 @@ from hms_cache_proxy.server.reply_cache import ReplyCache
 from hms_cache_proxy.server.upstream import UpstreamError
 from hms_cache_proxy.server.upstream_client import UpstreamClient
 from hms_cache_proxy.store.events import messages
+from hms_cache_proxy.store.events.recent import WAIT_MARK
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +52,14 @@ class UpstreamEvents:
         cache: ReplyCache,
         *,
         interval_seconds: float,
+        wait_seconds: float = 0.0,
         batch: int = 1000,
         on_state: Callable[[str], None] | None = None,
     ) -> None:
         self._client = client
         self._cache = cache
         self._interval = interval_seconds
+        self._wait = wait_seconds
         self._fresh_for = max(2.0, 10 * interval_seconds)
         self._batch = batch
         self._on_state = on_state
@@ -137,33 +140,38 @@ class UpstreamEvents:
 
     def _run(self) -> None:
         while not self._stopped:
+            again = False
             try:
-                self.poll_once()
+                again = self.poll_once()
             except UpstreamError as exc:
                 self._failed(str(exc))
             except Exception as exc:  # never let the thread die: report and go on
                 log.exception("upstream event poller")
                 self._failed(f"{type(exc).__name__}: {exc}")
             with self._cond:
-                if not self._woken and not self._stopped:
+                if not again and not self._woken and not self._stopped:
                     self._cond.wait(self._interval)
                 self._woken = False
 
-    def poll_once(self) -> None:
-        """One round: the start position when there is none, then the log to its end."""
+    def poll_once(self) -> bool:
+        """One round: the start position when there is none, then the log to its end. True
+        when the next round may start at once: the upstream held the read (a long poll)."""
         if (self._position is None or self._check_position) and not self._read_position():
-            return
+            return False
+        held = False
         while True:
             assert self._position is not None
-            request = _request(self._position, self._batch)
+            request = _request(self._position, self._batch, self._wait)
+            sent = time.monotonic()
             try:
                 response = self._client.call("get_next_notification", rqst=request)
             except UpstreamError:
                 raise
             except Exception as exc:
                 self._no_log(f"get_next_notification fails: {_name(exc)}", None)
-                return
+                return False
             events = list(response.events or [])
+            held = held or bool(events) or time.monotonic() - sent >= self._wait / 2 > 0
             if events:
                 self._apply(events)
             if len(events) < self._batch:
@@ -174,6 +182,7 @@ class UpstreamEvents:
         metrics.LAST_POLL.set(time.time())
         with self._cond:
             self._cond.notify_all()
+        return held
 
     def _read_position(self) -> bool:
         try:
@@ -234,13 +243,26 @@ class UpstreamEvents:
                 self._cache.drop_database(cat, db, tables=kind not in _DATABASE_ONLY)
         elif kind in _CATALOG:
             self._cache.flush()
-        if kind == "COMMIT_TXN" and event.message:
+        if kind == "ALTER_TABLE":
+            self._drop_renamed(event)
+        elif kind == "COMMIT_TXN" and event.message:
             try:
                 body = messages.decode(event.message, event.messageFormat)
             except Exception:
                 return
             for cat, db, table in messages.tables_altered(body):
                 self._cache.drop_table(cat, db, table)
+
+    def _drop_renamed(self, event: Any) -> None:
+        """ALTER_TABLE names the table after the change: a rename's old name is in the
+        message (unreadable: every table of the database goes)."""
+        cat, db = split_catalog(event.catName, event.dbName or "")
+        try:
+            before = messages.table_before(messages.decode(event.message, event.messageFormat))
+            old_cat, old_db = split_catalog(before.catName or cat, before.dbName)
+            self._cache.drop_table(old_cat, old_db, before.tableName)
+        except Exception:
+            self._cache.drop_database(cat, db, tables=True)
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -279,8 +301,9 @@ class UpstreamEvents:
             self._on_state(state)
 
 
-def _request(last: int, batch: int) -> Any:
-    return hms.NotificationEventRequest(lastEvent=last, maxEvents=batch)
+def _request(last: int, batch: int, wait: float) -> Any:
+    skip = [f"{WAIT_MARK}{int(wait * 1000)}"] if wait > 0 else None
+    return hms.NotificationEventRequest(lastEvent=last, maxEvents=batch, eventTypeSkipList=skip)
 
 
 def _name(exc: BaseException) -> str:

@@ -18,3 +18,10 @@ def test_the_overhead_measurement_prints_both_sides_and_the_difference(
     for side in ("direct to the upstream", "through the proxy"):
         assert re.search(rf"{side}: +p50 \d+\.\d{{3}} ms +p99 \d+\.\d{{3}} ms", out), out
     assert re.search(r"pass-through overhead: +p50 [+-]\d+\.\d{3} ms", out), out
+
+
+def test_the_cache_hit_measurement_prints_both_sides(capsys: pytest.CaptureFixture[str]) -> None:
+    assert passthrough.main(["--rounds", "1", "--calls", "5", "--cache"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"proxy's cache hits: +p50 \d+\.\d{3} ms", out), out
+    assert re.search(r"cache hits vs direct: +p50 [+-]\d+\.\d{3} ms", out), out

@@ -43,6 +43,34 @@ def test_a_short_run_with_every_fault_kind_finds_no_violation(
     assert report["checks"]["reads_checked"] > 0 and report["checks"]["cache_comparisons"] > 0
 
 
+def test_a_short_run_with_sidecars_in_front_of_the_caching_instances_finds_no_violation(
+    pg_server: Any, pg_url: str, capsys: Any
+) -> None:
+    """Upstream mode under the checker: writers on both tiers, every fault kind, kills hitting
+    sidecars and their upstreams."""
+    cfg = CheckConfig(
+        instances=2,
+        sidecars=2,
+        clients=6,
+        duration=4.0,
+        faults=list(KINDS),
+        database_url=pg_url,
+        fault_interval=0.5,
+        stall_seconds=1.0,
+        seed=5,
+    )
+    report = run_check(cfg, postgres=pg_server)
+    from hms_cache_proxy.check.report import text
+
+    print(text(report))
+    assert report["violations"]["list"] == []
+    assert report["faults"]["errors"] == []
+    assert all(report["faults"]["counts"][kind] >= 1 for kind in KINDS), report["faults"]
+    assert report["checks"]["reads_checked"] > 0 and report["checks"]["cache_comparisons"] > 0
+    by_instance = report["operations"]["acknowledged_by_instance"]
+    assert by_instance.get(2, 0) > 0 and by_instance.get(3, 0) > 0, by_instance  # the sidecars
+
+
 def test_bad_options_are_refused_with_a_clear_error() -> None:
     with pytest.raises(ValueError, match="pg-restart faults need a PostgreSQL"):
         run_check(CheckConfig(faults=["pg-restart"], database_url="postgresql://u@127.0.0.1:1/x"))

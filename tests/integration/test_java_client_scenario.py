@@ -6,6 +6,10 @@ normalised line per call. It runs once against the stock Hive Metastore 2.3.10 a
 this service, each on a fresh PostgreSQL database of its own, and the two outputs must agree
 line by line, except for the calls in ALLOWED, each a difference docs/compatibility.md
 documents.
+
+It runs twice more through a sidecar (this service in upstream mode, its cache on): in front of
+the stock metastore (no notification log: every call passes through) and in front of this
+service (the cache follows its log); each must answer exactly as its upstream does directly.
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ from typing import Any
 
 import pytest
 
+from hms_cache_proxy.app import build_service
 from hms_cache_proxy.bench.stock_hms import (
     StockMetastore,
     check_prerequisites,
     find_javac,
 )
 from hms_cache_proxy.bench.targets import create_stock_txn_tables
+from hms_cache_proxy.config import Settings
 from tests.support.server import running_service
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.stock]
@@ -89,6 +95,25 @@ class Run:
     seconds: float
 
 
+@dataclass
+class Runs:
+    stock: Run
+    ours: Run
+    stock_sidecar: Run  # through a sidecar in front of the stock metastore
+    ours_sidecar: Run  # through a sidecar in front of this service
+
+
+def _run_through_sidecar(classes: Path, upstream_uri: str, warehouse: Path, workdir: Path) -> Run:
+    sidecar = build_service(
+        Settings(upstream_uri=upstream_uri, host="127.0.0.1", port=0, metrics_port=None)
+    )
+    sidecar.start_background()
+    try:
+        return _run(classes, f"thrift://127.0.0.1:{sidecar.port}", warehouse, workdir)
+    finally:
+        sidecar.stop(grace_seconds=5)
+
+
 def _compile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     java, jars, _driver = check_prerequisites()
     classes = tmp_path_factory.mktemp("java-scenario-classes")
@@ -129,35 +154,37 @@ def _run(classes: Path, uri: str, warehouse: Path, workdir: Path) -> Run:
 @pytest.fixture(scope="module")
 def runs(
     pg_server: Any, tmp_path_factory: pytest.TempPathFactory, stock_hms_prerequisites: None
-) -> Iterator[tuple[Run, Run]]:
+) -> Iterator[Runs]:
     classes = _compile(tmp_path_factory)
     base = tmp_path_factory.mktemp("java-scenario")
-    stock_url = pg_server.new_database()
-    ours_url = pg_server.new_database()
+    urls = [pg_server.new_database() for _ in range(4)]
+    done: dict[str, Run] = {}
     try:
-        # The stock server builds Hive 2.3's schema itself; its transaction tables are made as
-        # Hive 2.3's TxnDbUtil makes them (the benchmarks do the same).
-        create_stock_txn_tables(stock_url)
-        (base / "stock").mkdir()
-        with StockMetastore.start(
-            stock_url,
-            workdir=base / "stock",
-            warehouse_dir=base / "stock" / "warehouse",
-            jvm_args=["-XX:TieredStopAtLevel=1"],
-        ) as stock:
-            stock_run = _run(classes, stock.uri, base / "stock" / "warehouse", base / "stock")
-        (base / "ours").mkdir()
-        (base / "ours" / "warehouse").mkdir()
-        with running_service(ours_url, base / "ours" / "warehouse") as service:
-            ours_run = _run(
-                classes,
-                f"thrift://127.0.0.1:{service.port}",
-                base / "ours" / "warehouse",
-                base / "ours",
-            )
-        yield stock_run, ours_run
+        for name, url in zip(("stock", "stock_sidecar"), urls[:2], strict=True):
+            # The stock server builds Hive 2.3's schema itself; its transaction tables are made
+            # as Hive 2.3's TxnDbUtil makes them (the benchmarks do the same).
+            create_stock_txn_tables(url)
+            work = base / name
+            work.mkdir()
+            with StockMetastore.start(
+                url,
+                workdir=work,
+                warehouse_dir=work / "warehouse",
+                jvm_args=["-XX:TieredStopAtLevel=1"],
+            ) as stock:
+                run = _run_through_sidecar if name.endswith("sidecar") else _run
+                done[name] = run(classes, stock.uri, work / "warehouse", work)
+        for name, url in zip(("ours", "ours_sidecar"), urls[2:], strict=True):
+            work = base / name
+            (work / "warehouse").mkdir(parents=True)
+            with running_service(url, work / "warehouse") as service:
+                run = _run_through_sidecar if name.endswith("sidecar") else _run
+                done[name] = run(
+                    classes, f"thrift://127.0.0.1:{service.port}", work / "warehouse", work
+                )
+        yield Runs(**done)
     finally:
-        for url in (stock_url, ours_url):
+        for url in urls:
             pg_server.drop_database(url.rsplit("/", 1)[1])
 
 
@@ -183,16 +210,16 @@ def _timings(run: Run) -> str:
     )
 
 
-def test_same_calls_in_the_same_order(runs: tuple[Run, Run]) -> None:
-    stock, ours = runs
+def test_same_calls_in_the_same_order(runs: Runs) -> None:
+    stock, ours = runs.stock, runs.ours
     assert len(stock.lines) >= 350
     names = [_split(x)[0] for x in stock.lines]
     assert len(set(names)) == len(names), "call names must be unique (ALLOWED names them)"
     assert [_split(x)[0] for x in stock.lines] == [_split(x)[0] for x in ours.lines]
 
 
-def test_answers_differ_only_where_documented(runs: tuple[Run, Run]) -> None:
-    stock, ours = runs
+def test_answers_differ_only_where_documented(runs: Runs) -> None:
+    stock, ours = runs.stock, runs.ours
     for run, who in ((stock, "stock 2.3.10"), (ours, "hms-cache-proxy")):
         print(f"{who}: {_timings(run)}; JVM run {run.seconds:.1f} s")
     unexpected = []
@@ -207,9 +234,9 @@ def test_answers_differ_only_where_documented(runs: tuple[Run, Run]) -> None:
     )
 
 
-def test_allowed_differences_are_still_differences(runs: tuple[Run, Run]) -> None:
+def test_allowed_differences_are_still_differences(runs: Runs) -> None:
     """An entry of ALLOWED that now agrees is stale and should go."""
-    stock, ours = runs
+    stock, ours = runs.stock, runs.ours
     answers = {
         _split(a)[0]: (_split(a)[1], _split(b)[1])
         for a, b in zip(stock.lines, ours.lines, strict=True)
@@ -217,6 +244,22 @@ def test_allowed_differences_are_still_differences(runs: tuple[Run, Run]) -> Non
     stale = [name for name in ALLOWED if name in answers and answers[name][0] == answers[name][1]]
     missing = [name for name in ALLOWED if name not in answers]
     assert not stale and not missing, f"stale: {stale}; not in the scenario: {missing}"
+
+
+def test_a_sidecar_in_front_of_stock_answers_as_stock_does(runs: Runs) -> None:
+    _same(runs.stock, runs.stock_sidecar, "stock 2.3.10", "a sidecar in front of it")
+
+
+def test_a_sidecar_in_front_of_this_service_answers_as_it_does(runs: Runs) -> None:
+    _same(runs.ours, runs.ours_sidecar, "hms-cache-proxy", "a sidecar in front of it")
+
+
+def _same(direct: Run, through: Run, upstream: str, sidecar: str) -> None:
+    print(f"{sidecar} of {upstream}: {_timings(through)}; JVM run {through.seconds:.1f} s")
+    differ = [f"- {a}\n+ {b}" for a, b in zip(direct.lines, through.lines, strict=False) if a != b]
+    assert len(direct.lines) == len(through.lines) and not differ, (
+        f"{len(differ)} answers differ (- {upstream}, + {sidecar}):\n" + "\n".join(differ)
+    )
 
 
 def test_allowed_entries_name_sections_of_compatibility_md() -> None:

@@ -4,6 +4,7 @@ by the events of the central instance's notification log (docs/cache.md, "In ups
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -135,10 +136,28 @@ def test_a_write_through_the_central_instance_reaches_the_sidecar(
     )
 
 
+def test_the_sidecar_long_polls_this_service_and_learns_of_a_write_without_polling_again(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+) -> None:
+    # No poll interval passes in this test: only the held read returns when the event comes.
+    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE, upstream_wait_seconds=5)
+    client, direct = connect(sidecar.port), connect(central.port)
+    _orders(direct, T)
+    assert sidecar.sidecar is not None
+    _applied(sidecar.sidecar.events, direct)
+    assert "k" not in client.get_table("sales", "orders").parameters  # now an entry
+    _set_param(direct, "k", "1")
+    until(
+        lambda: client.get_table("sales", "orders").parameters.get("k") == "1",
+        "the held read returns with the write's event",
+        timeout=20,
+    )
+
+
 def test_a_write_through_the_sidecar_is_read_back_on_that_connection_at_once(
     central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
 ) -> None:
-    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE)
+    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE, upstream_wait_seconds=0)
     client = connect(sidecar.port)
     _orders(client, T)
     for n in range(5):
@@ -147,6 +166,32 @@ def test_a_write_through_the_sidecar_is_read_back_on_that_connection_at_once(
         )
         _set_param(client, "n", str(n))
         assert client.get_table("sales", "orders").parameters["n"] == str(n)
+
+
+def test_a_table_renamed_elsewhere_is_gone_under_its_old_name(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+) -> None:
+    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE, upstream_wait_seconds=0)
+    assert sidecar.sidecar is not None
+    client, direct = connect(sidecar.port), connect(central.port)
+    _orders(direct, T)
+    events = sidecar.sidecar.events
+    _applied(events, direct)  # the entry below is then dropped by the rename's event only
+    assert client.get_table("sales", "orders").tableName == "orders"
+    renamed = direct.get_table("sales", "orders")
+    renamed.tableName = "orders_old"
+    direct.alter_table("sales", "orders", renamed)  # the event names the new name
+    _applied(events, direct)
+    with pytest.raises(T.NoSuchObjectException):
+        client.get_table("sales", "orders")
+    assert client.get_table("sales", "orders_old").tableName == "orders_old"
+
+
+def _applied(events: Any, direct: Any) -> None:
+    """Wake the poller and wait until it has applied every event the upstream logged."""
+    last = direct.get_current_notificationEventId().eventId
+    events.wake()
+    until(lambda: events.position == last, f"the poller applies event {last}")
 
 
 def test_transactional_reads_use_an_entry_only_for_the_same_write_id_list(
@@ -192,12 +237,33 @@ def test_each_session_has_entries_of_its_own(
 
 
 def test_a_hole_in_the_upstreams_log_empties_the_cache(
-    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any, pg_url: str
+    pg_url: str, tmp_path: Path, connect: Any, T: Any
 ) -> None:
-    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE)
+    # The upstream reads its log from the database (cache off), where the hole is made.
+    with running_service(pg_url, tmp_path / "w", cache_enabled=False) as central:
+        _log_an_event(central.port)
+        sidecar = build_service(
+            proxy_settings(
+                f"thrift://127.0.0.1:{central.port}",
+                upstream_poll_interval_seconds=IDLE,
+                upstream_wait_seconds=0,
+            )
+        )
+        sidecar.start_background()
+        try:
+            assert sidecar.sidecar is not None
+            until(sidecar.sidecar.answering, "the sidecar follows the upstream's log")
+            _hole(sidecar, central, connect, T, pg_url)
+        finally:
+            sidecar.stop(grace_seconds=5)
+
+
+def _hole(sidecar: Service, central: Service, connect: Any, T: Any, pg_url: str) -> None:
     assert sidecar.sidecar is not None
     client, direct = connect(sidecar.port), connect(central.port)
     _orders(direct, T)
+    events = sidecar.sidecar.events
+    _applied(events, direct)  # the entry below is then dropped by the events after it only
     assert "k" not in client.get_table("sales", "orders").parameters
     first = direct.get_current_notificationEventId().eventId + 1
     _set_param(direct, "k", "1")
@@ -213,9 +279,6 @@ def test_a_hole_in_the_upstreams_log_empties_the_cache(
             )
     finally:
         engine.dispose()
-    events = sidecar.sidecar.events
-    events.wake()  # applies the log up to the hole; the next round starts there
-    until(lambda: events.position == first - 1, "the poller reads up to the hole")
     events.wake()
     until(lambda: events.position == last, "the poller reads past the hole")
     assert client.get_table("sales", "orders").parameters["k"] == "2"
@@ -250,6 +313,56 @@ def test_an_unreachable_upstream_stops_the_cache_and_its_missed_events_are_appli
             assert [p.values for p in parts] == [["1"], ["2"], ["3"]]
     finally:
         sidecar.stop(grace_seconds=5)
+
+
+class _Statements:
+    """SQL statements the central instance runs on threads other than its poller's."""
+
+    def __init__(self, svc: Service) -> None:
+        assert svc.database is not None
+        self.engines = svc.database.engines()
+        self.count = 0
+        for engine in self.engines:
+            sa.event.listen(engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, *_: Any) -> None:
+        if threading.current_thread().name != "hms-cache-poller":
+            self.count += 1
+
+    def close(self) -> None:
+        for engine in self.engines:
+            sa.event.remove(engine, "before_cursor_execute", self._seen)
+
+
+def test_the_central_instance_answers_notification_reads_from_its_pollers_events(
+    central: Service, connect: Any, T: Any
+) -> None:
+    client = connect(central.port)
+    start = client.get_current_notificationEventId().eventId
+    _orders(client, T)
+    _set_param(client, "k", "v")  # read back at once below: its own writes are included
+    assert central.store is not None
+    from_database = central.store.next_notifications(start, None)
+    statements = _Statements(central)
+    try:
+        request = T.NotificationEventRequest(lastEvent=start)
+        for _ in range(20):
+            answer = client.get_next_notification(request).events
+        tail = client.get_next_notification(T.NotificationEventRequest(lastEvent=start + 2))
+        skipped = client.get_next_notification(
+            T.NotificationEventRequest(lastEvent=start, eventTypeSkipList=["ADD_PARTITION"])
+        )
+        assert statements.count == 0  # not one statement for 22 reads of the log
+        client.get_current_notificationEventId()
+        assert statements.count > 0  # (the count sees the statements there are)
+    finally:
+        statements.close()
+    assert [(e.eventId, e.eventType, e.message) for e in answer] == [
+        (e.eventId, e.eventType, e.message) for e in from_database
+    ]
+    assert [e.eventType for e in answer][-1] == "ALTER_TABLE"
+    assert [e.eventId for e in tail.events] == [e.eventId for e in answer][2:]
+    assert "ADD_PARTITION" not in [e.eventType for e in skipped.events]
 
 
 def test_upstream_cache_off_forwards_every_read(central: Service, connect: Any, T: Any) -> None:

@@ -50,14 +50,26 @@ def running_service(database_url: str, warehouse: Path, **overrides: Any) -> Ite
 
 
 class ServerProcess:
-    """``hms-cache-proxy serve`` as a child process (what users and Spark talk to)."""
+    """``hms-cache-proxy serve`` as a child process (what users and Spark talk to); with
+    ``upstream``, in upstream mode in front of that metastore (``database_url`` unused)."""
 
     def __init__(
-        self, database_url: str, warehouse: Path, log_path: Path, *extra: str, port: int = 0
+        self,
+        database_url: str,
+        warehouse: Path,
+        log_path: Path,
+        *extra: str,
+        port: int = 0,
+        upstream: str | None = None,
     ) -> None:
         self.port = port or free_port()
         self.database_url = database_url
         self.log_path = log_path
+        stands_on = (
+            ["--upstream", upstream]
+            if upstream
+            else ["--database-url", database_url, "--warehouse-dir", str(warehouse)]
+        )
         cmd = [
             sys.executable,
             "-m",
@@ -67,10 +79,7 @@ class ServerProcess:
             "127.0.0.1",
             "--port",
             str(self.port),
-            "--database-url",
-            database_url,
-            "--warehouse-dir",
-            str(warehouse),
+            *stands_on,
             *extra,
         ]
         env = dict(os.environ)

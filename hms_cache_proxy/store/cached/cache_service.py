@@ -17,6 +17,7 @@ from hms_cache_proxy.store.cached.store import CachedStore
 from hms_cache_proxy.store.cached.strong import PositionBarrier
 from hms_cache_proxy.store.cached.table_selection import TablePatterns
 from hms_cache_proxy.store.events.poller import Poller, SequenceReader
+from hms_cache_proxy.store.events.recent import RecentEvents
 from hms_cache_proxy.store.sql import cacheload
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class CacheService:
         self.applier = EventApplier(self.cache, self.loader, self.patterns)
         position = sql.current_notification_event_id()
         self.cache.position = position
+        self.recent = RecentEvents(position, cap=settings.notification_max_events)
         self.poller = Poller(
             sql.db,
             sql.events,
@@ -55,6 +57,7 @@ class CacheService:
             listen=settings.cache_listen,
             safety_interval=settings.poller_safety_interval_seconds,
             lease_key=HOUSEKEEPING_LEASE if settings.txn_housekeeping == "lease" else None,
+            recent=self.recent,
         )
         # This instance's writes reach its cache from memory (apply_own), not by reading the
         # log back, whenever nothing else was committed in between.
@@ -76,6 +79,9 @@ class CacheService:
             strict=settings.cache_strict,
             caught_up=self.poller.caught_up,
             absorb=self._absorb_own_events,
+            recent=self.recent,
+            newest_here=lambda: sql.events.newest_here,
+            wait_for=self.poller.wait_for,
         )
         cache = self.cache
         metrics.CACHE_BYTES.set_function(lambda: float(cache.nbytes))

@@ -64,6 +64,7 @@ from hms_cache_proxy.store.cached.forward import ForwardingStore
 from hms_cache_proxy.store.cached.stats_cache import StatsReads
 from hms_cache_proxy.store.cached.table_selection import TablePatterns
 from hms_cache_proxy.store.event_writes import is_event_write
+from hms_cache_proxy.store.events.recent import RecentEvents, split_wait
 from hms_cache_proxy.store.forwarding import Forwarded
 from hms_cache_proxy.store.partition_filter.binder import compile_filter
 from hms_cache_proxy.store.partition_filter.parser import parse
@@ -123,8 +124,14 @@ class CachedStore(StatsReads, ForwardingStore):
         strict: bool = False,
         caught_up: Callable[[], bool] = lambda: True,
         absorb: Callable[[], Any] = lambda: None,
+        recent: RecentEvents | None = None,
+        newest_here: Callable[[], int] = lambda: 0,
+        wait_for: Callable[[int, float], bool] | None = None,
     ) -> None:
         super().__init__(sql)
+        self._recent = recent
+        self._newest_here = newest_here
+        self._wait_for = wait_for
         self.cache = cache
         self.loader = loader
         self._catch_up = catch_up
@@ -137,6 +144,26 @@ class CachedStore(StatsReads, ForwardingStore):
         self._refreshed: dict[TableName, float] = {}
         self.txn = _TxnWrites(sql.txn, self._after_write, absorb)
         self._lock = threading.Lock()
+
+    # -- the notification log --------------------------------------------------------------------
+
+    def next_notifications(
+        self, last_event: int, max_events: int | None, skip_types: Sequence[str] = ()
+    ) -> list[Any]:
+        """From the events the poller applied last when they reach back to ``last_event``
+        and include every event this process committed (a client reads its own writes), so
+        sidecars tailing this instance cost no database statement; else from the database.
+        A sidecar's wait mark (``recent.WAIT_MARK``) holds the read until an event after
+        ``last_event`` is applied or the time asked for passes."""
+        wait, skip_types = split_wait(skip_types)
+        if wait and self._wait_for is not None:
+            self._wait_for(last_event + 1, wait)
+        recent = self._recent
+        if recent is not None and recent.end >= self._newest_here():
+            answer = recent.after(last_event, max_events, skip_types)
+            if answer is not None:
+                return answer
+        return self.sql.next_notifications(last_event, max_events, skip_types)
 
     # -- delegation -----------------------------------------------------------------------------
 

@@ -128,6 +128,8 @@ class EventLog:
         self._local = threading.local()
         self._recent: dict[int, Any] = {}  # event id -> NotificationEvent, committed here
         self._recent_lock = threading.Lock()
+        self.newest_here = 0
+        """The newest event id this process appended and committed (with record_commits)."""
 
     # -- this instance's own committed events ----------------------------------------------------
 
@@ -164,6 +166,7 @@ class EventLog:
                 recent = self._recent
                 for e in events:
                     recent[e.eventId] = e
+                self.newest_here = max(self.newest_here, events[-1].eventId)
                 while len(recent) > _KEEP_COMMITTED:
                     del recent[next(iter(recent))]
 

@@ -36,6 +36,7 @@ from hms_cache_proxy import failpoints
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events.log import CURRENT_EVENT_ID_SQL, NOTIFY_CHANNEL, EventLog
+from hms_cache_proxy.store.events.recent import RecentEvents
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,9 @@ class Poller:
         listen: bool = True,
         safety_interval: float = 60.0,
         lease_key: int | None = None,
+        recent: RecentEvents | None = None,
     ) -> None:
+        """``recent``: where the events applied are kept for get_next_notification."""
         self.db = db
         self.events = events
         self._apply = apply
@@ -101,6 +104,7 @@ class Poller:
         self._listener: Any = None
         self._retry_at = 0.0
         self._listen_warned = -60.0
+        self.recent = recent
         metrics.POSITION.set(position)
 
     @property
@@ -175,6 +179,7 @@ class Poller:
             if fresh and ids == list(range(self._position + 1, self._position + 1 + len(ids))):
                 failpoints.hit("poller.before_apply", f"events {ids[0]}..{ids[-1]}")
                 self._apply(fresh)
+                self._keep(fresh)
                 self._advance(ids[-1])
                 self.last_current = max(self.last_current, ids[-1])
                 return self._position
@@ -206,16 +211,23 @@ class Poller:
                 )
                 self._on_gap(GAP_PURGED)
                 if not rows:
+                    if self.recent is not None:
+                        self.recent.reset(current)
                     self._advance(current)
                     self._lag(current, None)
                     return self._position
             rows = contiguous(rows)
             failpoints.hit("poller.before_apply", f"events {rows[0].eventId}..{rows[-1].eventId}")
             self._apply(rows)
+            self._keep(rows)
             self._advance(rows[-1].eventId)
             self._lag(current, rows[0].eventTime)
             if self._position >= current:
                 return self._position
+
+    def _keep(self, events: Sequence[Any]) -> None:
+        if self.recent is not None:
+            self.recent.add(events)
 
     def _advance(self, position: int) -> None:
         with self._moved:
