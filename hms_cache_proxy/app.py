@@ -7,11 +7,12 @@ from __future__ import annotations
 import functools
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
@@ -45,6 +46,9 @@ from hms_cache_proxy.store.sql.store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import Housekeeper
 from hms_cache_proxy.store.txn.txn_service import TxnConfig
 
+if TYPE_CHECKING:
+    from hms_cache_proxy.rest.server import RestServer
+
 log = logging.getLogger(__name__)
 
 
@@ -59,6 +63,7 @@ class Service:
     admin: AdminTarget = field(default_factory=NoCacheAdmin)
     http: ObservabilityServer | None = None  # None when metrics_port is off
     cache: CacheService | None = None  # None when cache_enabled is false
+    rest: RestServer | None = None  # None when rest_port is off
     upstream: UpstreamPool | None = None  # upstream mode: the metastore calls go to
     sidecar: SidecarCache | None = None  # upstream mode with upstream_cache
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -118,6 +123,19 @@ class Service:
                     f"{self.http.requested_port}: {exc.strerror}; set metrics_port "
                     "(0 = any free port, -1 = off)",
                 ) from exc
+        if self.rest is not None:
+            try:
+                self.rest.bind()
+            except OSError as exc:
+                self.server.stop(0)
+                if self.http is not None:
+                    self.http.stop()
+                raise OSError(
+                    exc.errno,
+                    f"cannot listen for the Iceberg REST catalog on {self.settings.rest_host}:"
+                    f"{self.settings.rest_port}: {exc.strerror}; set rest_port "
+                    "(0 = any free port, null = off)",
+                ) from exc
         self._bound = True
 
     def start_background(self) -> None:
@@ -143,6 +161,8 @@ class Service:
             metrics.track_pool(self.database)
         if self.http is not None:
             self.http.start()
+        if self.rest is not None:
+            self.rest.start()
 
     def _serve(self) -> None:
         self._serving.set()
@@ -164,6 +184,8 @@ class Service:
             self.sidecar.stop()
         if self._thread is not None:
             self._thread.join(timeout=grace_seconds)
+        if self.rest is not None:
+            self.rest.stop()
         if self.http is not None:
             self.http.stop()
         metrics.untrack_connections(self.server)
@@ -177,7 +199,8 @@ def build_service(settings: Settings) -> Service:
     redact.install(settings.secrets())  # before anything can log them
     if settings.failpoints:  # test only; in-process tests set theirs directly
         failpoints.configure(settings.failpoints)
-    opener = secure_opener(settings)  # a bad certificate stops us before the database is touched
+    ctx = tls_context(settings)  # a bad certificate stops us before the database is touched
+    opener = secure_opener(settings, ctx)
     if settings.upstream_uri is not None:
         return _build_upstream_service(settings, opener)
     database = Database(
@@ -211,6 +234,8 @@ def build_service(settings: Settings) -> Service:
             repl_timeout_ms=int(settings.repl_txn_timeout_seconds * 1000),
             open_txn_timeout_ms=settings.txn_open_timeout_ms,
             max_open_batch=settings.txn_max_open_batch,
+            use_min_history_level=settings.txn_use_min_history_level,
+            use_min_history_write_id=settings.txn_use_min_history_write_id,
         ),
     )
     # The handler reads through the cache (or, with cache_enabled false, the database only).
@@ -219,7 +244,8 @@ def build_service(settings: Settings) -> Service:
     handler = Handler(cache.store if cache is not None else DirectStore(store), settings)
     log_roots(settings)
     # read_only and allowed_databases (the handler itself when neither is set: no cost per call)
-    processor = Processor(service, access.guard(handler, settings), observer=metrics.observe_call)
+    guarded = access.guard(handler, settings)
+    processor = Processor(service, guarded, observer=metrics.observe_call)
     server = _thrift_server(settings, processor, opener)
     if cache is None:
         readiness.mark_ready()  # nothing to prewarm (with a cache, its loader says when)
@@ -232,6 +258,7 @@ def build_service(settings: Settings) -> Service:
         readiness=readiness,
         admin=cache if cache is not None else NoCacheAdmin(),
         cache=cache,
+        rest=_rest_server(settings, guarded, ctx) if settings.rest_enabled else None,
     )
     if settings.metrics_enabled:
         assert settings.metrics_port is not None
@@ -263,6 +290,7 @@ def _thrift_server(
         handshake_timeout_seconds=settings.handshake_timeout_seconds,
         first_call_timeout_seconds=settings.first_call_timeout_seconds,
         on_dropped=functools.partial(metrics.connection_dropped, "thrift"),
+        reuse_port=settings.workers > 1,  # each worker listens; the kernel spreads connections
     )
 
 
@@ -411,18 +439,30 @@ def _housekeeper(settings: Settings, store: SqlStore, cache: CacheService | None
     return Housekeeper(store.txn, interval, holds_lease)
 
 
-def secure_opener(settings: Settings) -> SecureOpener | None:
+def _rest_server(settings: Settings, handler: Any, ctx: ssl.SSLContext | None) -> RestServer:
+    """The Iceberg REST catalog, imported only when it is on: PyIceberg brings pyarrow, whose
+    import starts threads, and those must start after shutdown.py has blocked SIGTERM."""
+    from hms_cache_proxy.rest.server import RestServer
+
+    return RestServer(settings, handler, tls=ctx)
+
+
+def tls_context(settings: Settings) -> ssl.SSLContext | None:
+    """The server TLS context of the Thrift port (and the REST port), None without TLS."""
+    if settings.tls_cert_file is None or settings.tls_key_file is None:
+        return None
+    password = settings.tls_key_password
+    return tls.server_context(
+        settings.tls_cert_file,
+        settings.tls_key_file,
+        key_password=password.get_secret_value() if password is not None else None,
+        ca_file=settings.tls_ca_file,
+        client_auth=settings.tls_client_auth,
+    )
+
+
+def secure_opener(settings: Settings, ctx: ssl.SSLContext | None) -> SecureOpener | None:
     """TLS and SASL for the Thrift port as configured (None when neither is on)."""
-    ctx = None
-    if settings.tls_cert_file is not None and settings.tls_key_file is not None:
-        password = settings.tls_key_password
-        ctx = tls.server_context(
-            settings.tls_cert_file,
-            settings.tls_key_file,
-            key_password=password.get_secret_value() if password is not None else None,
-            ca_file=settings.tls_ca_file,
-            client_auth=settings.tls_client_auth,
-        )
     sasl = None
     if settings.sasl_enabled:
         users = {u: p.get_secret_value() for u, p in settings.sasl_users.items()}

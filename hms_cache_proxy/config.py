@@ -4,6 +4,7 @@ variables, then command-line flags. conf/hms-cache-proxy.yaml documents every fi
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -44,6 +45,7 @@ class Settings(BaseSettings):
     # -- Thrift endpoint
     host: str = "0.0.0.0"
     port: int = Field(9083, ge=0, le=65535)
+    workers: int = Field(1, ge=1, le=64)  # processes serving the port (hms_cache_proxy/workers.py)
     transport: Literal["buffered", "framed"] = "buffered"
     protocol: Literal["binary", "compact"] = "binary"
     max_connections: int = Field(1000, ge=1)
@@ -108,6 +110,8 @@ class Settings(BaseSettings):
     txn_housekeeping: Literal["lease", "always", "off"] = "lease"
     txn_open_timeout_ms: int = Field(1000, ge=1)
     txn_max_open_batch: int = Field(1000, ge=1)
+    txn_use_min_history_level: bool = True  # metastore.txn.use.minhistorylevel
+    txn_use_min_history_write_id: bool = False  # metastore.txn.use.minhistorywriteid
 
     # -- HTTP endpoint: /metrics, /healthz, /readyz, /config, /admin (observability/http.py)
     metrics_host: str = "0.0.0.0"
@@ -119,6 +123,21 @@ class Settings(BaseSettings):
     http_reserved_connections: int = Field(32, ge=0)
     http_reserved_connections_per_client: int = Field(2, ge=1)
     http_request_timeout_seconds: float = Field(5.0, gt=0)
+
+    # -- Iceberg REST catalog (hms_cache_proxy/rest/; docs/iceberg-rest.md)
+    rest_host: str = "127.0.0.1"
+    rest_port: int | None = Field(None, le=65535)  # 0: any free port; None or < 0: off
+    rest_tokens: dict[str, SecretStr] = Field({})  # bearer token per user name
+    rest_max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)
+    rest_lock_timeout_seconds: float = Field(30.0, gt=0)
+    rest_metadata_cache_bytes: int = Field(64 * 1024 * 1024, ge=0)
+    rest_max_metadata_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    rest_idempotency_lifetime_seconds: float = Field(1800.0, ge=0)
+    s3_endpoint: str | None = None
+    s3_region: str | None = None
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: SecretStr | None = None
+    s3_path_style_access: bool = True
 
     # -- the cache (docs/cache.md)
     cache_enabled: bool = True
@@ -192,7 +211,7 @@ class Settings(BaseSettings):
         failpoints.parse(v)  # a malformed list is refused at start-up, not ignored
         return v
 
-    @field_validator("metrics_port", mode="before")
+    @field_validator("metrics_port", "rest_port", mode="before")
     @classmethod
     def _port_off(cls, v: Any) -> Any:
         # Environment variables are strings: let HMS_CACHE_PROXY_METRICS_PORT=off/null work.
@@ -294,6 +313,21 @@ class Settings(BaseSettings):
                 "upstream_sasl_user needs upstream_transport: buffered (SASL already frames "
                 "every message)"
             )
+        if (
+            self.workers > 1
+            and self.upstream_uri is None
+            and self.database_url.startswith("sqlite")
+        ):
+            raise ValueError(
+                f"{self.workers} workers need PostgreSQL: SQLite has one writer at a time, and "
+                "each worker is an instance writing the same file; serve SQLite with one "
+                "(workers: 1)"
+            )
+        if self.upstream_uri is not None and self.rest_enabled:
+            raise ValueError(
+                "rest_port is not served with upstream_uri (the Iceberg REST catalog stands on "
+                "a metastore database): unset one"
+            )
         if self.upstream_uri is not None:
             # Calls pass through undecoded: these rules could not be kept, so they are refused
             # rather than silently not applied (the upstream authorizes; docs/security.md).
@@ -326,6 +360,15 @@ class Settings(BaseSettings):
         if self.sasl_enabled and self.transport != "buffered":
             raise ValueError(
                 "sasl_enabled needs transport: buffered (SASL already frames every message)"
+            )
+        if self.rest_enabled and not self.rest_tokens and not _is_loopback(self.rest_host):
+            raise ValueError(
+                f"rest_host {self.rest_host} is not a loopback address: set rest_tokens (a "
+                "bearer token per user) or listen on 127.0.0.1"
+            )
+        if self.rest_enabled and self.sasl_enabled and not self.rest_tokens:
+            raise ValueError(
+                "sasl_enabled with rest_port needs rest_tokens (users of the REST port)"
             )
         return self
 
@@ -360,6 +403,10 @@ class Settings(BaseSettings):
         )
 
     @property
+    def rest_enabled(self) -> bool:
+        return self.rest_port is not None and self.rest_port >= 0
+
+    @property
     def metrics_enabled(self) -> bool:
         return self.metrics_port is not None and self.metrics_port >= 0
 
@@ -392,6 +439,7 @@ class Settings(BaseSettings):
         if self.database_listen_url:
             out["database_listen_url"] = dburl.masked(self.database_listen_url)
         out["sasl_users"] = {user: "********" for user in self.sasl_users}
+        out["rest_tokens"] = {user: "********" for user in self.rest_tokens}
         return out
 
     def secrets(self) -> list[str]:
@@ -400,10 +448,16 @@ class Settings(BaseSettings):
 
         found = [
             s.get_secret_value()
-            for s in (self.admin_token, self.tls_key_password, self.upstream_sasl_password)
+            for s in (
+                self.admin_token,
+                self.tls_key_password,
+                self.upstream_sasl_password,
+                self.s3_secret_access_key,
+            )
             if s
         ]
         found += [p.get_secret_value() for p in self.sasl_users.values()]
+        found += [t.get_secret_value() for t in self.rest_tokens.values()]
         for text in (self.database_url, self.database_listen_url):
             if not text:
                 continue
@@ -415,6 +469,13 @@ class Settings(BaseSettings):
             except Exception:  # noqa: BLE001 - an unparsable URL is refused elsewhere
                 pass
         return [s for s in found if s]
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def upstream_address(uri: str) -> tuple[str, int]:

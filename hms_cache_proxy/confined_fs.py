@@ -26,6 +26,8 @@ from hms_cache_proxy.warehouse import split_uri
 log = logging.getLogger(__name__)
 
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_CREATE_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 class OutsideRoots(OSError):
@@ -207,7 +209,30 @@ class ConfinedFS:
                         size += f.st_size
         return files, size
 
+    def read_bytes(self, uri: str | None, limit: int) -> bytes:
+        """The contents of the regular file at the location (not through a symlink);
+        FileNotFoundError when missing, ValueError when longer than ``limit`` bytes."""
+        root, parts = self._split(uri)
+        with self._walk(root, parts[:-1]) as parent:
+            fd = os.open(parts[-1], _OPEN_FILE, dir_fd=parent)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise IsADirectoryError(f"{uri} is not a regular file")
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise ValueError(f"{uri} is longer than {limit} bytes")
+        return data
+
     # -- changes ---------------------------------------------------------------------------------
+
+    def write_new(self, uri: str | None, data: bytes) -> None:
+        """Create the file at the location with ``data`` (its directories made inside the
+        root); FileExistsError when something is already there."""
+        root, parts = self._split(uri)
+        with self._walk(root, parts[:-1], create=True) as parent:
+            fd = os.open(parts[-1], _CREATE_FILE, 0o644, dir_fd=parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
 
     def mkdirs(self, uri: str | None) -> bool:
         """Create the directory (and missing parents, all inside its root); True when it was

@@ -17,6 +17,7 @@ import logging
 import re
 import selectors
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -63,8 +64,10 @@ class RequestIntake:
         max_body_bytes: int,
         handoff: Handoff,
         on_dropped: Callable[[str, str], None] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.listener = listener
+        self.tls = tls  # TLS: the handshake is read within the same deadline as the request
         self.admission = admission
         self.timeout = timeout_seconds
         self.max_body_bytes = max_body_bytes
@@ -138,6 +141,15 @@ class RequestIntake:
                     self._on_dropped("refused", refused)
                 continue
             sock.setblocking(False)
+            if self.tls is not None:
+                try:
+                    sock = self.tls.wrap_socket(
+                        sock, server_side=True, do_handshake_on_connect=False
+                    )
+                except (OSError, ValueError):
+                    answer_and_close(sock, b"")
+                    self.admission.release(address)
+                    continue
             pending = _Pending(sock, peer, address, time.monotonic() + self.timeout)
             self._pending[sock] = pending
             selector.register(sock, selectors.EVENT_READ, pending)
@@ -145,11 +157,14 @@ class RequestIntake:
     def _receive(self, selector: selectors.BaseSelector, pending: _Pending) -> None:
         try:
             chunk = pending.sock.recv(65536)
-        except (BlockingIOError, InterruptedError):
-            return
+            # TLS: decrypted bytes already buffered would never wake the selector.
+            while chunk and isinstance(pending.sock, ssl.SSLSocket) and pending.sock.pending():
+                chunk += pending.sock.recv(65536)
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return  # (TLS: the handshake goes on, SSL_read performs it)
         except OSError:
             chunk = b""
-        if not chunk:  # gone before sending a whole request
+        if not chunk:  # gone before sending a whole request (or a failed TLS handshake)
             self._drop(selector, pending)
             return
         pending.data += chunk

@@ -60,6 +60,19 @@ REQUEST_SECONDS = Histogram(
     buckets=(0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10),
     registry=REGISTRY,
 )
+REST_REQUESTS = Counter(
+    "hms_rest_requests_total",
+    "Iceberg REST catalog requests answered, by operation and HTTP status.",
+    ["operation", "status"],
+    registry=REGISTRY,
+)
+REST_REQUEST_SECONDS = Histogram(
+    "hms_rest_request_seconds",
+    "Time to answer an Iceberg REST catalog request, by operation (commits include lock waits).",
+    ["operation"],
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30),
+    registry=REGISTRY,
+)
 CACHE_HITS = Counter(
     "hms_cache_hits_total", "Reads answered from the cache, by call.", ["method"], registry=REGISTRY
 )
@@ -127,6 +140,12 @@ BUILD_INFO = Gauge(
     registry=REGISTRY,
 )
 BUILD_INFO.labels(__version__).set(1)
+WORKER = Gauge(
+    "hms_worker",
+    "Index of this process among the workers of `serve --workers N` (0 to N-1; 0 without "
+    "workers); each worker serves its own /metrics on metrics_port + index.",
+    registry=REGISTRY,
+)
 DATABASE_ERRORS = Counter(
     "hms_database_errors_total",
     "Errors raised by the database driver, by SQLAlchemy error class (includes retried "
@@ -325,6 +344,12 @@ def observe_call(method: str, seconds: float, outcome: str) -> None:
     if record is None:
         record = _recorder(method, outcome)
     record(seconds)
+
+
+def observe_rest(operation: str, status: int, seconds: float) -> None:
+    """Count and time one Iceberg REST request."""
+    REST_REQUESTS.labels(operation, str(status)).inc()
+    REST_REQUEST_SECONDS.labels(operation).observe(seconds)
 
 
 def connection_dropped(endpoint: str, outcome: str, reason: str) -> None:
