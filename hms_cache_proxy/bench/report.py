@@ -516,6 +516,8 @@ the figures. The raw figures of the run below are in `benchmarks.json`, the char
 - `python -m hms_cache_proxy.bench.passthrough`: what upstream mode adds to a call (get_database
   straight to an upstream and through a proxy in front of it, p50/p99 of each); its figures are
   in docs/operations.md, "Upstream mode".
+- `hms-cache-proxy fanout`: many instances on one PostgreSQL, their connections, idle statements
+  and write-to-all lag ("Fan-out", below).
 
 """
 
