@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import tempfile
 import threading
 import time
@@ -188,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
         if bouncer is not None:
             bouncer.stop()
         pg.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
     Path(args.output).write_text(json.dumps(figures, indent=2) + "\n")
     for key, value in figures.items():
         print(f"{key}: {value}")
