@@ -516,6 +516,8 @@ the figures. The raw figures of the run below are in `benchmarks.json`, the char
 - `python -m hms_cache_proxy.bench.passthrough`: what upstream mode adds to a call (get_database
   straight to an upstream and through a proxy in front of it, p50/p99 of each); its figures are
   in docs/operations.md, "Upstream mode".
+- `hms-cache-proxy fanout`: many instances on one PostgreSQL, their connections, idle statements
+  and write-to-all lag ("Fan-out", below).
 
 """
 
@@ -526,5 +528,19 @@ def write_docs(report: Report, docs_dir: Path) -> Path:
     (docs_dir / "benchmarks.json").write_text(report.to_json() + "\n")
     path = docs_dir / "benchmarks.md"
     body = report.full_markdown("benchmarks.png" if png else None)
-    path.write_text(DOCS_HEAD + "## Latest run\n\n" + body)
+    path.write_text(DOCS_HEAD + "## Latest run\n\n" + body + _kept_sections(path))
     return path
+
+
+KEPT_SECTION = "\n## Fan-out"
+"""The page's sections from here on are not this command's (``hms-cache-proxy fanout``'s
+figures): a rewrite keeps them."""
+
+
+def _kept_sections(path: Path) -> str:
+    try:
+        text = path.read_text()
+    except OSError:
+        return ""
+    at = text.find(KEPT_SECTION)
+    return "" if at < 0 else "\n" + text[at:].lstrip("\n")

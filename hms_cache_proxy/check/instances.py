@@ -46,6 +46,11 @@ class Instance:
         self.starts = 0
 
     def start(self, timeout: float = 90.0) -> None:
+        self.launch()
+        self._wait_answering(timeout)
+
+    def launch(self) -> None:
+        """Start the process without waiting for it to answer (``wait_answering`` does)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("HMS_CACHE_PROXY_")}
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         values = {
@@ -71,6 +76,8 @@ class Instance:
                 cwd=self.workdir,
             )
         self.starts += 1
+
+    def wait_answering(self, timeout: float = 90.0) -> None:
         self._wait_answering(timeout)
 
     def _wait_answering(self, timeout: float) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from hms_cache_proxy.bench.report import Report
+from hms_cache_proxy.bench.report import Report, write_docs
 from hms_cache_proxy.bench.runner import Result
 
 
@@ -60,3 +61,14 @@ def test_json_round_trip_renders_the_same_table() -> None:
     report = _report()
     again = Report.from_dict(json.loads(report.to_json()))
     assert again.markdown() == report.markdown()
+
+
+def test_rewriting_the_page_keeps_the_fanout_section(tmp_path: Path) -> None:
+    page = tmp_path / "benchmarks.md"
+    page.write_text("# Benchmarks\n\nold run\n\n## Fan-out\n\nfigures of fanout\n")
+    write_docs(_report(), tmp_path)
+    text = page.read_text()
+    assert "old run" not in text and "Headline rows" in text
+    assert text.endswith("\n\n## Fan-out\n\nfigures of fanout\n")
+    write_docs(_report(), tmp_path)
+    assert page.read_text() == text
