@@ -3,12 +3,12 @@ over one set of collaborators, put together here and exposed as the store contra
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from hms_cache_proxy.store import api
 from hms_cache_proxy.store.db.engine import Database
-from hms_cache_proxy.store.forwarding import Forwarded
+from hms_cache_proxy.store.forwarding import Forwarded, bind_owners
 from hms_cache_proxy.store.sql import encoded_reads
 from hms_cache_proxy.store.sql.constraints import Constraints
 from hms_cache_proxy.store.sql.databases import Databases
@@ -32,7 +32,7 @@ from hms_cache_proxy.thrift_bytes import Encoded
 
 class SqlStore:
     """Every store call answered from the metastore database (its transaction service is
-    ``txn``). Each call of the contract goes to the one family that defines it."""
+    ``txn``). Each call of the contract names the family method that answers it."""
 
     def __init__(
         self,
@@ -77,7 +77,7 @@ class SqlStore:
         self.partition_events = PartitionEvents(shared)
         self.scheduled_queries = ScheduledQueries(shared)
         self.runtime_stats = RuntimeStats(shared)
-        self._methods = _bind(self.parts(), _forwarded_names(type(self)))
+        self._methods = bind_owners(SqlStore, self.parts())
 
     def parts(self) -> list[SqlPart]:
         """The families, in the order they are made (a family is made after those it uses)."""
@@ -110,136 +110,129 @@ class SqlStore:
         return encoded_reads.all_partitions_encoded(self.db, self.partitions, cat, db, tbl)
 
     # -- self.databases: catalogs and databases
-    create_catalog = Forwarded(api.Metadata.create_catalog)
-    alter_catalog = Forwarded(api.Metadata.alter_catalog)
-    drop_catalog = Forwarded(api.Metadata.drop_catalog)
-    get_catalog = Forwarded(api.Metadata.get_catalog)
-    get_catalogs = Forwarded(api.Metadata.get_catalogs)
-    create_database = Forwarded(api.Metadata.create_database)
-    alter_database = Forwarded(api.Metadata.alter_database)
-    drop_database = Forwarded(api.Metadata.drop_database)
-    get_database = Forwarded(api.Metadata.get_database)
-    get_databases = Forwarded(api.Metadata.get_databases)
-    database_locations = Forwarded(api.Metadata.database_locations)
+    create_catalog = Forwarded(Databases.create_catalog)
+    alter_catalog = Forwarded(Databases.alter_catalog)
+    drop_catalog = Forwarded(Databases.drop_catalog)
+    get_catalog = Forwarded(Databases.get_catalog)
+    get_catalogs = Forwarded(Databases.get_catalogs)
+    create_database = Forwarded(Databases.create_database)
+    alter_database = Forwarded(Databases.alter_database)
+    drop_database = Forwarded(Databases.drop_database)
+    get_database = Forwarded(Databases.get_database)
+    get_databases = Forwarded(Databases.get_databases)
+    database_locations = Forwarded(Databases.database_locations)
 
     # -- self.constraints: constraints
-    get_table_constraints = Forwarded(api.Metadata.get_table_constraints)
-    get_foreign_keys = Forwarded(api.Metadata.get_foreign_keys)
-    add_constraints = Forwarded(api.Metadata.add_constraints)
-    drop_constraint = Forwarded(api.Metadata.drop_constraint)
+    get_table_constraints = Forwarded(Constraints.get_table_constraints)
+    get_foreign_keys = Forwarded(Constraints.get_foreign_keys)
+    add_constraints = Forwarded(Constraints.add_constraints)
+    drop_constraint = Forwarded(Constraints.drop_constraint)
 
     # -- self.tables: tables
-    create_table = Forwarded(api.Metadata.create_table)
-    alter_table = Forwarded(api.Metadata.alter_table)
-    drop_table = Forwarded(api.Metadata.drop_table)
-    table_exists = Forwarded(api.Metadata.table_exists)
-    get_tables_by_names = Forwarded(api.Metadata.get_tables_by_names)
-    get_table_names = Forwarded(api.Metadata.get_table_names)
-    get_table_meta = Forwarded(api.Metadata.get_table_meta)
-    tables_using_locations = Forwarded(api.Metadata.tables_using_locations)
-    get_table = Forwarded(api.DatabaseTableReads.get_table)
+    create_table = Forwarded(Tables.create_table)
+    alter_table = Forwarded(Tables.alter_table)
+    drop_table = Forwarded(Tables.drop_table)
+    table_exists = Forwarded(Tables.table_exists)
+    get_tables_by_names = Forwarded(Tables.get_tables_by_names)
+    get_table_names = Forwarded(Tables.get_table_names)
+    get_table_meta = Forwarded(Tables.get_table_meta)
+    tables_using_locations = Forwarded(Tables.tables_using_locations)
+    get_table = Forwarded(Tables.get_table)
 
     # -- self.partitions: partitions (and truncate_table, which clears them)
-    truncate_table = Forwarded(api.Metadata.truncate_table)
-    add_partitions = Forwarded(api.Metadata.add_partitions)
-    alter_partitions = Forwarded(api.Metadata.alter_partitions)
-    rename_partition = Forwarded(api.Metadata.rename_partition)
-    drop_partitions = Forwarded(api.Metadata.drop_partitions)
-    exchange_partitions = Forwarded(api.Metadata.exchange_partitions)
-    get_partition = Forwarded(api.DatabaseTableReads.get_partition)
-    get_partition_by_name = Forwarded(api.DatabaseTableReads.get_partition_by_name)
-    get_partitions = Forwarded(api.DatabaseTableReads.get_partitions)
-    get_partitions_by_names = Forwarded(api.DatabaseTableReads.get_partitions_by_names)
-    get_partitions_by_filter = Forwarded(api.DatabaseTableReads.get_partitions_by_filter)
-    get_partitions_ps = Forwarded(api.DatabaseTableReads.get_partitions_ps)
-    count_partitions_by_filter = Forwarded(api.DatabaseTableReads.count_partitions_by_filter)
-    get_partition_names = Forwarded(api.DatabaseTableReads.get_partition_names)
-    get_partition_names_by_filter = Forwarded(api.DatabaseTableReads.get_partition_names_by_filter)
-    get_partition_names_ps = Forwarded(api.DatabaseTableReads.get_partition_names_ps)
-    partition_values = Forwarded(api.DatabaseTableReads.partition_values)
-    partition_count = Forwarded(api.DatabaseTableReads.partition_count)
+    truncate_table = Forwarded(Partitions.truncate_table)
+    add_partitions = Forwarded(Partitions.add_partitions)
+    alter_partitions = Forwarded(Partitions.alter_partitions)
+    rename_partition = Forwarded(Partitions.rename_partition)
+    drop_partitions = Forwarded(Partitions.drop_partitions)
+    exchange_partitions = Forwarded(Partitions.exchange_partitions)
+    get_partition = Forwarded(Partitions.get_partition)
+    get_partition_by_name = Forwarded(Partitions.get_partition_by_name)
+    get_partitions = Forwarded(Partitions.get_partitions)
+    get_partitions_by_names = Forwarded(Partitions.get_partitions_by_names)
+    get_partitions_by_filter = Forwarded(Partitions.get_partitions_by_filter)
+    get_partitions_ps = Forwarded(Partitions.get_partitions_ps)
+    count_partitions_by_filter = Forwarded(Partitions.count_partitions_by_filter)
+    get_partition_names = Forwarded(Partitions.get_partition_names)
+    get_partition_names_by_filter = Forwarded(Partitions.get_partition_names_by_filter)
+    get_partition_names_ps = Forwarded(Partitions.get_partition_names_ps)
+    partition_values = Forwarded(Partitions.partition_values)
+    partition_count = Forwarded(Partitions.partition_count)
 
     # -- self.stats_reads: column statistics: reads
-    get_table_column_statistics = Forwarded(api.Metadata.get_table_column_statistics)
-    partition_column_statistics = Forwarded(api.Metadata.partition_column_statistics)
-    get_partition_column_statistics = Forwarded(api.Metadata.get_partition_column_statistics)
-    get_aggr_stats_for = Forwarded(api.Metadata.get_aggr_stats_for)
+    get_table_column_statistics = Forwarded(ColumnStatsReads.get_table_column_statistics)
+    partition_column_statistics = Forwarded(ColumnStatsReads.partition_column_statistics)
+    get_partition_column_statistics = Forwarded(ColumnStatsReads.get_partition_column_statistics)
+    get_aggr_stats_for = Forwarded(ColumnStatsReads.get_aggr_stats_for)
 
     # -- self.stats_writes: column statistics: writes
-    update_table_column_statistics = Forwarded(api.Metadata.update_table_column_statistics)
-    update_partition_column_statistics = Forwarded(api.Metadata.update_partition_column_statistics)
-    delete_table_column_statistics = Forwarded(api.Metadata.delete_table_column_statistics)
-    delete_partition_column_statistics = Forwarded(api.Metadata.delete_partition_column_statistics)
+    update_table_column_statistics = Forwarded(ColumnStatsWrites.update_table_column_statistics)
+    update_partition_column_statistics = Forwarded(
+        ColumnStatsWrites.update_partition_column_statistics
+    )
+    delete_table_column_statistics = Forwarded(ColumnStatsWrites.delete_table_column_statistics)
+    delete_partition_column_statistics = Forwarded(
+        ColumnStatsWrites.delete_partition_column_statistics
+    )
 
     # -- self.functions: functions
-    create_function = Forwarded(api.Metadata.create_function)
-    alter_function = Forwarded(api.Metadata.alter_function)
-    drop_function = Forwarded(api.Metadata.drop_function)
-    get_function = Forwarded(api.Metadata.get_function)
-    get_functions = Forwarded(api.Metadata.get_functions)
-    get_all_functions = Forwarded(api.Metadata.get_all_functions)
+    create_function = Forwarded(Functions.create_function)
+    alter_function = Forwarded(Functions.alter_function)
+    drop_function = Forwarded(Functions.drop_function)
+    get_function = Forwarded(Functions.get_function)
+    get_functions = Forwarded(Functions.get_functions)
+    get_all_functions = Forwarded(Functions.get_all_functions)
 
     # -- self.notifications: the notification log
-    current_notification_event_id = Forwarded(api.Events.current_notification_event_id)
-    next_notifications = Forwarded(api.Events.next_notifications)
-    notification_events_count = Forwarded(api.Events.notification_events_count)
-    metastore_db_uuid = Forwarded(api.Events.metastore_db_uuid)
-    fire_insert_events = Forwarded(api.Events.fire_insert_events)
+    current_notification_event_id = Forwarded(Notifications.current_notification_event_id)
+    next_notifications = Forwarded(Notifications.next_notifications)
+    notification_events_count = Forwarded(Notifications.notification_events_count)
+    metastore_db_uuid = Forwarded(Notifications.metastore_db_uuid)
+    fire_insert_events = Forwarded(Notifications.fire_insert_events)
 
     # -- self.write_notes: write notifications
-    add_write_notifications = Forwarded(api.Events.add_write_notifications)
-    write_event_info = Forwarded(api.Events.write_event_info)
+    add_write_notifications = Forwarded(WriteNotes.add_write_notifications)
+    write_event_info = Forwarded(WriteNotes.write_event_info)
 
     # -- self.repl_commits: replayed commits (REPL LOAD on a target)
-    repl_commit_txn = Forwarded(api.Events.repl_commit_txn)
+    repl_commit_txn = Forwarded(ReplCommits.repl_commit_txn)
 
     # -- self.roles: roles
-    create_role = Forwarded(api.Metadata.create_role)
-    drop_role = Forwarded(api.Metadata.drop_role)
-    get_role_names = Forwarded(api.Metadata.get_role_names)
-    grant_role = Forwarded(api.Metadata.grant_role)
-    revoke_role = Forwarded(api.Metadata.revoke_role)
-    list_roles = Forwarded(api.Metadata.list_roles)
-    get_principals_in_role = Forwarded(api.Metadata.get_principals_in_role)
-    get_role_grants_for_principal = Forwarded(api.Metadata.get_role_grants_for_principal)
+    create_role = Forwarded(Roles.create_role)
+    drop_role = Forwarded(Roles.drop_role)
+    get_role_names = Forwarded(Roles.get_role_names)
+    grant_role = Forwarded(Roles.grant_role)
+    revoke_role = Forwarded(Roles.revoke_role)
+    list_roles = Forwarded(Roles.list_roles)
+    get_principals_in_role = Forwarded(Roles.get_principals_in_role)
+    get_role_grants_for_principal = Forwarded(Roles.get_role_grants_for_principal)
 
     # -- self.privileges: privileges
-    grant_privileges = Forwarded(api.Metadata.grant_privileges)
-    revoke_privileges = Forwarded(api.Metadata.revoke_privileges)
-    refresh_privileges = Forwarded(api.Metadata.refresh_privileges)
-    list_privileges = Forwarded(api.Metadata.list_privileges)
-    get_privilege_set = Forwarded(api.Metadata.get_privilege_set)
-    partition_privilege_sets = Forwarded(api.Metadata.partition_privilege_sets)
+    grant_privileges = Forwarded(Privileges.grant_privileges)
+    revoke_privileges = Forwarded(Privileges.revoke_privileges)
+    refresh_privileges = Forwarded(Privileges.refresh_privileges)
+    list_privileges = Forwarded(Privileges.list_privileges)
+    get_privilege_set = Forwarded(Privileges.get_privilege_set)
+    partition_privilege_sets = Forwarded(Privileges.partition_privilege_sets)
 
     # -- self.partition_events: partition event marks
-    mark_partition_for_event = Forwarded(api.Events.mark_partition_for_event)
-    is_partition_marked_for_event = Forwarded(api.Events.is_partition_marked_for_event)
+    mark_partition_for_event = Forwarded(PartitionEvents.mark_partition_for_event)
+    is_partition_marked_for_event = Forwarded(PartitionEvents.is_partition_marked_for_event)
 
     # -- self.scheduled_queries: scheduled queries
-    create_scheduled_query = Forwarded(api.Metadata.create_scheduled_query)
-    alter_scheduled_query = Forwarded(api.Metadata.alter_scheduled_query)
-    drop_scheduled_query = Forwarded(api.Metadata.drop_scheduled_query)
-    get_scheduled_query = Forwarded(api.Metadata.get_scheduled_query)
-    poll_scheduled_query = Forwarded(api.Metadata.poll_scheduled_query)
-    scheduled_query_progress = Forwarded(api.Metadata.scheduled_query_progress)
+    create_scheduled_query = Forwarded(ScheduledQueries.create_scheduled_query)
+    alter_scheduled_query = Forwarded(ScheduledQueries.alter_scheduled_query)
+    drop_scheduled_query = Forwarded(ScheduledQueries.drop_scheduled_query)
+    get_scheduled_query = Forwarded(ScheduledQueries.get_scheduled_query)
+    poll_scheduled_query = Forwarded(ScheduledQueries.poll_scheduled_query)
+    scheduled_query_progress = Forwarded(ScheduledQueries.scheduled_query_progress)
 
     # -- self.runtime_stats: runtime statistics
-    add_runtime_stat = Forwarded(api.Metadata.add_runtime_stat)
-    get_runtime_stats = Forwarded(api.Metadata.get_runtime_stats)
+    add_runtime_stat = Forwarded(RuntimeStats.add_runtime_stat)
+    get_runtime_stats = Forwarded(RuntimeStats.get_runtime_stats)
 
 
-def _forwarded_names(cls: type) -> list[str]:
-    return [name for name, value in vars(cls).items() if isinstance(value, Forwarded)]
-
-
-def _bind(parts: Sequence[SqlPart], names: Iterable[str]) -> dict[str, Callable[..., Any]]:
-    """Each forwarded name -> the bound method of the one family that defines it (two
-    families defining a name would make the route depend on an order: refused)."""
-    methods: dict[str, Callable[..., Any]] = {}
-    for name in names:
-        owners = [part for part in parts if callable(getattr(type(part), name, None))]
-        if len(owners) != 1:
-            found = [type(part).__name__ for part in owners]
-            raise TypeError(f"SqlStore.{name}: defined by {found or 'no family'}, expected one")
-        methods[name] = getattr(owners[0], name)
-    return methods
+def as_database_store(store: SqlStore) -> api.DatabaseStore:
+    """The SQL store as the contract: the line at which mypy checks each family's method (named
+    by a ``Forwarded``) against the contract's signature."""
+    return store
