@@ -14,8 +14,10 @@ from hms_cache_proxy.store.sql.constraints import Constraints
 from hms_cache_proxy.store.sql.databases import Databases
 from hms_cache_proxy.store.sql.functions import Functions
 from hms_cache_proxy.store.sql.notifications import Notifications
+from hms_cache_proxy.store.sql.partition_alters import PartitionAlters
 from hms_cache_proxy.store.sql.partition_events import PartitionEvents
-from hms_cache_proxy.store.sql.partitions import Partitions
+from hms_cache_proxy.store.sql.partition_reads import PartitionReads
+from hms_cache_proxy.store.sql.partition_writes import PartitionWrites
 from hms_cache_proxy.store.sql.privileges import Privileges
 from hms_cache_proxy.store.sql.repl_commit import ReplCommits
 from hms_cache_proxy.store.sql.roles import Roles
@@ -63,15 +65,17 @@ class SqlStore:
         self.databases = Databases(shared)
         self.constraints = Constraints(shared)
         self.tables = Tables(shared, self.constraints)
-        self.partitions = Partitions(shared, self.tables)
+        self.partition_reads = PartitionReads(shared)
+        self.partition_writes = PartitionWrites(shared, self.partition_reads, self.tables)
+        self.partition_alters = PartitionAlters(shared, self.partition_reads, self.tables)
         self.stats_reads = ColumnStatsReads(shared)
         self.stats_writes = ColumnStatsWrites(
-            shared, self.stats_reads, self.partitions, self.tables
+            shared, self.stats_reads, self.partition_reads, self.tables
         )
         self.functions = Functions(shared)
-        self.notifications = Notifications(shared, self.partitions, self.tables)
-        self.write_notes = WriteNotes(shared, self.partitions, self.tables)
-        self.repl_commits = ReplCommits(shared, self.write_notes, self.tables, self.partitions)
+        self.notifications = Notifications(shared, self.partition_reads, self.tables)
+        self.write_notes = WriteNotes(shared, self.partition_reads, self.tables)
+        self.repl_commits = ReplCommits(shared, self.write_notes, self.tables, self.partition_reads)
         self.roles = Roles(shared)
         self.privileges = Privileges(shared)
         self.partition_events = PartitionEvents(shared)
@@ -107,7 +111,7 @@ class SqlStore:
 
     def all_partitions_encoded(self, cat: str, db: str, tbl: str) -> Encoded:
         """get_partitions of a whole table as bytes built from the rows (encoded_reads.py)."""
-        return encoded_reads.all_partitions_encoded(self.db, self.partitions, cat, db, tbl)
+        return encoded_reads.all_partitions_encoded(self.db, self.partition_reads, cat, db, tbl)
 
     # -- self.databases: catalogs and databases
     create_catalog = Forwarded(Databases.create_catalog)
@@ -132,32 +136,36 @@ class SqlStore:
     create_table = Forwarded(Tables.create_table)
     alter_table = Forwarded(Tables.alter_table)
     drop_table = Forwarded(Tables.drop_table)
-    table_exists = Forwarded(Tables.table_exists)
     get_tables_by_names = Forwarded(Tables.get_tables_by_names)
     get_table_names = Forwarded(Tables.get_table_names)
+    table_exists = Forwarded(Tables.table_exists)
     get_table_meta = Forwarded(Tables.get_table_meta)
     tables_using_locations = Forwarded(Tables.tables_using_locations)
     get_table = Forwarded(Tables.get_table)
 
-    # -- self.partitions: partitions (and truncate_table, which clears them)
-    truncate_table = Forwarded(Partitions.truncate_table)
-    add_partitions = Forwarded(Partitions.add_partitions)
-    alter_partitions = Forwarded(Partitions.alter_partitions)
-    rename_partition = Forwarded(Partitions.rename_partition)
-    drop_partitions = Forwarded(Partitions.drop_partitions)
-    exchange_partitions = Forwarded(Partitions.exchange_partitions)
-    get_partition = Forwarded(Partitions.get_partition)
-    get_partition_by_name = Forwarded(Partitions.get_partition_by_name)
-    get_partitions = Forwarded(Partitions.get_partitions)
-    get_partitions_by_names = Forwarded(Partitions.get_partitions_by_names)
-    get_partitions_by_filter = Forwarded(Partitions.get_partitions_by_filter)
-    get_partitions_ps = Forwarded(Partitions.get_partitions_ps)
-    count_partitions_by_filter = Forwarded(Partitions.count_partitions_by_filter)
-    get_partition_names = Forwarded(Partitions.get_partition_names)
-    get_partition_names_by_filter = Forwarded(Partitions.get_partition_names_by_filter)
-    get_partition_names_ps = Forwarded(Partitions.get_partition_names_ps)
-    partition_values = Forwarded(Partitions.partition_values)
-    partition_count = Forwarded(Partitions.partition_count)
+    # -- self.partition_alters: changes to existing partitions (truncate_table resets them)
+    truncate_table = Forwarded(PartitionAlters.truncate_table)
+    alter_partitions = Forwarded(PartitionAlters.alter_partitions)
+    rename_partition = Forwarded(PartitionAlters.rename_partition)
+
+    # -- self.partition_writes: partitions added, dropped, exchanged
+    add_partitions = Forwarded(PartitionWrites.add_partitions)
+    drop_partitions = Forwarded(PartitionWrites.drop_partitions)
+    exchange_partitions = Forwarded(PartitionWrites.exchange_partitions)
+
+    # -- self.partition_reads: partition reads
+    get_partition = Forwarded(PartitionReads.get_partition)
+    get_partition_by_name = Forwarded(PartitionReads.get_partition_by_name)
+    get_partitions = Forwarded(PartitionReads.get_partitions)
+    get_partitions_by_names = Forwarded(PartitionReads.get_partitions_by_names)
+    get_partitions_by_filter = Forwarded(PartitionReads.get_partitions_by_filter)
+    get_partitions_ps = Forwarded(PartitionReads.get_partitions_ps)
+    count_partitions_by_filter = Forwarded(PartitionReads.count_partitions_by_filter)
+    get_partition_names = Forwarded(PartitionReads.get_partition_names)
+    get_partition_names_by_filter = Forwarded(PartitionReads.get_partition_names_by_filter)
+    get_partition_names_ps = Forwarded(PartitionReads.get_partition_names_ps)
+    partition_values = Forwarded(PartitionReads.partition_values)
+    partition_count = Forwarded(PartitionReads.partition_count)
 
     # -- self.stats_reads: column statistics: reads
     get_table_column_statistics = Forwarded(ColumnStatsReads.get_table_column_statistics)

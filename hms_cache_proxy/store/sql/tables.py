@@ -676,7 +676,7 @@ class Tables(SqlPart):
     def delete_partition_rows(
         self, conn: Connection, part_ids: Sequence[int], sd_ids: Sequence[int | None]
     ) -> None:
-        """Delete partitions and everything that hangs off them (shared with partitions.py)."""
+        """Delete partitions and everything that hangs off them (partition_writes.py drops)."""
         for part in chunks(sorted(set(part_ids))):
             for table in (
                 schema.PART_COL_STATS,
