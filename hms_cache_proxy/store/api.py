@@ -23,10 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from sqlalchemy.engine import Connection
-
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.thrift_bytes import Encoded
+
+AlterTablePrepare = Callable[[hms.Table, hms.Table, Callable[[str, str], bool]], hms.Table | None]
+"""alter_table's ``prepare(before, new_table, exists)``: Hive's alter rules run inside the
+write with the locked table as stored; ``exists(db, name)`` says whether a table of that name
+exists in the catalog (in the same transaction). Returns the table to store (None: new_table)."""
 
 
 class Metadata(Protocol):
@@ -66,7 +69,7 @@ class Metadata(Protocol):
         write_id: int | None = ...,
         valid_write_id_list: str | None = ...,
         is_truncate: bool = ...,
-        prepare: Any = ...,
+        prepare: AlterTablePrepare | None = ...,
         relocate: Sequence[tuple[str, str]] = ...,
         expected: tuple[str, str] | None = ...,
     ) -> tuple[hms.Table, hms.Table]: ...
@@ -85,7 +88,6 @@ class Metadata(Protocol):
         write_id: int | None = ...,
         valid_write_id_list: str | None = ...,
     ) -> None: ...
-    def table_exists(self, conn: Connection, cat: str, db: str, name: str) -> bool: ...
     def get_tables_by_names(self, cat: str, db: str, names: Sequence[str]) -> list[hms.Table]: ...
     def get_table_names(
         self, cat: str, db: str, pattern: str | None = ..., table_type: str | None = ...

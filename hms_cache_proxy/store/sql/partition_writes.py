@@ -18,11 +18,9 @@ from hms_cache_proxy.store.db.batch import fetch_in
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.rules import MISSING_PARTITIONS, partition_level
 from hms_cache_proxy.store.sql.partition_reads import DDL_TIME, PartitionReads, ResolvedTable
-from hms_cache_proxy.store.sql.privileges import (
-    copy_table_grants_to_partitions,
-    partition_level,
-)
+from hms_cache_proxy.store.sql.privileges import copy_table_grants_to_partitions
 from hms_cache_proxy.store.sql.sql_base import (
     SqlPart,
     SqlShared,
@@ -53,10 +51,6 @@ EXCHANGE_TRANSACTIONAL = (
 """Hive's DDL refuses exchanging partitions of transactional tables before calling the
 metastore (their delta directories carry the source table's write ids); refused here for
 every client."""
-
-
-MISSING_PARTITIONS = "Some partitions to drop are missing"
-"""drop_partitions' NoSuchObjectException when a named partition is absent (HMSHandler)."""
 
 
 class PartitionWrites(SqlPart):

@@ -138,7 +138,6 @@ class SqlStore:
     drop_table = Forwarded(Tables.drop_table)
     get_tables_by_names = Forwarded(Tables.get_tables_by_names)
     get_table_names = Forwarded(Tables.get_table_names)
-    table_exists = Forwarded(Tables.table_exists)
     get_table_meta = Forwarded(Tables.get_table_meta)
     tables_using_locations = Forwarded(Tables.tables_using_locations)
     get_table = Forwarded(Tables.get_table)

@@ -8,6 +8,7 @@ columns and partition keys in one UNION ALL; its bucket/sort/skew lists in one U
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from sqlalchemy import (
@@ -21,6 +22,7 @@ from sqlalchemy import (
 )
 
 from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.api import AlterTablePrepare
 from hms_cache_proxy.store.colstats.accuracy import COLUMN_STATS_ACCURATE, stats_valid_for_query
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
@@ -335,15 +337,16 @@ class Tables(SqlPart):
         write_id: int | None = None,
         valid_write_id_list: str | None = None,
         is_truncate: bool = False,
-        prepare: Any = None,
+        prepare: AlterTablePrepare | None = None,
         relocate: Sequence[tuple[str, str]] = (),
         expected: tuple[str, str] | None = None,
     ) -> tuple[hms.Table, hms.Table]:
         """Replace a table's definition; returns (before, after), both as stored.
 
-        ``prepare(conn, before, new_table)`` runs inside the transaction after the old table is
-        read and locked, so the handler can apply Hive's alter rules (rename paths, checks)
-        against the state that will actually change. ``relocate`` holds the (old, new) table
+        ``prepare(before, new_table, exists)`` runs inside the transaction after the old table
+        is read and locked, so the handler can apply Hive's alter rules (rename paths, checks)
+        against the state that will actually change (``exists(db, name)``: whether that table
+        exists, read in the same transaction). ``relocate`` holds the (old, new) table
         locations of a managed rename once ``prepare`` has decided one: partitions below the
         old location move with it.
 
@@ -388,7 +391,7 @@ class Tables(SqlPart):
         write_id: int | None = None,
         valid_write_id_list: str | None = None,
         is_truncate: bool = False,
-        prepare: Any = None,
+        prepare: AlterTablePrepare | None = None,
         relocate: Sequence[tuple[str, str]] = (),
         expected: tuple[str, str] | None = None,
     ) -> tuple[hms.Table, hms.Table]:
@@ -399,7 +402,7 @@ class Tables(SqlPart):
             self._check_expected(conn, row.TBL_ID, before, new_table, *expected)
         after = new_table
         if prepare is not None:
-            after = prepare(conn, before, new_table) or new_table
+            after = prepare(before, new_table, partial(self.table_exists, conn, cat)) or new_table
         new_cat = after.catName or cat
         if new_cat != cat:
             raise hms.InvalidOperationException(message="Cannot change the catalog of a table")
