@@ -13,7 +13,7 @@ from hms_cache_proxy.store import api
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.forwarding import Forwarded, bind_owners
 from hms_cache_proxy.store.sql.sql_base import SqlPart, SqlShared
-from hms_cache_proxy.store.sql.store import SqlStore
+from hms_cache_proxy.store.sql.sql_store import SqlStore
 
 
 def _store() -> SqlStore:
