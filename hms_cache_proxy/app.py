@@ -234,6 +234,8 @@ def build_service(settings: Settings) -> Service:
             repl_timeout_ms=int(settings.repl_txn_timeout_seconds * 1000),
             open_txn_timeout_ms=settings.txn_open_timeout_ms,
             max_open_batch=settings.txn_max_open_batch,
+            use_min_history_level=settings.txn_use_min_history_level,
+            use_min_history_write_id=settings.txn_use_min_history_write_id,
         ),
     )
     # The handler reads through the cache (or, with cache_enabled false, the database only).

@@ -109,6 +109,8 @@ class Settings(BaseSettings):
     txn_housekeeping: Literal["lease", "always", "off"] = "lease"
     txn_open_timeout_ms: int = Field(1000, ge=1)
     txn_max_open_batch: int = Field(1000, ge=1)
+    txn_use_min_history_level: bool = True  # metastore.txn.use.minhistorylevel
+    txn_use_min_history_write_id: bool = False  # metastore.txn.use.minhistorywriteid
 
     # -- HTTP endpoint: /metrics, /healthz, /readyz, /config, /admin (observability/http.py)
     metrics_host: str = "0.0.0.0"

@@ -118,6 +118,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="extra setting for the cache server (YAML value), e.g. consistency=strong",
     )
     p.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra setting for both of this service's servers (db path and cache; YAML "
+        "value), e.g. txn_use_min_history_level=false; --cache-setting wins for the cache",
+    )
+    p.add_argument(
         "--lag-writes",
         type=positive_int,
         metavar="N",
@@ -436,7 +444,8 @@ def run(args: argparse.Namespace) -> int:
         return _finish(report, args)
     try:
         cases = select_cases(args.cases, args.quick)
-        cache_extra = _parse_settings(args.cache_setting)
+        service_extra = _parse_settings(args.setting, "--setting")
+        cache_extra = {**service_extra, **_parse_settings(args.cache_setting)}
         if args.output is None:  # the default, checked here so that --list never needs it
             args.output = _default_output()
     except ValueError as exc:
@@ -474,7 +483,7 @@ def run(args: argparse.Namespace) -> int:
             with Databases(args.database, args.postgres_url, workdir, args.database_url) as dbs:
                 report.machine = machine(dbs.version)
                 report.settings["database"] = dbs.version or args.database
-                _run_servers(bench, keys, dbs, workdir, cache_extra)
+                _run_servers(bench, keys, dbs, workdir, cache_extra, service_extra)
     report.finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     report.run_seconds = time.monotonic() - started_at
     with contextlib.suppress(OSError):
@@ -512,23 +521,28 @@ def _load() -> float | None:
         return None
 
 
-def _parse_settings(items: list[str]) -> dict[str, Any]:
+def _parse_settings(items: list[str], flag: str = "--cache-setting") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--cache-setting {item!r}: expected KEY=VALUE")
+            raise ValueError(f"{flag} {item!r}: expected KEY=VALUE")
         out[key.strip()] = yaml.safe_load(value)
     return out
 
 
 def _run_servers(
-    bench: Run, keys: list[str], dbs: Databases, workdir: Path, cache_extra: dict[str, Any]
+    bench: Run,
+    keys: list[str],
+    dbs: Databases,
+    workdir: Path,
+    cache_extra: dict[str, Any],
+    service_extra: dict[str, Any] | None = None,
 ) -> None:
     report = bench.report
     table_file: Path | None = None
     cache_settings, cache_how = targets.cache_support(cache_extra)
-    db_settings = targets.database_path_settings()
+    db_settings = {**targets.database_path_settings(), **(service_extra or {})}
     for key in keys:
         target = targets.Target(key, targets.LABELS[key])
         report.targets.append(target.as_dict())

@@ -506,6 +506,11 @@ the figures. The raw figures of the run below are in `benchmarks.json`, the char
 - `--quick`: a smoke run of a minute or two. `--no-stock`, `--targets db cache floor`,
   `--cases 'get_partitions*'`, `--clients 1`: parts of it. `--list`: the cases.
 - `--uri thrift://HOST:PORT`: the cases against any running metastore.
+- `--setting KEY=VALUE` sets both of this service's servers (`--cache-setting` the cache server
+  only), e.g. the min-history switch's A/B: `hms-cache-proxy bench --targets db cache stock
+  --cases txn_open_commit get_valid_write_ids acid_insert acid_read_query --setting
+  txn_use_min_history_level=false` against the same command without it (docs/compatibility.md,
+  "Transactions: the min-history switches").
 - `--write-docs docs` rewrites this page; `--render FILE.json --write-docs docs` renders it again
   from a saved report without running anything.
 - `python -m hms_cache_proxy.bench.passthrough`: what upstream mode adds to a call (get_database

@@ -5,7 +5,10 @@ Read: the database (``javax.jdo.option.ConnectionURL``, ``...ConnectionUserName`
 ``hive.metastore.warehouse.dir``), the external warehouse (``metastore.warehouse.external.dir``
 / ``hive.metastore.warehouse.external.dir``) and the Thrift port (``metastore.thrift.port`` /
 ``hive.metastore.port``, else the port of ``metastore.thrift.uris`` / ``hive.metastore.uris``).
-As in Hive's MetastoreConf, the ``metastore.`` name is looked up before the ``hive.`` one.
+The min-history switches (``metastore.txn.use.minhistorylevel`` /
+``hive.txn.use.minhistorylevel``, ``metastore.txn.use.minhistorywriteid`` /
+``hive.txn.use.minhistorywriteid``) are read too. As in Hive's MetastoreConf, the
+``metastore.`` name is looked up before the ``hive.`` one.
 Asked for upstream mode (``upstream_from_hive_site``), the file is a client's: the metastore to
 stand in front of is the first URI of ``metastore.thrift.uris`` / ``hive.metastore.uris``, and
 the database properties are not read.
@@ -37,6 +40,8 @@ URIS = ("metastore.thrift.uris", "hive.metastore.uris")
 SASL = ("metastore.sasl.enabled", "hive.metastore.sasl.enabled")
 AUTHENTICATION = ("metastore.authentication", "hive.metastore.authentication")
 USE_SSL = ("metastore.use.SSL", "hive.metastore.use.SSL")
+MIN_HISTORY_LEVEL = ("metastore.txn.use.minhistorylevel", "hive.txn.use.minhistorylevel")
+MIN_HISTORY_WRITE_ID = ("metastore.txn.use.minhistorywriteid", "hive.txn.use.minhistorywriteid")
 
 
 @dataclass
@@ -70,6 +75,8 @@ class _Reader:
             self._upstream()
         else:
             self._database()
+            self._switch(MIN_HISTORY_LEVEL, "txn_use_min_history_level")
+            self._switch(MIN_HISTORY_WRITE_ID, "txn_use_min_history_write_id")
         self._warehouse()
         self._port()
         self._security()
@@ -216,6 +223,19 @@ class _Reader:
         prop, text = found
         self.site.properties[setting] = prop
         self.site.values[setting] = text
+
+    def _switch(self, names: tuple[str, ...], setting: str) -> None:
+        """A boolean property: ``true`` / ``false`` in any case (what else Hive would read as
+        false is refused, so a typo does not silently change the behaviour)."""
+        found = self._get(names, setting)
+        if found is None:
+            return
+        prop, text = found
+        self.site.properties[setting] = prop
+        if text.lower() not in ("true", "false"):
+            self._problem(setting, f"{prop}={text}: expected true or false")
+            return
+        self.site.values[setting] = text.lower() == "true"
 
     def _security(self) -> None:
         sasl = self._flag(SASL)

@@ -330,3 +330,25 @@ def test_the_external_warehouse_is_read_like_the_warehouse(tmp_path: Path) -> No
     message = str(info.value)
     assert message.startswith("metastore.warehouse.external.dir in ") and "\n" not in message
     assert "would confine nothing" in message
+
+
+def test_the_min_history_switches_are_read_under_both_names(tmp_path: Path) -> None:
+    s = load_settings(hive_site=str(hive_site(tmp_path, POSTGRES)))
+    assert (s.txn_use_min_history_level, s.txn_use_min_history_write_id) == (True, False)
+    props = dict(POSTGRES)
+    props.update(
+        {
+            "hive.txn.use.minhistorylevel": "true",
+            "metastore.txn.use.minhistorylevel": "FALSE",
+            "hive.txn.use.minhistorywriteid": "True",
+        }
+    )
+    s = load_settings(hive_site=str(hive_site(tmp_path, props)))
+    assert (s.txn_use_min_history_level, s.txn_use_min_history_write_id) == (False, True)
+
+
+def test_a_min_history_switch_that_is_not_a_boolean_is_refused(tmp_path: Path) -> None:
+    props = dict(POSTGRES)
+    props["metastore.txn.use.minhistorylevel"] = "no"
+    with pytest.raises(SettingsError, match="metastore.txn.use.minhistorylevel=no: expected true"):
+        load_settings(hive_site=str(hive_site(tmp_path, props)))

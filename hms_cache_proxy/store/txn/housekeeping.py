@@ -12,7 +12,8 @@ Every ``interval`` seconds, as Hive's AcidHouseKeeperService and AcidTxnCleanerS
    mark leave TXNS (cleanEmptyAbortedAndCommittedTxns); TXN_TO_WRITE_ID rows of txns below the
    lowest txn any open txn may still see as uncommitted are deleted (cleanTxnToWriteIdTable);
    WRITE_SET rows no open txn can conflict with are deleted (performWriteSetGC). Without this,
-   get_open_txns and get_valid_write_ids would read every txn ever made.
+   get_open_txns and get_valid_write_ids would read every txn ever made. The lowest txn kept
+   in TXN_TO_WRITE_ID follows Hive 4's two paths (``TxnConfig.use_min_history_level``).
 
 On PostgreSQL each round takes a transaction-scoped advisory lock first, so with several
 instances on one database one does the work and the others skip the round. With a lease
@@ -25,6 +26,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, or_, select, text, union_all
 
@@ -53,6 +55,7 @@ class HousekeepingResult:
     txns_removed: int = 0
     write_ids_removed: int = 0
     write_sets_removed: int = 0
+    min_history_removed: int = 0
     skipped: bool = False
 
 
@@ -126,20 +129,17 @@ def perform_timeouts(service: TxnService) -> HousekeepingResult:
 def clean_txn_tables(
     service: TxnService, result: HousekeepingResult | None = None
 ) -> HousekeepingResult:
-    """Remove rows no reader needs any more from TXNS, TXN_TO_WRITE_ID and WRITE_SET."""
+    """Remove rows no reader needs any more from TXNS, TXN_TO_WRITE_ID and WRITE_SET (and
+    the min-history rows of ended txns that a switched-off table still holds)."""
     result = result or HousekeepingResult()
-    t, tc, t2w, ws, mhl = (
-        schema.TXNS,
-        schema.TXN_COMPONENTS,
-        schema.TXN_TO_WRITE_ID,
-        schema.WRITE_SET,
-        schema.MIN_HISTORY_LEVEL,
-    )
+    t, tc, t2w, ws = schema.TXNS, schema.TXN_COMPONENTS, schema.TXN_TO_WRITE_ID, schema.WRITE_SET
 
     def run(conn: Connection) -> None:
         if not _exclusive_round(conn):
             result.skipped = True
             return
+        # First: MIN_HISTORY_WRITE_ID rows refer to their TXNS rows.
+        result.min_history_removed = _forget_switched_off(service, conn)
         cut = service.now_ms(conn) - service.config.open_txn_timeout_ms
         # The highest txn that began before the open window: nothing below it can still appear.
         low = conn.execute(select(func.max(t.c.TXN_ID)).where(t.c.TXN_STARTED < cut)).scalar()
@@ -153,16 +153,11 @@ def clean_txn_tables(
                     )
                 ).rowcount
             )
-        # Lowest txn some open txn may still see as not committed (cleanTxnToWriteIdTable).
-        bounds = union_all(
-            select((func.max(t.c.TXN_ID) + 1).label("id")),
-            select(func.min(t.c.TXN_ID).label("id")).where(t.c.TXN_STATE.in_([ABORTED, OPEN])),
-            select(func.min(mhl.c.MHL_MIN_OPEN_TXNID).label("id")),
-        ).subquery()
-        floor = conn.execute(select(func.min(bounds.c.id))).scalar()
+        floor = conn.execute(select(func.min(_write_id_bounds(service).c.id))).scalar()
         if floor is not None:
+            floor = min(int(floor), service.min_txn_id_seen_open(conn))
             result.write_ids_removed = int(
-                conn.execute(delete(t2w).where(t2w.c.T2W_TXNID < int(floor))).rowcount
+                conn.execute(delete(t2w).where(t2w.c.T2W_TXNID < floor)).rowcount
             )
         mark = service.min_open_txn_watermark(conn)
         result.write_sets_removed = int(
@@ -171,6 +166,35 @@ def clean_txn_tables(
 
     service.db.transaction(run)
     return result
+
+
+def _write_id_bounds(service: TxnService) -> Any:
+    """cleanTxnToWriteIdTable's candidates for the lowest txn some open txn may still see as
+    not committed: the next txn id and the lowest open or aborted txn; without
+    MIN_HISTORY_LEVEL (whose lowest watermark the caller adds) also the lowest txn with a
+    WRITE_SET row, as Hive 4 does."""
+    t, ws = schema.TXNS, schema.WRITE_SET
+    parts = [
+        select((func.max(t.c.TXN_ID) + 1).label("id")),
+        select(func.min(t.c.TXN_ID).label("id")).where(t.c.TXN_STATE.in_([ABORTED, OPEN])),
+    ]
+    if not service.config.use_min_history_level:
+        parts.append(select(func.min(ws.c.WS_TXNID).label("id")))
+    return union_all(*parts).subquery()
+
+
+def _forget_switched_off(service: TxnService, conn: Connection) -> int:
+    """With a min-history switch off commit and abort leave that table alone (as Hive's), so
+    rows of ended txns written while it was on (or by a metastore that has it on and stopped)
+    are removed here; rows of open txns stay for whoever wrote them."""
+    t, mhl, mhw = schema.TXNS, schema.MIN_HISTORY_LEVEL, schema.MIN_HISTORY_WRITE_ID
+    still_open = select(t.c.TXN_ID).where(t.c.TXN_STATE == OPEN)
+    removed = 0
+    if not service.config.use_min_history_level:
+        removed += conn.execute(delete(mhl).where(mhl.c.MHL_TXNID.not_in(still_open))).rowcount
+    if not service.config.use_min_history_write_id:
+        removed += conn.execute(delete(mhw).where(mhw.c.MH_TXNID.not_in(still_open))).rowcount
+    return int(removed)
 
 
 def run_once(service: TxnService) -> HousekeepingResult:

@@ -21,13 +21,15 @@ _NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
 """TxnUtils.getEpochFn on PostgreSQL: the transaction's start, in epoch milliseconds."""
 
 _LOCK_TXNS_SHARED = 'LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE; '
-_OPEN_STEPS = (
+_OPEN_NEW = (
     f"WITH now AS (SELECT {_NOW_MS} AS ms), "
     'new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER", '
     '"TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE") '
     "SELECT 'o', now.ms, now.ms, %(user)s, %(host)s, %(agent)s, %(type)s "
-    'FROM now, generate_series(1, %(n)s) RETURNING "TXN_ID"), '
-    'first AS (SELECT min("TXN_ID") AS id FROM new), '
+    'FROM now, generate_series(1, %(n)s) RETURNING "TXN_ID") '
+)
+_OPEN_MIN_HISTORY = (
+    ', first AS (SELECT min("TXN_ID") AS id FROM new), '
     # The watermark as txns._watermark_expr computes it after the insert (the new rows are not
     # visible to this statement's subqueries, so the first new id stands in for them).
     "mark AS (SELECT LEAST("
@@ -42,37 +44,46 @@ _OPEN_STEPS = (
     'mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID") '
     'SELECT new."TXN_ID", mark.m FROM new, mark) '
 )
+
+
+def _open_steps(min_history: bool) -> str:
+    """The TXNS rows (and, with ``min_history``, their MIN_HISTORY_LEVEL rows) as CTEs."""
+    return _OPEN_NEW + (_OPEN_MIN_HISTORY if min_history else "")
+
+
 _LOCK_WAIT = "extract(epoch FROM clock_timestamp() - statement_timestamp())"
-OPEN_SQL = (
-    _LOCK_TXNS_SHARED + _OPEN_STEPS + f'SELECT "TXN_ID", {_LOCK_WAIT} FROM new ORDER BY "TXN_ID"'
-)
-"""openTxns after its TXN_LOCK_TBL share lock: the TXNS rows and their MIN_HISTORY_LEVEL rows.
-The second column is how long the lock took (the opener's clock starts after it, as Hive's)."""
 
-_OPEN_KEEPING = Prepared(
-    "hms_open_txns",
-    _OPEN_STEPS
-    + "SELECT set_config('hms.open_txn_ids', "
+
+def open_sql(min_history: bool) -> str:
+    """openTxns after its TXN_LOCK_TBL share lock: the TXNS rows and, with ``min_history``
+    (metastore.txn.use.minhistorylevel), their MIN_HISTORY_LEVEL rows. The second column is how
+    long the lock took (the opener's clock starts after it, as Hive's)."""
+    return (
+        _LOCK_TXNS_SHARED
+        + _open_steps(min_history)
+        + f'SELECT "TXN_ID", {_LOCK_WAIT} FROM new ORDER BY "TXN_ID"'
+    )
+
+
+OPEN_SQL = open_sql(True)
+_OPEN_TYPES = {"user": "text", "host": "text", "agent": "text", "type": "integer", "n": "integer"}
+_MARK_TYPES = {"floor": "bigint", "unsettled": "bigint[]", "window": "bigint"}
+_KEEP = (
+    "SELECT set_config('hms.open_txn_ids', "
     + 'string_agg("TXN_ID"::text, \',\' ORDER BY "TXN_ID"), true), '
-    + f"set_config('hms.open_lock_wait', max({_LOCK_WAIT})::text, true) FROM new",
-    {
-        "user": "text",
-        "host": "text",
-        "agent": "text",
-        "type": "integer",
-        "n": "integer",
-        "floor": "bigint",
-        "unsettled": "bigint[]",
-        "window": "bigint",
-    },
+    + f"set_config('hms.open_lock_wait', max({_LOCK_WAIT})::text, true) FROM new"
 )
+_OPEN_KEEPING = {
+    True: Prepared("hms_open_txns", _open_steps(True) + _KEEP, _OPEN_TYPES | _MARK_TYPES),
+    False: Prepared("hms_open_txns_plain", _open_steps(False) + _KEEP, _OPEN_TYPES),
+}
 
 
-def open_keeping_sql(conn: Connection) -> str:
-    """OPEN_SQL for a message that goes on (the OPEN_TXN event's sequence lock): the new ids
+def open_keeping_sql(conn: Connection, min_history: bool = True) -> str:
+    """open_sql for a message that goes on (the OPEN_TXN event's sequence lock): the new ids
     and the lock's wait kept in transaction-local settings, read back by OPEN_KEPT. Call it
     before the transaction's first statement (it may prepare the statement)."""
-    return _LOCK_TXNS_SHARED + _OPEN_KEEPING.text(conn) + "; "
+    return _LOCK_TXNS_SHARED + _OPEN_KEEPING[min_history].text(conn) + "; "
 
 
 OPEN_KEPT = ", current_setting('hms.open_txn_ids'), current_setting('hms.open_lock_wait')"
@@ -96,16 +107,38 @@ _MOVE_COMPONENTS = (
     'FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = %(txn)s AND "TC_OPERATION_TYPE" <> \'c\'); '
 )
 _DELETE_COMPONENTS = 'DELETE FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = %(txn)s; '
+_WRITE_SET_OF_INSERTS = (
+    'INSERT INTO "WRITE_SET" ("WS_DATABASE", "WS_TABLE", "WS_PARTITION", "WS_TXNID", '
+    '"WS_COMMIT_ID", "WS_OPERATION_TYPE") SELECT DISTINCT "TC_DATABASE", "TC_TABLE", '
+    '"TC_PARTITION", "TC_TXNID", (SELECT max("TXN_ID") FROM "TXNS"), "TC_OPERATION_TYPE" '
+    'FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = %(txn)s AND "TC_OPERATION_TYPE" <> \'c\'; '
+)
+"""Without MIN_HISTORY_LEVEL a commit records its writes in WRITE_SET, inserts too, with the
+txn hwm as commit id (Hive 4; no TXN_LOCK_TBL lock for a txn that updated nothing)."""
 _FINISH = (
     'DELETE FROM "HIVE_LOCKS" WHERE "HL_TXNID" = %(txn)s; '
-    'UPDATE "TXNS" SET "TXN_STATE" = \'c\' WHERE "TXN_ID" = %(txn)s; '
-    'DELETE FROM "MIN_HISTORY_LEVEL" WHERE "MHL_TXNID" = %(txn)s; '
-    'DELETE FROM "MIN_HISTORY_WRITE_ID" WHERE "MH_TXNID" = %(txn)s'
+    'UPDATE "TXNS" SET "TXN_STATE" = \'c\' WHERE "TXN_ID" = %(txn)s'
 )
-COMMIT_WITH_COMPONENTS_SQL = _MOVE_COMPONENTS + _DELETE_COMPONENTS + _FINISH
-"""commitTxn of a txn that inserted (no update or delete: no write set, no exclusive lock)."""
-COMMIT_SQL = _FINISH
-"""commitTxn of a txn without components (or a read-only one, whose components stay)."""
+_FORGET_LEVEL = '; DELETE FROM "MIN_HISTORY_LEVEL" WHERE "MHL_TXNID" = %(txn)s'
+_FORGET_WRITE_ID = '; DELETE FROM "MIN_HISTORY_WRITE_ID" WHERE "MH_TXNID" = %(txn)s'
+
+
+def finish_commit_sql(
+    move_components: bool, min_history_level: bool = True, min_history_write_id: bool = True
+) -> str:
+    """commitTxn's last statements as text for a message that goes on (placeholder ``txn``):
+    with ``move_components`` those of a txn that inserted (no update or delete: no write set,
+    no exclusive lock), else of one without components (or a read-only one, whose components
+    stay); the txn's MIN_HISTORY_LEVEL / MIN_HISTORY_WRITE_ID rows go with the switches on, and
+    with the level switch off a txn that inserted records its writes in WRITE_SET first."""
+    sql = (_MOVE_COMPONENTS + _DELETE_COMPONENTS if move_components else "") + _FINISH
+    if move_components and not min_history_level:
+        sql = _WRITE_SET_OF_INSERTS + sql
+    if min_history_level:
+        sql += _FORGET_LEVEL
+    if min_history_write_id:
+        sql += _FORGET_WRITE_ID
+    return sql + "; "
 
 
 def open_params(
@@ -137,9 +170,11 @@ def opened(kept: tuple[Any, ...]) -> tuple[list[int], float]:
     return [int(i) for i in ids.split(",")], float(wait)
 
 
-def open_txns_with(conn: Connection, params: dict[str, Any]) -> tuple[list[int], float]:
+def open_txns_with(
+    conn: Connection, params: dict[str, Any], min_history: bool = True
+) -> tuple[list[int], float]:
     """open_txns with its values from ``open_params``."""
-    rows = conn.exec_driver_sql(OPEN_SQL, params).all()
+    rows = conn.exec_driver_sql(open_sql(min_history), params).all()
     return [int(r[0]) for r in rows], float(rows[0][1]) if rows else 0.0
 
 
@@ -174,11 +209,6 @@ def lock_and_read_commit(
         else:
             writes.append((int(value), db, table))
     return None if txn_type is None else (txn_type, ops, writes)
-
-
-def finish_commit_sql(move_components: bool) -> str:
-    """finish_commit's statements as text for a message that goes on (placeholder ``txn``)."""
-    return (COMMIT_WITH_COMPONENTS_SQL if move_components else COMMIT_SQL) + "; "
 
 
 def commit_facts(conn: Connection, txn_id: int) -> tuple[set[str], list[tuple[int, str, str]]]:
@@ -289,53 +319,140 @@ def enqueue_locks(
     return None if found is None else int(found[0])
 
 
-_TABLE_WRITE_IDS_SQL = (
-    'WITH below AS (SELECT max("T2W_WRITEID") AS w FROM "TXN_TO_WRITE_ID" '
-    'WHERE "T2W_TXNID" <= %(txn_hwm)s AND "T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s), '
-    "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM below), 0) > 0 THEN (SELECT w FROM below) "
-    'ELSE COALESCE((SELECT "NWI_NEXT" - 1 FROM "NEXT_WRITE_ID" '
-    'WHERE "NWI_DATABASE" = %(db)s AND "NWI_TABLE" = %(tbl)s), 0) END AS w) '
-    'SELECT hwm.w, t."T2W_TXNID", t."T2W_WRITEID" FROM hwm LEFT JOIN "TXN_TO_WRITE_ID" t '
-    'ON t."T2W_DATABASE" = %(db)s AND t."T2W_TABLE" = %(tbl)s AND t."T2W_WRITEID" <= hwm.w '
-    'ORDER BY t."T2W_WRITEID"'
+_T2W_OF_TABLE = '"T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s'
+_NEXT_WRITE_ID_LESS_ONE = (
+    'COALESCE((SELECT "NWI_NEXT" - 1 FROM "NEXT_WRITE_ID" '
+    'WHERE "NWI_DATABASE" = %(db)s AND "NWI_TABLE" = %(tbl)s), 0)'
 )
-"""getValidWriteIdsForTable's two reads in one: the write-id hwm under the snapshot's txn hwm
-(else the last allocated id), and every (txn, write id) at or below it."""
+
+
+def _invalid_write_ids(txns: str) -> str:
+    """The table's (txn, write id) rows at or below hwm.w of the txn ids in CTE ``txns``
+    (column ``id``), each looked up by Hive's (database, table, txn) index."""
+    return (
+        f'SELECT w."T2W_TXNID", w."T2W_WRITEID" FROM {txns} c, hwm, LATERAL (SELECT "T2W_TXNID", '
+        f'"T2W_WRITEID" FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" = c.id '
+        "OFFSET 0) w "
+        'WHERE w."T2W_WRITEID" <= hwm.w'
+    )
+
+
+_TABLE_WRITE_IDS_SQL = (
+    # The highest write id of a txn at or below the snapshot's hwm: down the write-id index
+    # from the top (the first row usually qualifies), else the last allocated id.
+    'WITH below AS (SELECT "T2W_WRITEID" AS w FROM "TXN_TO_WRITE_ID" '
+    f'WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" <= %(txn_hwm)s ORDER BY "T2W_WRITEID" DESC LIMIT 1), '
+    "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM below), 0) > 0 THEN (SELECT w FROM below) "
+    f"ELSE {_NEXT_WRITE_ID_LESS_ONE} END AS w), "
+    'valid AS (SELECT EXISTS (SELECT 1 FROM "TXN_TO_WRITE_ID", hwm '
+    f'WHERE {_T2W_OF_TABLE} AND "T2W_WRITEID" <= hwm.w AND "T2W_TXNID" <= %(txn_hwm)s '
+    'AND "T2W_TXNID" <> ALL(%(invalid)s::bigint[])) AS found), '
+    # The txns the snapshot holds invalid that may have write ids here: those above its hwm
+    # (an index range) and its open and aborted ones.
+    'above AS MATERIALIZED (SELECT "T2W_TXNID" AS id FROM "TXN_TO_WRITE_ID" '
+    f'WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" > %(txn_hwm)s ORDER BY "T2W_TXNID"), '
+    "cands AS MATERIALIZED (SELECT id FROM above UNION SELECT unnest(%(invalid)s::bigint[])), "
+    "bad AS (" + _invalid_write_ids("cands") + ") "
+    'SELECT hwm.w, valid.found, bad."T2W_TXNID", bad."T2W_WRITEID" FROM hwm CROSS JOIN valid '
+    'LEFT JOIN bad ON true ORDER BY bad."T2W_WRITEID"'
+)
+"""getValidWriteIdsForTable's reads in one: the write-id hwm under the snapshot's txn hwm (else
+the last allocated id), whether a write id at or below it is valid in the snapshot, and the
+(txn, write id) rows at or below it that are not (their txn above the txn hwm, or one of the
+snapshot's open and aborted txns ``invalid``). The committed rows, which Hive's cleaner would
+have removed, are neither sent nor decoded."""
 _TABLE_WRITE_IDS = Prepared(
-    "hms_table_write_ids", _TABLE_WRITE_IDS_SQL, {"txn_hwm": "bigint", "db": "text", "tbl": "text"}
+    "hms_table_write_ids",
+    _TABLE_WRITE_IDS_SQL,
+    {"txn_hwm": "bigint", "db": "text", "tbl": "text", "invalid": "bigint[]"},
 )
 
 
 def table_write_ids(
-    conn: Connection, db: str, table: str, txn_hwm: int
-) -> tuple[int, list[tuple[int, int]]]:
-    """The table's write-id hwm and the (txn, write id) rows at or below it, in one query."""
-    values = {"txn_hwm": txn_hwm, "db": db, "tbl": table}
+    conn: Connection, db: str, table: str, txn_hwm: int, invalid: Sequence[int]
+) -> tuple[int, bool, list[tuple[int, int]]]:
+    """The table's write-id hwm, whether a valid write id lies at or below it, and the
+    (txn, write id) rows at or below it whose txn is above ``txn_hwm`` or in ``invalid``."""
+    values = {"txn_hwm": txn_hwm, "db": db, "tbl": table, "invalid": list(invalid)}
     rows = conn.exec_driver_sql(_TABLE_WRITE_IDS.text(conn), values).all()
     hwm = int(rows[0][0]) if rows else 0
-    return hwm, [(int(r[1]), int(r[2])) for r in rows if r[1] is not None]
+    found = bool(rows[0][1]) if rows else False
+    return hwm, found, [(int(r[2]), int(r[3])) for r in rows if r[2] is not None]
 
 
-def _open_txn_list_sql(info: bool) -> str:
+def _open_txn_list_parts(info: bool) -> tuple[str, str]:
+    """(the CTEs, the two SELECTs joined by UNION ALL) of txns.open_txn_list's query."""
     extra = ', t."TXN_USER", t."TXN_HOST", t."TXN_STARTED", t."TXN_LAST_HEARTBEAT"' if info else ""
     cols = (
         't."TXN_ID", t."TXN_STATE", t."TXN_TYPE", now.ms - t."TXN_STARTED" AS age, '
         f"fy.id AS first_young{extra}"
     )
-    return (
+    ctes = (
         f"WITH now AS (SELECT {_NOW_MS} AS ms), "
         'fy AS (SELECT min("TXN_ID") AS id FROM "TXNS" '
         'WHERE "TXN_STARTED" > (SELECT ms FROM now) - %(window)s AND "TXN_ID" >= %(floor)s), '
         'st AS (SELECT COALESCE((SELECT max("TXN_ID") FROM "TXNS" '
         'WHERE "TXN_ID" < (SELECT id FROM fy)), (SELECT id FROM fy), '
         '(SELECT max("TXN_ID") FROM "TXNS")) AS id) '
+    )
+    selects = (
         f'SELECT {cols} FROM "TXNS" t, now, fy WHERE t."TXN_ID" >= %(floor)s '
         'AND (t."TXN_STATE" <> \'c\' OR t."TXN_ID" >= (SELECT id FROM st)) '
         "UNION ALL "
         f'SELECT {cols} FROM "TXNS" t, now, fy WHERE t."TXN_ID" < %(floor)s '
         'AND (t."TXN_ID" = (SELECT id FROM st) OR t."TXN_ID" = ANY(%(unsettled)s)) '
-        "ORDER BY 1"
     )
+    return ctes, selects
+
+
+def _open_txn_list_sql(info: bool) -> str:
+    ctes, selects = _open_txn_list_parts(info)
+    return ctes + selects + "ORDER BY 1"
+
+
+def _write_ids_now_sql() -> str:
+    ctes, selects = _open_txn_list_parts(False)
+    return (
+        ctes
+        + f", l AS ({selects}), "
+        + 'bad AS MATERIALIZED (SELECT "TXN_ID" AS id FROM l WHERE "TXN_STATE" <> \'c\'), '
+        + f'top AS (SELECT "T2W_WRITEID" AS w FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} '
+        + 'ORDER BY "T2W_WRITEID" DESC LIMIT 1), '
+        + "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM top), 0) > 0 THEN (SELECT w FROM top) "
+        + f"ELSE {_NEXT_WRITE_ID_LESS_ONE} END AS w) "
+        + 'SELECT \'t\' AS kind, "TXN_ID", "TXN_STATE", "TXN_TYPE", age, first_young, '
+        + "NULL::bigint AS write_id, NULL::boolean AS found FROM l "
+        + "UNION ALL "
+        + 'SELECT \'w\', "T2W_TXNID", NULL, NULL, NULL, NULL, "T2W_WRITEID", NULL FROM ('
+        + _invalid_write_ids("bad")
+        + ") w "
+        + "UNION ALL "
+        + "SELECT 'h', NULL, NULL, NULL, NULL, NULL, hwm.w, EXISTS (SELECT 1 "
+        + f'FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} AND "T2W_WRITEID" <= hwm.w '
+        + 'AND "T2W_TXNID" NOT IN (SELECT id FROM bad)) FROM hwm '
+        + "ORDER BY 1, 7, 2"
+    )
+
+
+_WRITE_IDS_NOW = Prepared(
+    "hms_write_ids_now",
+    _write_ids_now_sql(),
+    {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]", "db": "text", "tbl": "text"},
+)
+"""get_valid_write_ids of one table at the current snapshot in one statement: the open-txn
+list's rows (kind ``t``, columns as open_txn_rows'), the table's (txn, write id) rows whose txn
+is open or aborted in TXNS (``w``, write-id order), and the write-id hwm with whether a write id
+at or below it belongs to another txn (``h``). One statement, one snapshot: every txn of a
+TXN_TO_WRITE_ID row is at or below the list's hwm (allocation needs the txn's row), and a gap
+the list reports as open has no write ids, so the rows left out are exactly the valid ones."""
+
+
+def write_ids_now_rows(
+    conn: Connection, window_ms: int, floor: int, unsettled: list[int], db: str, table: str
+) -> Sequence[Any]:
+    """The rows of _WRITE_IDS_NOW, ``t`` rows first in TXN_ID order, ``w`` rows by write id."""
+    values = {"window": window_ms, "floor": floor, "unsettled": unsettled, "db": db, "tbl": table}
+    return conn.exec_driver_sql(_WRITE_IDS_NOW.text(conn), values).all()
 
 
 _LIST_TYPES = {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]"}

@@ -134,6 +134,16 @@ class TxnConfig:
     """Most txns one heartbeat_txn_range may name (Hive has no limit; memory must)."""
     max_gap_fill: int = 100_000
     """Most missing TXNS ids one gap may report as open (Hive's txn.opentxn.gapfill.max)."""
+    use_min_history_level: bool = True
+    """metastore.txn.use.minhistorylevel: each opened txn records the open-txn watermark in
+    MIN_HISTORY_LEVEL, and TXN_TO_WRITE_ID is kept down to the lowest one recorded. False
+    (Hive 4's openTxn optimisation): no watermark, no row; commits record inserts in
+    WRITE_SET too, and the cleaning keeps the write ids of every open or aborted txn and of
+    those with a WRITE_SET row instead."""
+    use_min_history_write_id: bool = False
+    """metastore.txn.use.minhistorywriteid: HiveServer2 records each txn's lowest open write id
+    per table in MIN_HISTORY_WRITE_ID (add_write_ids_to_min_history), and the Cleaner's
+    watermark is per table instead of the global lowest open txn."""
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,7 @@ class TxnService:
     get_open_txns_info = Forwarded(Txns.get_open_txns_info)
     open_txns = Forwarded(Txns.open_txns)
     min_open_txn_watermark = Forwarded(Txns.min_open_txn_watermark)
+    min_txn_id_seen_open = Forwarded(Txns.min_txn_id_seen_open)
     commit_txn = Forwarded(Txns.commit_txn)
     abort_txn = Forwarded(Txns.abort_txn)
     abort_txns = Forwarded(Txns.abort_txns)

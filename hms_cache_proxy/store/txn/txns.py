@@ -66,7 +66,7 @@ from hms_cache_proxy.store.txn.txn_base import (
     txn_id_str,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn_snapshots import bitset_to_bytes
+from hms_cache_proxy.store.txn_snapshots import LONG_MAX, bitset_to_bytes
 
 _T = schema.TXNS
 _OPEN_RETRIES = 10
@@ -172,6 +172,38 @@ class Txns(TxnPart):
             )
         else:
             rows = conn.execute(self._open_txn_list_query(conn, info, floor, settled))
+        return self._open_txn_list_of(rows, info, fresh_snapshot, began)
+
+    def open_txn_list_with_write_ids(
+        self, conn: Connection, db: str, table: str
+    ) -> tuple[OpenTxnList, int, bool, list[tuple[int, int]]]:
+        """PostgreSQL: ``open_txn_list`` of a fresh snapshot and, from the same statement, the
+        table's write-id hwm, whether a write id at or below it belongs to a txn that is not
+        open or aborted, and the (txn, write id) rows of open or aborted txns, by write id."""
+        settled = self._settled_txns
+        began = time.monotonic()
+        rows = pgsql.write_ids_now_rows(
+            conn,
+            self.config.open_txn_timeout_ms,
+            settled.floor if settled else 0,
+            sorted(settled.unsettled) if settled else [],
+            db,
+            table,
+        )
+        listed = self._open_txn_list_of([r for r in rows if r.kind == "t"], False, True, began)
+        hwm, found = 0, False
+        writes: list[tuple[int, int]] = []
+        for r in rows:
+            if r.kind == "w":
+                writes.append((int(r.TXN_ID), int(r.write_id)))
+            elif r.kind == "h":
+                hwm, found = int(r.write_id), bool(r.found)
+        return listed, hwm, found, writes
+
+    def _open_txn_list_of(
+        self, rows: Any, info: bool, fresh_snapshot: bool, began: float
+    ) -> OpenTxnList:
+        """open_txn_list from its query's rows (TXN_ID order), read after ``began``."""
         timeout = self.config.open_txn_timeout_ms
         txns: list[TxnRow] = []
         not_committed: list[int] = []
@@ -362,13 +394,18 @@ class Txns(TxnPart):
                 settled.floor if settled else 0,
                 sorted(settled.unsettled) if settled else [],
             )
+            level = self.config.use_min_history_level
             if txn_type == hms.TxnType.READ_ONLY:  # no event
-                ids, lock_wait = pgsql.open_txns_with(conn, params)
+                ids, lock_wait = pgsql.open_txns_with(conn, params, level)
                 started.append(sent + lock_wait)
                 return ids
             # Two round trips: the txns and the event's sequence lock, then the event + COMMIT.
             reservation = self.events.reserve(
-                conn, 1, before=pgsql.open_keeping_sql(conn), params=params, also=pgsql.OPEN_KEPT
+                conn,
+                1,
+                before=pgsql.open_keeping_sql(conn, level),
+                params=params,
+                also=pgsql.OPEN_KEPT,
             )
             ids, lock_wait = pgsql.opened(reservation.extra)
             started.append(sent + lock_wait)
@@ -408,15 +445,16 @@ class Txns(TxnPart):
         started.append(time.monotonic())
         stmt = insert(_T).values([row] * n).returning(_T.c.TXN_ID)
         ids = sorted(int(i) for i in conn.execute(stmt).scalars())
-        # Each new txn's MIN_HISTORY_LEVEL row holds the open-txn watermark. Computed after the
-        # insert it also sees the new txns, which changes nothing: they are above the watermark.
-        mark = self._watermark_expr(conn, _T.c.TXN_ID)
-        conn.execute(
-            insert(schema.MIN_HISTORY_LEVEL).from_select(
-                ["MHL_TXNID", "MHL_MIN_OPEN_TXNID"],
-                select(_T.c.TXN_ID, mark).where(_T.c.TXN_ID.in_(ids)),
+        if self.config.use_min_history_level:
+            # Each new txn's MIN_HISTORY_LEVEL row holds the open-txn watermark. Computed after
+            # the insert it also sees the new txns, which changes nothing: they are above it.
+            mark = self._watermark_expr(conn, _T.c.TXN_ID)
+            conn.execute(
+                insert(schema.MIN_HISTORY_LEVEL).from_select(
+                    ["MHL_TXNID", "MHL_MIN_OPEN_TXNID"],
+                    select(_T.c.TXN_ID, mark).where(_T.c.TXN_ID.in_(ids)),
+                )
             )
-        )
         return ids
 
     def _emit_open(self, conn: Connection, ids: list[int], txn_type: int) -> None:
@@ -446,6 +484,16 @@ class Txns(TxnPart):
             )
         candidates = [int(low_mark) + 1] + ([int(found)] if found is not None else [])
         return min(candidates)
+
+    def min_txn_id_seen_open(self, conn: Connection) -> int:
+        """Hive's findMinTxnIdSeenOpen: the lowest txn any open txn's snapshot may hold as
+        open (MIN_HISTORY_LEVEL); LONG_MAX when there is no row, or when the level switch is
+        off or the write-id switch on (Hive reads no MIN_HISTORY_LEVEL then)."""
+        if not self.config.use_min_history_level or self.config.use_min_history_write_id:
+            return LONG_MAX
+        mhl = schema.MIN_HISTORY_LEVEL
+        found = conn.execute(select(func.min(mhl.c.MHL_MIN_OPEN_TXNID))).scalar()
+        return LONG_MAX if found is None else int(found)
 
     def _withdraw(self, conn: Connection, ids: Sequence[int], txn_type: int) -> None:
         self.delete_txns(conn, ids)
@@ -497,10 +545,19 @@ class Txns(TxnPart):
         if txn_type in (hms.TxnType.SOFT_DELETE, hms.TxnType.COMPACTION):
             commit_id = self._lock_txns_exclusive(conn)
         elif txn_type != hms.TxnType.READ_ONLY:
+            # Without MIN_HISTORY_LEVEL every write goes to WRITE_SET (inserts too), so that
+            # housekeeping keeps the write ids of txns a reader may still hold open (Hive 4).
+            level = self.config.use_min_history_level
             writes = and_(
-                tc.c.TC_TXNID == txn_id, tc.c.TC_OPERATION_TYPE.in_([OP_UPDATE, OP_DELETE])
+                tc.c.TC_TXNID == txn_id,
+                tc.c.TC_OPERATION_TYPE.in_([OP_UPDATE, OP_DELETE])
+                if level
+                else tc.c.TC_OPERATION_TYPE != OP_COMPACT,
             )
-            if ops & {OP_UPDATE, OP_DELETE}:
+            if not level and ops and not ops & {OP_UPDATE, OP_DELETE}:
+                self._insert_write_set(conn, txn_id, temp_id, writes)
+                commit_id = int(conn.execute(select(func.max(_T.c.TXN_ID))).scalar_one())
+            elif ops & {OP_UPDATE, OP_DELETE}:
                 update_delete = "Y"
                 savepoint = conn.begin_nested()
                 self._insert_write_set(conn, txn_id, temp_id, writes)
@@ -554,7 +611,11 @@ class Txns(TxnPart):
             body = self.messages.commit_txn(txn_id, infos or None)
             events.append(NewEvent(msg.COMMIT_TXN, body, cat_name=None))
         # The finish travels with the event's sequence lock; the COMMIT with the event.
-        finish = pgsql.finish_commit_sql(move_components=bool(ops) and not read_only)
+        finish = pgsql.finish_commit_sql(
+            bool(ops) and not read_only,
+            self.config.use_min_history_level,
+            self.config.use_min_history_write_id,
+        )
         self.events.append(conn, events, before=finish, params={"txn": txn_id}, last=True)
         return True
 
@@ -710,11 +771,14 @@ class Txns(TxnPart):
             )
         self._forget_min_history(conn, [txn_id])
 
-    @staticmethod
-    def _forget_min_history(conn: Connection, txn_ids: Sequence[int]) -> None:
+    def _forget_min_history(self, conn: Connection, txn_ids: Sequence[int]) -> None:
+        """The ended txns' MIN_HISTORY_LEVEL / MIN_HISTORY_WRITE_ID rows, as Hive does when
+        the switch is on (with it off, housekeeping removes rows left from when it was)."""
         mhl, mhw = schema.MIN_HISTORY_LEVEL, schema.MIN_HISTORY_WRITE_ID
-        conn.execute(delete(mhl).where(mhl.c.MHL_TXNID.in_(txn_ids)))
-        conn.execute(delete(mhw).where(mhw.c.MH_TXNID.in_(txn_ids)))
+        if self.config.use_min_history_level:
+            conn.execute(delete(mhl).where(mhl.c.MHL_TXNID.in_(txn_ids)))
+        if self.config.use_min_history_write_id:
+            conn.execute(delete(mhw).where(mhw.c.MH_TXNID.in_(txn_ids)))
 
     @staticmethod
     def _update_key_value(conn: Connection, txn_id: int, kv: Any) -> tuple[str, str, str]:

@@ -221,6 +221,9 @@ class WriteIds(TxnPart):
         # stays open in it, so its write ids count as invalid either way. No BEGIN / COMMIT.
         if given is not None:
             snapshot = given
+        elif write_id is None and len(names) == 1 and self.db.folds_round_trips:
+            with self.db.single_statement() as conn:  # the list and the write ids at once
+                return [self._table_write_ids_now(conn, names[0])]
         else:
             with self.db.single_statement() as conn:
                 if write_id is not None and names:
@@ -246,11 +249,21 @@ class WriteIds(TxnPart):
     def table_write_ids(self, conn: Connection, full_name: str, snapshot: ValidReadTxnList) -> Any:
         """Hive's getValidWriteIdsForTable: the table's write ids as ``snapshot`` sees them."""
         db, table = split_table_name(full_name)
+        found_valid: bool | None = None
         if one_statement(conn):
-            hwm, rows = pgsql.table_write_ids(conn, db, table, snapshot.high_watermark)
+            hwm, found_valid, rows = pgsql.table_write_ids(
+                conn, db, table, snapshot.high_watermark, snapshot.exceptions
+            )
         else:
             hwm, rows = self._table_write_ids(conn, db, table, snapshot.high_watermark)
-        return _valid_write_ids(full_name, snapshot, hwm, rows)
+        return _valid_write_ids(full_name, snapshot, hwm, rows, found_valid)
+
+    def _table_write_ids_now(self, conn: Connection, full_name: str) -> Any:
+        """``table_write_ids`` at a snapshot taken now, by one statement (PostgreSQL)."""
+        db, table = split_table_name(full_name)
+        listed, hwm, found, rows = self.txns.open_txn_list_with_write_ids(conn, db, table)
+        snapshot = ValidReadTxnList.from_open_txns_response(listed.response())
+        return _valid_write_ids(full_name, snapshot, hwm, rows, found)
 
     @staticmethod
     def _table_write_ids(
@@ -371,13 +384,18 @@ class WriteIds(TxnPart):
 
 
 def _valid_write_ids(
-    full_name: str, snapshot: ValidReadTxnList, hwm: int, rows: list[tuple[int, int]]
+    full_name: str,
+    snapshot: ValidReadTxnList,
+    hwm: int,
+    rows: list[tuple[int, int]],
+    any_valid: bool | None = None,
 ) -> Any:
-    """Hive's getValidWriteIdsForTable from the hwm and the rows below it."""
+    """Hive's getValidWriteIdsForTable from the hwm and the rows below it (or only the invalid
+    ones among them, with ``any_valid`` saying whether a valid one was left out)."""
     invalid: list[int] = []
     bits = 0
     min_open = LONG_MAX
-    found_valid = False
+    found_valid = bool(any_valid)
     for txn, wid in rows:
         if snapshot.is_txn_valid(txn):
             found_valid = True
