@@ -50,11 +50,13 @@ def test_the_family_method_takes_the_contracts_parameters(name: str) -> None:
 def test_the_families_share_one_set_of_collaborators() -> None:
     store = _store()
     parts = store.parts()
-    assert len(parts) == len({type(p) for p in parts}) == 17
+    assert len(parts) == len({type(p) for p in parts}) == 18
     for part in parts:
         assert part.db is store.db and part.txn is store.txn and part.events is store.events
     assert store.partition_writes.reads is store.partition_reads
     assert store.partition_alters.reads is store.partition_reads
+    assert store.partition_alters.table_alters is store.table_alters
+    assert store.table_alters.tables is store.tables
     assert store.partition_writes.tables is store.partition_alters.tables is store.tables
     assert store.stats_writes.reads is store.stats_reads
 

@@ -48,6 +48,7 @@ from hms_cache_proxy.store.sql.storage import (
     param_rows,
     same_columns,
 )
+from hms_cache_proxy.store.sql.table_alters import TableAlters
 from hms_cache_proxy.store.sql.tables import Tables
 
 _P, _KV = schema.PARTITIONS, schema.PARTITION_KEY_VALS
@@ -55,12 +56,15 @@ _P, _KV = schema.PARTITIONS, schema.PARTITION_KEY_VALS
 
 class PartitionAlters(SqlPart):
     """Changes to existing partitions (alter, rename, truncate_table); the partitions are read
-    through ``reads``, the table through ``tables``."""
+    through ``reads``, the table through ``tables`` (and altered through ``table_alters``)."""
 
-    def __init__(self, shared: SqlShared, reads: PartitionReads, tables: Tables) -> None:
+    def __init__(
+        self, shared: SqlShared, reads: PartitionReads, tables: Tables, table_alters: TableAlters
+    ) -> None:
         super().__init__(shared)
         self.reads = reads
         self.tables = tables
+        self.table_alters = table_alters
 
     @writes_events
     def alter_partitions(
@@ -225,7 +229,7 @@ class PartitionAlters(SqlPart):
             empty(table.sd.location if table.sd else None, None)
             table.parameters = dict(table.parameters or {})
             reset(table.parameters)
-            self.tables.alter_table_in(
+            self.table_alters.alter_table_in(
                 conn,
                 cat,
                 db,

@@ -26,6 +26,7 @@ from hms_cache_proxy.store.sql.scheduled_queries import ScheduledQueries
 from hms_cache_proxy.store.sql.sql_base import SqlPart, SqlShared
 from hms_cache_proxy.store.sql.stats_reads import ColumnStatsReads
 from hms_cache_proxy.store.sql.stats_writes import ColumnStatsWrites
+from hms_cache_proxy.store.sql.table_alters import TableAlters
 from hms_cache_proxy.store.sql.tables import Tables
 from hms_cache_proxy.store.sql.write_notes import WriteNotes
 from hms_cache_proxy.store.txn.txn_service import TxnConfig
@@ -65,9 +66,12 @@ class SqlStore:
         self.databases = Databases(shared)
         self.constraints = Constraints(shared)
         self.tables = Tables(shared, self.constraints)
+        self.table_alters = TableAlters(shared, self.tables)
         self.partition_reads = PartitionReads(shared)
         self.partition_writes = PartitionWrites(shared, self.partition_reads, self.tables)
-        self.partition_alters = PartitionAlters(shared, self.partition_reads, self.tables)
+        self.partition_alters = PartitionAlters(
+            shared, self.partition_reads, self.tables, self.table_alters
+        )
         self.stats_reads = ColumnStatsReads(shared)
         self.stats_writes = ColumnStatsWrites(
             shared, self.stats_reads, self.partition_reads, self.tables
@@ -134,13 +138,15 @@ class SqlStore:
 
     # -- self.tables: tables
     create_table = Forwarded(Tables.create_table)
-    alter_table = Forwarded(Tables.alter_table)
     drop_table = Forwarded(Tables.drop_table)
     get_tables_by_names = Forwarded(Tables.get_tables_by_names)
     get_table_names = Forwarded(Tables.get_table_names)
     get_table_meta = Forwarded(Tables.get_table_meta)
     tables_using_locations = Forwarded(Tables.tables_using_locations)
     get_table = Forwarded(Tables.get_table)
+
+    # -- self.table_alters: table alters
+    alter_table = Forwarded(TableAlters.alter_table)
 
     # -- self.partition_alters: changes to existing partitions (truncate_table resets them)
     truncate_table = Forwarded(PartitionAlters.truncate_table)
