@@ -290,6 +290,7 @@ def _thrift_server(
         handshake_timeout_seconds=settings.handshake_timeout_seconds,
         first_call_timeout_seconds=settings.first_call_timeout_seconds,
         on_dropped=functools.partial(metrics.connection_dropped, "thrift"),
+        reuse_port=settings.workers > 1,  # each worker listens; the kernel spreads connections
     )
 
 

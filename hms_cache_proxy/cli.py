@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError
 
 from hms_cache_proxy import __version__
-from hms_cache_proxy.argtypes import non_negative_float, positive_float
+from hms_cache_proxy.argtypes import non_negative_float, positive_float, positive_int
 from hms_cache_proxy.closed_stdout import quiet_on_closed_stdout
 
 
@@ -77,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(serve)
     serve.add_argument("--host", help="address to listen on (default 0.0.0.0: every interface)")
     serve.add_argument("--port", type=int, help="Thrift port to listen on (default 9083)")
+    serve.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="processes answering the Thrift port, each a whole instance with its own cache "
+        "(default 1; PostgreSQL only; worker i serves HTTP on metrics_port + i; "
+        'docs/operations.md, "Workers")',
+    )
     _add_database(serve)
     serve.add_argument(
         "--upstream",
@@ -239,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
 _FLAGS = {
     "host": "--host",
     "port": "--port",
+    "workers": "--workers",
     "database_url": "--database-url",
     "upstream_uri": "--upstream",
     "upstream_from_hive_site": "--upstream-from-hive-site",
@@ -274,15 +283,13 @@ def _configure_logging(level: str, log_format: str = "text") -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from hms_cache_proxy.app import build_service
-    from hms_cache_proxy.store.sql.bootstrap import SchemaError
-
     notes: list[str] = []
     settings = _settings(
         args,
         notes,
         host=args.host,
         port=args.port,
+        workers=args.workers,
         external_warehouse_dir=args.external_warehouse_dir,
         upstream_uri=args.upstream,
         upstream_from_hive_site=args.upstream_from_hive_site,
@@ -298,7 +305,52 @@ def cmd_serve(args: argparse.Namespace) -> int:
     log.info("settings: %s", settings.redacted())
     for note in notes:
         log.warning("%s", note)
+    if settings.workers > 1:
+        return _supervise(args, settings, log)
+    return _serve(args, settings, log)
+
+
+def _supervise(args: argparse.Namespace, settings: Any, log: logging.Logger) -> int:
+    """``serve --workers N``: hold the port and run N forked workers (workers.py)."""
+    import hms_cache_proxy.app  # noqa: F401 - imported once: workers share its pages
+    from hms_cache_proxy.workers import Supervisor, reserve_port, worker_settings
+
+    try:
+        reservation = reserve_port(settings.host, settings.port)
+    except OSError as exc:
+        print(f"hms-cache-proxy: {exc}", file=sys.stderr)
+        return 2
+    port = reservation.getsockname()[1]
+    banner = (
+        f"hms-cache-proxy {__version__} supervising {settings.workers} workers on "
+        f"thrift://{settings.host}:{port}"
+    )
+    if settings.log_format == "json":
+        log.info("%s", banner)
+    else:
+        print(banner, flush=True)
+
+    def run_worker(index: int) -> int:
+        reservation.close()  # the supervisor's copy keeps holding the port
+        from hms_cache_proxy import logs
+        from hms_cache_proxy.observability import metrics
+
+        logs.set_worker(index)
+        metrics.WORKER.set(index)
+        mine = worker_settings(settings, port, index)
+        return _serve(args, mine, log, f" (worker {index} of {settings.workers})")
+
+    try:
+        return Supervisor(settings.workers, run_worker, settings.shutdown_grace_seconds).run()
+    finally:
+        reservation.close()
+
+
+def _serve(args: argparse.Namespace, settings: Any, log: logging.Logger, worker: str = "") -> int:
+    """One instance: build it, listen, serve until SIGTERM/SIGINT has stopped it."""
+    from hms_cache_proxy.app import build_service
     from hms_cache_proxy.shutdown import StopOnSignal
+    from hms_cache_proxy.store.sql.bootstrap import SchemaError
 
     # SIGTERM/SIGINT are held from here (before any thread starts) and taken by one thread.
     with StopOnSignal(settings.shutdown_grace_seconds, log) as stopper:
@@ -323,7 +375,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         http = f"; metrics on {service.metrics_url}/metrics" if service.metrics_url else ""
         banner = (
             f"hms-cache-proxy {__version__} serving thrift://{settings.host}:{service.port} "
-            f"on {service.describe()}{http}"
+            f"on {service.describe()}{http}{worker}"
         )
         if settings.log_format == "json":
             log.info("%s", banner)  # every line of a JSON log stays JSON

@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     # -- Thrift endpoint
     host: str = "0.0.0.0"
     port: int = Field(9083, ge=0, le=65535)
+    workers: int = Field(1, ge=1, le=64)  # processes serving the port (hms_cache_proxy/workers.py)
     transport: Literal["buffered", "framed"] = "buffered"
     protocol: Literal["binary", "compact"] = "binary"
     max_connections: int = Field(1000, ge=1)
@@ -311,6 +312,16 @@ class Settings(BaseSettings):
             raise ValueError(
                 "upstream_sasl_user needs upstream_transport: buffered (SASL already frames "
                 "every message)"
+            )
+        if (
+            self.workers > 1
+            and self.upstream_uri is None
+            and self.database_url.startswith("sqlite")
+        ):
+            raise ValueError(
+                f"{self.workers} workers need PostgreSQL: SQLite has one writer at a time, and "
+                "each worker is an instance writing the same file; serve SQLite with one "
+                "(workers: 1)"
             )
         if self.upstream_uri is not None and self.rest_enabled:
             raise ValueError(

@@ -20,6 +20,24 @@ from typing import Any
 
 _PREFIX = os.urandom(3).hex()
 _counter = itertools.count(1)  # next() is atomic under the GIL
+_worker: int | None = None  # this process's index under `serve --workers N`
+
+
+def _new_prefix() -> None:
+    global _PREFIX
+    _PREFIX = os.urandom(3).hex()
+
+
+# A forked worker gets its own prefix, so request ids of workers differ as those of instances.
+os.register_at_fork(after_in_child=_new_prefix)
+
+
+def set_worker(index: int) -> None:
+    """Mark every record of this process as worker ``index``'s (`serve --workers N`)."""
+    global _worker
+    _worker = index
+
+
 _current: ContextVar[CallContext | None] = ContextVar("hms_call", default=None)
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s%(call_suffix)s"
@@ -66,23 +84,26 @@ class CallFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         ctx = _current.get()
+        record.worker = _worker
+        worker = "" if _worker is None else f" [worker={_worker}]"
         if ctx is None:
             record.request_id = record.client = record.method = None
-            record.call_suffix = ""
+            record.call_suffix = worker
         else:
             request_id = ctx.request_id
             record.request_id, record.client, record.method = request_id, ctx.client, ctx.method
-            record.call_suffix = (
+            suffix = (
                 f" [request_id={request_id} client={ctx.client} method={ctx.method}]"
                 if request_id is not None
                 else f" [client={ctx.client}]"
             )
+            record.call_suffix = suffix + worker
         return True
 
 
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, request_id, client, method,
-    exception (the traceback text, when the record has one)."""
+    worker (under `serve --workers`), exception (the traceback text, when the record has one)."""
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
@@ -94,6 +115,9 @@ class JsonFormatter(logging.Formatter):
             "client": getattr(record, "client", None),
             "method": getattr(record, "method", None),
         }
+        worker = getattr(record, "worker", None)
+        if worker is not None:
+            out["worker"] = worker
         # exc_text first: the log scrubber (observability/redact.py) leaves its clean text there.
         if record.exc_text:
             out["exception"] = record.exc_text

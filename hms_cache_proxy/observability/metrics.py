@@ -140,6 +140,12 @@ BUILD_INFO = Gauge(
     registry=REGISTRY,
 )
 BUILD_INFO.labels(__version__).set(1)
+WORKER = Gauge(
+    "hms_worker",
+    "Index of this process among the workers of `serve --workers N` (0 to N-1; 0 without "
+    "workers); each worker serves its own /metrics on metrics_port + index.",
+    registry=REGISTRY,
+)
 DATABASE_ERRORS = Counter(
     "hms_database_errors_total",
     "Errors raised by the database driver, by SQLAlchemy error class (includes retried "

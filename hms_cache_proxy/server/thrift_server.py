@@ -94,8 +94,10 @@ class ThriftServer:
         handshake_timeout_seconds: float = 0.0,
         first_call_timeout_seconds: float = 0.0,
         on_dropped: Callable[[str, str], None] | None = None,
+        reuse_port: bool = False,
     ) -> None:
         self.processor = processor
+        self.reuse_port = reuse_port  # SO_REUSEPORT: workers of one supervisor share the port
         # TLS handshake / SASL negotiation (server/secure.py): opener(sock, peer, adopt) -> sock
         self.opener = opener
         self.host = host
@@ -141,6 +143,8 @@ class ThriftServer:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if self.reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((self.host, self.port))
         sock.listen(256)
         self._listener = sock

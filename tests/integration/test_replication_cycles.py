@@ -18,7 +18,7 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
 from tests.support.apache_thrift import apache_client, load_apache_modules
 from tests.support.cache import FAST, Counted, ours, settle
-from tests.support.repl_replay import Dumper, Loader, LoadStopped, ReplIncompatible, Workload
+from tests.support.repl_replay import Dumper, Loader, LoadStopped, Workload
 from tests.support.server import running_service
 
 pytestmark = [pytest.mark.postgres]
@@ -402,20 +402,3 @@ def test_acid_table_incremental_replication_truncate(world, T) -> None:
         assert (tgt.get_table(DB, "plain").parameters or {}).get(key) == (
             src.get_table(DB, "plain").parameters or {}
         ).get(key)
-
-
-def test_target_db_repl_incompatible_with_prop_set(world, T) -> None:
-    """TestReplicationScenariosAcidTables#testTargetDbReplIncompatibleWithPropSet: a replayed
-    txn aborted on the target outside replication makes the next load fail."""
-    work, dumper, loader = _loaded(world, T)
-    txn = work.open()
-    work.allocate(txn, "plain")
-    loader.incremental(dumper.incremental(loader.last_id()))
-    tgt = world["target_client"]
-    rtm = schema.REPL_TXN_MAP
-    with world["target"].database.read() as conn:
-        [target] = conn.execute(select(rtm.c.RTM_TARGET_TXN_ID)).scalars().all()
-    tgt.abort_txns(T.AbortTxnsRequest(txn_ids=[int(target)]))
-    work.commit(txn)
-    with pytest.raises(ReplIncompatible):
-        loader.incremental(dumper.incremental(loader.last_id()))

@@ -380,3 +380,140 @@ def test_a_forced_allocation_drops_the_cached_table(client, T, service, repl_db)
     settle(service)
     found = entry(service, repl_db, "jump")
     assert found is None or found.as_of > start  # dropped, then (maybe) loaded again
+
+
+def _txn_events(client: Any, T: Any, kind: str, txn_ids: list[int]) -> int:
+    """How many events of ``kind`` name one of ``txn_ids`` (an OPEN_TXN by its first id, as
+    the Hive tests read OpenTxnMessage#getTxnIds().get(0))."""
+    found = 0
+    for k, body, _ in events(client, T, 0):
+        if k != kind:
+            continue
+        named = body["fromTxnId"] if k == messages.OPEN_TXN else body["txnid"]
+        found += int(named) in txn_ids
+    return found
+
+
+def _txns_in_state(client: Any, txn_ids: list[int], state: int) -> int:
+    txns = client.get_open_txns_info().open_txns
+    return sum(1 for t in txns if t.id in txn_ids and t.state == state)
+
+
+FAST_TIMEOUT = {"txn_timeout_seconds": 0.2, "txn_housekeeping_interval_seconds": 0}
+
+
+def _txn_notification_logging(client: Any, T: Any, svc: Any, txn_type: int, expected: int):
+    """Three txns of ``txn_type`` opened one by one: ``expected`` OPEN_TXN events name them;
+    after the txn timeout, housekeeping aborts all but the replayed ones, with ``expected``
+    ABORT_TXN events."""
+    txn_ids: list[int] = []
+    for n in range(3, 0, -1):
+        if txn_type == REPL_CREATED:
+            txn_ids += repl_open(client, T, [11 + n], policy="testPolicy")
+        else:
+            txn_ids += open_txns(client, T, txn_type=txn_type)
+    assert _txns_in_state(client, txn_ids, T.TxnState.OPEN) == len(txn_ids)
+    assert _txn_events(client, T, messages.OPEN_TXN, txn_ids) == expected
+    time.sleep(0.4)
+    run_once(svc.store.txn)
+    if txn_type != REPL_CREATED:
+        assert _txns_in_state(client, txn_ids, T.TxnState.ABORTED) == len(txn_ids)
+        assert _txn_events(client, T, messages.ABORT_TXN, txn_ids) == expected
+    else:  # replayed txns answer to the replication timeout only
+        assert _txns_in_state(client, txn_ids, T.TxnState.OPEN) == len(txn_ids)
+
+
+TXN_LOGGING_CASES = [(REPL_CREATED, 3), (0, 3), (2, 0)]  # REPL_CREATED, DEFAULT, READ_ONLY
+
+
+@pytest.mark.parametrize(("txn_type", "expected"), TXN_LOGGING_CASES)
+def test_txn_notification_logging(database_url, tmp_path, txn_type, expected) -> None:
+    """TestTxnNotificationLogging#testTxnNotificationLogging: OPEN_TXN for replayed and
+    default txns, none for read-only ones; timed-out txns aborted with ABORT_TXN events (none
+    for read-only ones), replayed txns left open."""
+    from tests.support.apache_thrift import apache_client, load_apache_modules
+
+    T = load_apache_modules().ttypes
+    with running_service(database_url, tmp_path / "w", **FAST_TIMEOUT) as svc:
+        client, trans = apache_client("127.0.0.1", svc.port)
+        try:
+            _txn_notification_logging(client, T, svc, txn_type, expected)
+        finally:
+            trans.close()
+
+
+def test_timed_out_txn_notification_logging(database_url, tmp_path) -> None:
+    """TestTimedOutTxnNotificationLogging#testTxnNotificationLogging, its three cases on one
+    instance: the same assertions through the housekeeping round that aborts timed-out txns
+    (AcidHouseKeeperService), each case counting only its own txns' events."""
+    from tests.support.apache_thrift import apache_client, load_apache_modules
+
+    T = load_apache_modules().ttypes
+    with running_service(database_url, tmp_path / "w", **FAST_TIMEOUT) as svc:
+        client, trans = apache_client("127.0.0.1", svc.port)
+        try:
+            for txn_type, expected in TXN_LOGGING_CASES:
+                _txn_notification_logging(client, T, svc, txn_type, expected)
+        finally:
+            trans.close()
+
+
+def test_replayed_stats_with_a_committed_source_write_id_are_accepted(client, T, repl_db) -> None:
+    """ColumnStatsUpdateTask on a target sends the source's write id with a list naming it as
+    the high-water mark; when that id is committed (a bootstrap table's, or a replayed txn's
+    on a reload) Hive's verifyStatsChangeCtx accepts it as the request's write id. The
+    statistics are taken, under that write id."""
+    transactional_table(client, T, "st", db=repl_db)
+    table = client.get_table(repl_db, "st")
+    table.writeId = 7  # LoadTable: the source's committed write id and statistics state
+    table.parameters = {**table.parameters, "COLUMN_STATS_ACCURATE": '{"BASIC_STATS":"true"}'}
+    client.alter_table(repl_db, "st", table)
+    data = T.LongColumnStatsData(lowValue=0, highValue=9, numNulls=0, numDVs=9)
+    stats = T.ColumnStatistics(
+        statsDesc=T.ColumnStatisticsDesc(isTblLevel=True, dbName=repl_db, tableName="st"),
+        statsObj=[
+            T.ColumnStatisticsObj(
+                colName="id", colType="int", statsData=T.ColumnStatisticsData(longStats=data)
+            )
+        ],
+        engine="hive",
+    )
+    for _ in range(2):  # and again, as a load resumed after it replays it
+        client.set_aggr_stats_for(
+            T.SetPartitionsStatsRequest(
+                colStats=[stats],
+                writeId=7,
+                validWriteIdList=f"{repl_db}.st:7:9223372036854775807::",
+                engine="hive",
+            )
+        )
+    rqst = T.TableStatsRequest(dbName=repl_db, tblName="st", colNames=["id"], engine="hive")
+    [got] = client.get_table_statistics_req(rqst).tableStats
+    assert got.statsData.longStats.highValue == 9
+
+
+def test_bootstrap_partitions_keep_each_its_own_committed_write_id(client, T, repl_db) -> None:
+    """LoadPartitions adds a bootstrapped table's partitions in one call, each with the
+    source's committed write id it was last written with: a target stores each its own (one
+    write id per call was refused, failing the bootstrap of any table whose partitions were
+    written by different txns); elsewhere partitions of one call still share one."""
+    for db in (repl_db, "default"):
+        transactional_table(client, T, "pt", db=db)
+        table = client.get_table(db, "pt")
+        table.partitionKeys = [T.FieldSchema(name="name", type="string")]
+        client.drop_table(db, "pt", True)
+        table.id = None
+        client.create_table(table)
+        parts = [
+            T.Partition(dbName=db, tableName="pt", values=[v], sd=table.sd, writeId=w)
+            for v, w in (("bob", 1), ("carl", 2))
+        ]
+        for p in parts:
+            p.sd = T.StorageDescriptor(**{**table.sd.__dict__, "location": None})
+        if db == repl_db:
+            client.add_partitions(parts)
+            got = {p.values[0]: p.writeId for p in client.get_partitions(db, "pt", -1)}
+            assert got == {"bob": 1, "carl": 2}
+        else:
+            with pytest.raises(T.MetaException, match="carry different write ids"):
+                client.add_partitions(parts)

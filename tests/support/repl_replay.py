@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,7 @@ from tests.support.apache_thrift import to_apache
 from tests.support.cache import ours
 from tests.support.repl_dump import add_write_event_info
 
-READ_ONLY, REPL_CREATED = 5, 1
+READ_ONLY, REPL_CREATED = 2, 1  # TxnType
 LONG_MAX = 9223372036854775807
 TXN = {"transactional": "true", "transactional_properties": "default"}
 
@@ -49,7 +50,13 @@ class Workload:
         self.table("plain")
         self.table("parted", partitioned=True)
 
-    def table(self, name: str, partitioned: bool = False) -> None:
+    def table(
+        self,
+        name: str,
+        partitioned: bool = False,
+        key: str = "ds",
+        insert_only: bool = False,
+    ) -> None:
         T = self.T
         sd = T.StorageDescriptor(
             cols=[T.FieldSchema(name="id", type="int")],
@@ -64,7 +71,10 @@ class Workload:
             bucketCols=[],
             sortCols=[],
         )
-        keys = [T.FieldSchema(name="ds", type="string")] if partitioned else []
+        keys = [T.FieldSchema(name=key, type="string")] if partitioned else []
+        params = dict(TXN)
+        if insert_only:
+            params["transactional_properties"] = "insert_only"
         self.c.create_table(
             T.Table(
                 tableName=name,
@@ -72,7 +82,7 @@ class Workload:
                 owner="hive",
                 sd=sd,
                 partitionKeys=keys,
-                parameters=dict(TXN),
+                parameters=params,
                 tableType="MANAGED_TABLE",
             )
         )
@@ -87,28 +97,65 @@ class Workload:
 
     def insert(self, txn: int, table: str, ds: str | None = None) -> int:
         """One insert's metadata calls; returns the write id."""
-        T = self.T
         write_id = self.allocate(txn, table)
+        self.write(txn, table, write_id, ds)
+        return write_id
+
+    def insert_overwrite(self, txn: int, table: str, ds: str | None = None) -> int:
+        """INSERT OVERWRITE of a transactional table: a new base directory."""
+        write_id = self.allocate(txn, table)
+        self.write(txn, table, write_id, ds, kinds=("base",))
+        return write_id
+
+    def update(self, txn: int, table: str, ds: str | None = None) -> int:
+        """UPDATE (or a MERGE's matched rows): a delete delta and a delta."""
+        write_id = self.allocate(txn, table)
+        self.write(txn, table, write_id, ds, kinds=("delete_delta", "delta"))
+        return write_id
+
+    def delete(self, txn: int, table: str, ds: str | None = None) -> int:
+        write_id = self.allocate(txn, table)
+        self.write(txn, table, write_id, ds, kinds=("delete_delta",))
+        return write_id
+
+    def partition(self, table: str, value: str, write_id: int | None = None) -> None:
+        """The partition ``value`` of ``table`` (its one key), added if missing."""
+        src = self.c.get_table(self.db, table)
+        name = f"{src.partitionKeys[0].name}={value}"
+        if name in self.c.get_partition_names(self.db, table, -1):
+            return
+        sd = src.sd
+        sd.location = f"{src.sd.location}/{name}"
+        part = self.T.Partition(
+            dbName=self.db, tableName=table, values=[value], sd=sd, writeId=write_id
+        )
+        self.c.add_partitions_req(
+            self.T.AddPartitionsRequest(
+                dbName=self.db, tblName=table, parts=[part], ifNotExists=True
+            )
+        )
+
+    def write(
+        self,
+        txn: int,
+        table: str,
+        write_id: int,
+        ds: str | None = None,
+        kinds: tuple[str, ...] = ("delta",),
+        stmt: int = 0,
+    ) -> None:
+        """The files of one statement under ``write_id`` (in partition ``ds`` of a partitioned
+        table, added with the write id if new), as add_write_notification_log reports them."""
+        T = self.T
         vals = None
         if ds is not None:
             vals = [ds]
-            have = self.c.get_partition_names(self.db, table, -1)
-            if f"ds={ds}" not in have:
-                src = self.c.get_table(self.db, table)
-                sd = src.sd
-                sd.location = f"{src.sd.location}/ds={ds}"
-                part = T.Partition(
-                    dbName=self.db, tableName=table, values=vals, sd=sd, writeId=write_id
-                )
-                self.c.add_partitions_req(
-                    T.AddPartitionsRequest(
-                        dbName=self.db, tblName=table, parts=[part], ifNotExists=True
-                    )
-                )
-        delta = f"delta_{write_id:07d}_{write_id:07d}_0000"
+            self.partition(table, ds, write_id)
+        w = f"{write_id:07d}"
+        dirs = [f"base_{w}" if k == "base" else f"{k}_{w}_{w}_{stmt:04d}" for k in kinds]
         info = T.InsertEventRequestData(
-            filesAdded=[f"hdfs://src/{self.db}/{table}/{delta}/bucket_00000"],
-            subDirectoryList=[delta],
+            filesAdded=[f"hdfs://src/{self.db}/{table}/{d}/bucket_00000" for d in dirs],
+            subDirectoryList=dirs,
         )
         self.c.add_write_notification_log(
             T.WriteNotificationLogRequest(
@@ -120,7 +167,25 @@ class Workload:
                 partitionVals=vals,
             )
         )
+
+    def alter_column(self, txn: int, table: str, old: str, new: str) -> int:
+        """ALTER TABLE ... CHANGE old new: a DDL of a transactional table, under a write id."""
+        write_id = self.allocate(txn, table)
+        t = self.c.get_table(self.db, table)
+        for c in t.sd.cols:
+            if c.name == old:
+                c.name = new
+        t.writeId = write_id
+        self.c.alter_table_req(
+            self.T.AlterTableRequest(dbName=self.db, tableName=table, table=t, writeId=write_id)
+        )
         return write_id
+
+    def drop_partition(self, table: str, value: str) -> None:
+        self.c.drop_partition(self.db, table, [value], True)
+
+    def drop_table(self, table: str) -> None:
+        self.c.drop_table(self.db, table, True)
 
     def lock(self, txn: int, table: str) -> None:
         """The shared-write lock an insert takes (what REPL DUMP's bootstrap finds the open
@@ -136,8 +201,9 @@ class Workload:
         )
         self.c.lock(T.LockRequest(component=[component], txnid=txn, user="hive", hostname="hs2"))
 
-    def stats(self, txn: int, table: str, write_id: int, high: int) -> None:
-        """The column statistics an insert's autogather writes in its txn."""
+    def stats(self, txn: int, table: str, write_id: int, high: int, ds: str | None = None) -> None:
+        """The column statistics an insert's autogather writes in its txn (of partition ``ds``
+        when given)."""
         T = self.T
         snapshot = self.T.GetValidWriteIdsRequest(
             fullTableNames=[f"{self.db}.{table}"], validTxnList=None, writeId=write_id
@@ -147,8 +213,12 @@ class Workload:
 
         vwil = ValidReaderWriteIdList.from_table_valid_write_ids(ours(tvwi)).to_string()
         data = T.LongColumnStatsData(lowValue=0, highValue=high, numNulls=0, numDVs=high)
+        desc = T.ColumnStatisticsDesc(isTblLevel=ds is None, dbName=self.db, tableName=table)
+        if ds is not None:
+            key = self.c.get_table(self.db, table).partitionKeys[0].name
+            desc.partName = f"{key}={ds}"
         stats = T.ColumnStatistics(
-            statsDesc=T.ColumnStatisticsDesc(isTblLevel=True, dbName=self.db, tableName=table),
+            statsDesc=desc,
             statsObj=[
                 T.ColumnStatisticsObj(
                     colName="id", colType="int", statsData=T.ColumnStatisticsData(longStats=data)
@@ -163,11 +233,15 @@ class Workload:
         )
 
     def truncate(self, txn: int, table: str) -> int:
-        """TRUNCATE TABLE of a transactional table: a write id of its own."""
+        """TRUNCATE TABLE of a transactional table: a write id of its own, and the empty base
+        directory it leaves, notified as the txn's write (the truncate's commit carries write
+        info: TestReplicationFilterTransactions finds it in a dump that leaves out commits
+        without any)."""
         write_id = self.allocate(txn, table)
         self.c.truncate_table_req(
             self.T.TruncateTableRequest(dbName=self.db, tableName=table, writeId=write_id)
         )
+        self.write(txn, table, write_id, kinds=("base",))
         return write_id
 
     def commit(self, txn: int) -> None:
@@ -253,17 +327,27 @@ class Dumper:
             last, self.client.get_database(self.db), tables, partitions, self.write_ids(acid)
         )
 
-    def incremental(self, after: int) -> list[Dumped]:
-        """Every event after ``after`` this database's load replays (txn events of every
-        database, as Hive dumps them with hive.repl.filter.transactions off)."""
+    def incremental(self, after: int, filter_txns: bool = False) -> list[Dumped]:
+        """Every event after ``after`` this database's load replays: txn events of every
+        database, as Hive dumps them with hive.repl.filter.transactions off; with it on
+        (``filter_txns``), no OPEN_TXN, no COMMIT_TXN of a txn that wrote nothing in this
+        database and no ABORT_TXN whose dbsUpdated leaves it out (the dump's OpenTxnHandler,
+        CommitTxnHandler and AbortTxnHandler)."""
         rqst = self.T.NotificationEventRequest(lastEvent=after, maxEvents=100_000)
         out = []
         for e in self.client.get_next_notification(rqst).events:
             body = messages.decode(e.message, e.messageFormat)
+            if e.eventType == messages.OPEN_TXN and filter_txns:
+                continue
+            mine = self.db in (body.get("dbsUpdated") or [])
+            if e.eventType == messages.ABORT_TXN and filter_txns and not mine:
+                continue
             if e.eventType == messages.COMMIT_TXN:
                 infos = self.client.get_all_write_event_info(
                     self.T.GetAllWriteEventInfoRequest(txnId=body["txnid"], dbName=self.db)
                 )
+                if filter_txns and not infos:
+                    continue
                 body = add_write_event_info(body, infos)
             if e.dbName and e.dbName.lower() != self.db and e.eventType != messages.COMMIT_TXN:
                 continue
@@ -285,24 +369,56 @@ class LoadStopped(Exception):
 class Loader:
     """The calls Hive's REPL LOAD makes on a target, one method per load handler."""
 
-    def __init__(self, client: Any, T: Any, db: str) -> None:
+    def __init__(
+        self,
+        client: Any,
+        T: Any,
+        db: str,
+        filter_txns: bool = False,
+        after_event: Callable[[Dumped], None] | None = None,
+    ) -> None:
         self.c, self.T, self.db = client, T, db
         self.policy = policy_of(db)
+        self.filter_txns = filter_txns
+        """hive.repl.filter.transactions: the dump has no OPEN_TXN, so each allocation opens
+        its txns first (ReplTxnTask's implicit open)."""
+        self.after_event = after_event
 
     # bootstrap (LoadDatabase, LoadTable, LoadPartitions)
 
-    def bootstrap(self, dump: Bootstrap) -> None:
+    def bootstrap(
+        self,
+        dump: Bootstrap,
+        dump_dir: str = "/dump/1",
+        before_table: Callable[[str], None] | None = None,
+    ) -> None:
+        """A bootstrap load, resumable as Hive's is: objects already loaded from the same dump
+        (their ``hive.repl.ckpt.key`` is ``dump_dir``) are left as they are, so a load that
+        failed part-way is retried with the same dump. ``before_table(name)`` runs before each
+        table is loaded."""
         T = self.T
-        params = {
-            k: v for k, v in (dump.database.parameters or {}).items() if k != "repl.source.for"
-        }
-        params.update({"hive.repl.ckpt.key": "/dump/1", "repl.target.for": "true"})
-        self.c.create_database(
-            T.Database(name=self.db, description=dump.database.description, parameters=params)
-        )
+        ckpt = {"hive.repl.ckpt.key": dump_dir}
+        names = self.c.get_all_databases()
+        if self.db not in names:
+            params = {
+                k: v for k, v in (dump.database.parameters or {}).items() if k != "repl.source.for"
+            }
+            params.update({**ckpt, "repl.target.for": "true"})
+            self.c.create_database(
+                T.Database(name=self.db, description=dump.database.description, parameters=params)
+            )
+        loaded = set(self.c.get_all_tables(self.db))
         for table in dump.tables:
+            if before_table is not None:
+                before_table(table.tableName)
+            if table.tableName in loaded:
+                have = self.c.get_table(self.db, table.tableName)
+                if (have.parameters or {}).get("hive.repl.ckpt.key") != dump_dir:
+                    raise RuntimeError(f"{table.tableName} exists, not from this dump")
+                continue
             table.id = None  # its writeId stays: a committed source write id, stored as given
             table.sd.location = None  # the target's warehouse
+            table.parameters = {**(table.parameters or {}), **ckpt}
             self.c.create_table(table)
             state = dump.write_ids.get(table.tableName)
             if state is not None:
@@ -318,6 +434,7 @@ class Loader:
             parts = dump.partitions.get(table.tableName) or []
             for p in parts:
                 p.sd.location = None  # (LoadPartitions passes the source's writeId)
+                p.parameters = {**(p.parameters or {}), **ckpt}
             if parts:
                 self.c.add_partitions(parts)
         self.set_last_id(dump.last_event)
@@ -345,6 +462,8 @@ class Loader:
             if ev.event_id <= done:
                 continue
             getattr(self, f"_on_{ev.kind.lower()}", self._ignore)(ev)
+            if self.after_event is not None:
+                self.after_event(ev)
             replayed += 1
             if stop_after is not None and replayed == stop_after:
                 raise LoadStopped(ev.event_id)
@@ -355,7 +474,9 @@ class Loader:
         """DefaultHandler: ACID_WRITE and kinds this harness does not replay."""
 
     def _on_open_txn(self, ev: Dumped) -> None:
-        src = list(range(int(ev.body["fromTxnId"]), int(ev.body["toTxnId"]) + 1))
+        self._open(list(range(int(ev.body["fromTxnId"]), int(ev.body["toTxnId"]) + 1)))
+
+    def _open(self, src: list[int]) -> None:
         self.c.open_txns(
             self.T.OpenTxnRequest(
                 num_txns=len(src),
@@ -368,6 +489,8 @@ class Loader:
         )
 
     def _on_alloc_write_id_event(self, ev: Dumped) -> None:
+        if self.filter_txns:
+            self._open(list(ev.body["txnIdList"]))
         pairs = zip(ev.body["txnIdList"], ev.body["writeIdList"], strict=True)
         self.c.allocate_table_write_ids(
             self.T.AllocateTableWriteIdsRequest(
@@ -420,18 +543,60 @@ class Loader:
             )
         )
 
+    def _on_update_part_col_stat_event(self, ev: Dumped) -> None:
+        """UpdatePartColStatHandler: a partition's statistics, the same way."""
+        self._on_update_tbl_col_stat_event(ev)
+
     def _on_alter_table(self, ev: Dumped) -> None:
-        """TruncateTableHandler (isTruncateOp) with the source's write id; other alters are
-        not replayed by this harness."""
-        if ev.body.get("isTruncateOp") != "true":
+        """TruncateTableHandler (isTruncateOp) or TableHandler's alter, each with the source's
+        write id (that of the replayed txn, still open)."""
+        write_id = messages.write_id(ev.body)
+        if ev.body.get("isTruncateOp") == "true":
+            self.c.truncate_table_req(
+                self.T.TruncateTableRequest(
+                    dbName=self.db, tableName=ev.body["table"], writeId=write_id
+                )
+            )
             return
-        self.c.truncate_table_req(
-            self.T.TruncateTableRequest(
-                dbName=self.db,
-                tableName=ev.body["table"],
-                writeId=messages.write_id(ev.body),
+        after = to_apache(messages.table_after(ev.body))
+        have = self.c.get_table(self.db, ev.body["table"])
+        after.sd.location, after.id = have.sd.location, None
+        after.writeId = write_id if write_id and write_id > 0 else None
+        self.c.alter_table_req(
+            self.T.AlterTableRequest(
+                dbName=self.db, tableName=ev.body["table"], table=after, writeId=after.writeId
             )
         )
+
+    def _on_alter_partition(self, ev: Dumped) -> None:
+        """The partition after the alter, in the target's location, with the source's write
+        id."""
+        after = to_apache(messages.partition_after(ev.body))
+        have = self.c.get_partition(self.db, after.tableName, after.values)
+        after.sd.location = have.sd.location
+        write_id = messages.write_id(ev.body)
+        write_id = write_id if write_id and write_id > 0 else None
+        after.writeId = write_id
+        self.c.alter_partitions_req(
+            self.T.AlterPartitionsRequest(
+                dbName=self.db, tableName=after.tableName, partitions=[after], writeId=write_id
+            )
+        )
+
+    def _on_drop_partition(self, ev: Dumped) -> None:
+        """DropPartitionHandler: the partitions named by their key values, if still there."""
+        table = self.c.get_table(self.db, ev.body["table"])
+        keys = [k.name for k in table.partitionKeys]
+        have = set(self.c.get_partition_names(self.db, table.tableName, -1))
+        for kv in ev.body.get("partitions") or []:
+            values = [kv[k] for k in keys]
+            if _part_name(keys, values) in have:
+                self.c.drop_partition(self.db, table.tableName, values, True)
+
+    def _on_drop_table(self, ev: Dumped) -> None:
+        """DropTableHandler: a table already gone is not an error on a replay."""
+        if ev.body["table"] in self.c.get_all_tables(self.db):
+            self.c.drop_table(self.db, ev.body["table"], True)
 
     def _on_create_table(self, ev: Dumped) -> None:
         """CreateTableHandler's import, in the target's warehouse."""
@@ -447,8 +612,10 @@ class Loader:
         parts = [to_apache(p) for p in messages.partitions(ev.body)]
         if not parts:
             return
-        have = set(self.c.get_partition_names(self.db, parts[0].tableName, -1))
-        parts = [p for p in parts if "ds=" + p.values[0] not in have]
+        table = self.c.get_table(self.db, parts[0].tableName)
+        keys = [k.name for k in table.partitionKeys]
+        have = set(self.c.get_partition_names(self.db, table.tableName, -1))
+        parts = [p for p in parts if _part_name(keys, p.values) not in have]
         if not parts:
             return
         for p in parts:
@@ -458,3 +625,7 @@ class Loader:
                 dbName=self.db, tblName=parts[0].tableName, parts=parts, ifNotExists=True
             )
         )
+
+
+def _part_name(keys: list[str], values: list[str]) -> str:
+    return "/".join(f"{k}={v}" for k, v in zip(keys, values, strict=True))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import threading
 
 from hms_cache_proxy import logs
@@ -82,3 +83,33 @@ def test_text_format_appends_the_call() -> None:
     line = out.getvalue().strip()
     assert "WARNING test_logs_text: inside [request_id=" in line
     assert line.endswith(" client=127.0.0.1:9 method=get_all_databases]")
+
+
+def test_a_forked_worker_has_request_ids_of_its_own_and_says_which_worker_it_is() -> None:
+    def one_call_logged() -> dict[str, object]:
+        logger, out, handler = _capture()
+        try:
+            call = logs.bind_connection("10.1.2.3:4567")
+            call.begin("get_table")
+            logger.info("in a call")
+            call.end()
+        finally:
+            logger.removeHandler(handler)
+        return dict(json.loads(out.getvalue()))
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # as a worker of `serve --workers` starts
+        try:
+            logs.set_worker(3)
+            os.write(write_end, json.dumps(one_call_logged()).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        child = json.loads(pipe.read())
+    os.waitpid(pid, 0)
+    parent = one_call_logged()
+    assert child["worker"] == 3 and "worker" not in parent
+    child_prefix = str(child["request_id"]).split("-")[0]
+    assert child_prefix != str(parent["request_id"]).split("-")[0]

@@ -27,6 +27,7 @@ from hms_cache_proxy.store.sql.sql_base import (
     is_transactional,
     java_list,
     now,
+    replication_target,
     table_ref,
 )
 from hms_cache_proxy.store.sql.storage import (
@@ -145,15 +146,24 @@ class PartitionWrites(SqlPart):
             todo = [(n, p) for n, p in named.items() if n not in existing]
             if not todo:
                 return []
-        call_write_id = None
+        groups: list[tuple[int | None, list[tuple[str, hms.Partition]]]] = [(None, todo)]
         if is_transactional(table.parameters):  # other tables take no write id (Hive)
-            call_write_id = write_id_of_call(write_id, [p for _, p in todo])
-        tw = self._txn_write(conn, db, tbl, table.parameters, call_write_id, valid_write_id_list)
-        added: list[hms.Partition] = []
-        if todo:
-            ids = self._insert_partitions(
-                conn, tk, table, todo, tw.row_write_id, prepared=prepare is not None
+            groups = self._write_id_groups(conn, db, write_id, todo)
+        ids: list[int] = []
+        for call_write_id, group in groups:
+            tw = self._txn_write(
+                conn, db, tbl, table.parameters, call_write_id, valid_write_id_list
             )
+            if len(groups) > 1 and tw.write_id is not None:
+                raise hms.MetaException(
+                    message="The partitions of one call carry different write ids: "
+                    + java_list([w for w, _ in groups])
+                )
+            ids += self._insert_partitions(
+                conn, tk, table, group, tw.row_write_id, prepared=prepare is not None
+            )
+        added: list[hms.Partition] = []
+        if ids:
             added = in_order(self.reads.load_partitions(conn, tk, ids), [p for _, p in todo])
         self._emit(
             conn,
@@ -173,6 +183,28 @@ class PartitionWrites(SqlPart):
             ],
         )
         return added
+
+    @staticmethod
+    def _write_id_groups(
+        conn: Connection,
+        db: str,
+        write_id: int | None,
+        todo: list[tuple[str, hms.Partition]],
+    ) -> list[tuple[int | None, list[tuple[str, hms.Partition]]]]:
+        """The call's write id with its partitions; on a replication target, partitions that
+        carry different write ids (LoadPartitions batches a bootstrapped table's partitions,
+        each with the source's committed write id it was last written with) are grouped by
+        them, each group then checked on its own (only committed source ids may mix)."""
+        carried = {p.writeId for _, p in todo if p.writeId is not None and p.writeId > 0}
+        if (write_id is not None and write_id > 0) or len(carried) < 2:
+            return [(write_id_of_call(write_id, [p for _, p in todo]), todo)]
+        if not replication_target(conn, db):
+            write_id_of_call(None, [p for _, p in todo])  # refuses, naming them
+        groups: dict[int | None, list[tuple[str, hms.Partition]]] = {}
+        for name, p in todo:
+            w = p.writeId if p.writeId is not None and p.writeId > 0 else None
+            groups.setdefault(w, []).append((name, p))
+        return sorted(groups.items(), key=lambda g: g[0] or 0)
 
     def _existing_names(
         self, conn: Connection, tk: ResolvedTable, names: Sequence[str]

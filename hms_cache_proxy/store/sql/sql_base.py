@@ -60,7 +60,7 @@ class TxnWrite:
 _REPL_TARGET_KEYS = ("repl.target.for", "hive.repl.ckpt.key")
 
 
-def _replication_target(conn: Connection, db: str) -> bool:
+def replication_target(conn: Connection, db: str) -> bool:
     """Whether REPL LOAD loads into ``db`` (LoadDatabase sets these parameters)."""
     d, p = schema.DBS, schema.DATABASE_PARAMS
     found = conn.execute(
@@ -192,7 +192,7 @@ class SqlPart:
             txn = txn_service.require_open_write_id(conn, db, tbl, write_id)
         except hms.MetaException:
             owner = txn_service.write_id_owner(conn, db, tbl, write_id)
-            if (owner is not None and owner[1] != TXN_COMMITTED) or not _replication_target(
+            if (owner is not None and owner[1] != TXN_COMMITTED) or not replication_target(
                 conn, db
             ):
                 raise

@@ -159,8 +159,8 @@ class ColumnStatsWrites(SqlPart):
                 if not self.reads.txn_stats_enabled:
                     new_params.pop(COLUMN_STATS_ACCURATE, None)
                 else:
-                    error = verify_stats_change(
-                        f"{db}.{tbl}", params, new_params, tw.write_id, snapshot
+                    error = verify_stats_change(  # a replayed write's id counts
+                        f"{db}.{tbl}", params, new_params, tw.row_write_id, snapshot
                     )
                     if error is not None:
                         raise hms.MetaException(message=error)
@@ -306,7 +306,7 @@ class ColumnStatsWrites(SqlPart):
                     if not target.objs:
                         continue
                 targets.append(target)
-            self._partition_flags(conn, table, targets, tw.write_id, snapshot, acid)
+            self._partition_flags(conn, table, targets, tw.row_write_id, snapshot, acid)
             for engine in sorted({engines[t.name] for t in targets}):
                 group_ = [t for t in targets if engines[t.name] == engine]
                 old_e = {(k[0], k[1]): r for k, r in old.items() if k[2] == engine}
@@ -370,7 +370,9 @@ class ColumnStatsWrites(SqlPart):
         valid_write_id_list: str | None,
         acid: bool,
     ) -> dict[int, dict[str, str]]:
-        """Update COLUMN_STATS_ACCURATE (and WRITE_ID) of the partitions; their new params."""
+        """Update COLUMN_STATS_ACCURATE (and WRITE_ID) of the partitions; their new params.
+        ``write_id`` is the request's, as ObjectStore.verifyStatsChangeCtx checks it: that of
+        the caller's txn, or the committed source write id a replication target replays."""
         inserts, updates, deletes, result = [], [], [], {}
         for t in targets:
             names = [o.colName for o in t.objs]
