@@ -42,7 +42,7 @@ from hms_cache_proxy.store.cached.cache_service import CacheService
 from hms_cache_proxy.store.cached.direct import DirectStore
 from hms_cache_proxy.store.db.engine import Database, refused_connection
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
-from hms_cache_proxy.store.sql.store import SqlStore
+from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import Housekeeper
 from hms_cache_proxy.store.txn.txn_service import TxnConfig
 

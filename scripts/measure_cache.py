@@ -35,7 +35,7 @@ from hms_cache_proxy.bench.rawclient import RawClient, encode_call  # noqa: E402
 from hms_cache_proxy.idl import hms  # noqa: E402
 from hms_cache_proxy.store.db.engine import Database  # noqa: E402
 from hms_cache_proxy.store.sql.bootstrap import init_db  # noqa: E402
-from hms_cache_proxy.store.sql.store import SqlStore  # noqa: E402
+from hms_cache_proxy.store.sql.sql_store import SqlStore  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
 from tests.support.server import ServerProcess, free_port  # noqa: E402
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from hms_cache_proxy.handler.base import HandlerBase, normalize
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.txn.compaction import REFUSED
+from hms_cache_proxy.store.rules import COMPACTION_REFUSED
 
 
 def _required(value: Any, what: str) -> Any:
@@ -89,7 +89,7 @@ class CompactionHandlers(HandlerBase):
         self.store.txn.mark_failed(_required(cr, "CompactionInfoStruct"))
 
     def mark_refused(self, cr: hms.CompactionInfoStruct) -> None:
-        self.store.txn.mark_failed(_required(cr, "CompactionInfoStruct"), REFUSED)
+        self.store.txn.mark_failed(_required(cr, "CompactionInfoStruct"), COMPACTION_REFUSED)
 
     def find_columns_with_stats(self, cr: hms.CompactionInfoStruct) -> list[str]:
         _required(cr, "CompactionInfoStruct")

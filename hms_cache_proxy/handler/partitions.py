@@ -33,10 +33,10 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.partition_filter.binder import compile_filter
 from hms_cache_proxy.store.partition_filter.parser import parse
 from hms_cache_proxy.store.partition_filter.syntax_tree import FilterError, Node
+from hms_cache_proxy.store.rules import MISSING_PARTITIONS
 
 log = logging.getLogger(__name__)
 
-MISSING_PARTITIONS = "Some partitions to drop are missing"
 EXCHANGE_NULLS = (  # HMSHandler.exchange_partitions
     "The DB and table name for the source and destination tables, and the partition specs "
     "must not be null."

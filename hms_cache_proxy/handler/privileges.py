@@ -15,7 +15,7 @@ from typing import Any
 from hms_cache_proxy.handler.base import HandlerBase
 from hms_cache_proxy.handler.roles import as_meta
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql.privileges import partition_level as store_partition_level
+from hms_cache_proxy.store.rules import partition_level as store_partition_level
 
 
 def _bag(privileges: hms.PrivilegeBag | None) -> list[hms.HiveObjectPrivilege]:

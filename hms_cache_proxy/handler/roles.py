@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from hms_cache_proxy.handler.base import HandlerBase
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.sql.roles import ADMIN_ROLE, PUBLIC_ROLE
+from hms_cache_proxy.store.rules import ADMIN_ROLE, PUBLIC_ROLE
 
 R = TypeVar("R")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from thriftpy2.thrift import TApplicationException
@@ -611,9 +611,11 @@ class TableHandlers(FileRules):
         moves: list[tuple[str, str]] = []
         moved: list[tuple[str, str]] = []  # (src, dst) directories moved by this call
 
-        def prepare(conn: Any, before: hms.Table, after: hms.Table) -> hms.Table:
+        def prepare(
+            before: hms.Table, after: hms.Table, exists: Callable[[str, str], bool]
+        ) -> hms.Table:
             moves.clear()
-            if renamed and self.store.table_exists(conn, cat, new_db, new_name):
+            if renamed and exists(new_db, new_name):
                 raise hms.InvalidOperationException(
                     message=f"new table {new_db}.{new_name} already exists"
                 )

@@ -14,6 +14,10 @@ table reads, which come in two forms: ``TableReads`` takes the request's snapsho
 (``valid_write_id_list``) and may answer with encoded bytes (``encoded``), for the handler;
 ``DatabaseTableReads`` is the database's form, which needs neither.
 
+Each metadata, table-read and event call says in a line or two what comes back and which
+declared Thrift exception it raises, with Hive's message (``<...>`` stands for a name); the
+handler passes declared exceptions on to the client (docs/architecture.md, "Conventions").
+
 Thrift types (``hms.*``) come from an IDL loaded at run time, so the checker sees them as Any:
 what it checks is that every call names a method that exists with those parameters.
 """
@@ -23,10 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from sqlalchemy.engine import Connection
-
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.thrift_bytes import Encoded
+
+AlterTablePrepare = Callable[[hms.Table, hms.Table, Callable[[str, str], bool]], hms.Table | None]
+"""alter_table's ``prepare(before, new_table, exists)``: Hive's alter rules run inside the
+write with the locked table as stored; ``exists(db, name)`` says whether a table of that name
+exists in the catalog (in the same transaction). Returns the table to store (None: new_table)."""
 
 
 class Metadata(Protocol):
@@ -34,17 +41,48 @@ class Metadata(Protocol):
 
     # -- catalogs and databases ----------------------------------------------------------------
 
-    def create_catalog(self, catalog: hms.Catalog) -> hms.Catalog: ...
-    def alter_catalog(self, name: str, catalog: hms.Catalog) -> None: ...
-    def drop_catalog(self, name: str) -> None: ...
-    def get_catalog(self, name: str) -> hms.Catalog: ...
-    def get_catalogs(self) -> list[str]: ...
-    def create_database(self, database: hms.Database) -> hms.Database: ...
-    def alter_database(self, cat: str, name: str, database: hms.Database) -> None: ...
-    def drop_database(self, cat: str, name: str, *, cascade: bool) -> hms.Database: ...
-    def get_database(self, cat: str, name: str) -> hms.Database: ...
-    def get_databases(self, cat: str, pattern: str | None = ...) -> list[str]: ...
-    def database_locations(self) -> list[tuple[str, str, str | None, str | None]]: ...
+    def create_catalog(self, catalog: hms.Catalog) -> hms.Catalog:
+        """The catalog as stored; AlreadyExistsException ``Catalog <name> already exists``."""
+
+    def alter_catalog(self, name: str, catalog: hms.Catalog) -> None:
+        """Replace a catalog's description and location; NoSuchObjectException ``No catalog
+        <name>``, InvalidOperationException ``Cannot change the name of a catalog``."""
+
+    def drop_catalog(self, name: str) -> None:
+        """Drop an empty catalog; NoSuchObjectException ``No catalog <name>``, MetaException ``Can
+        not drop hive catalog``, InvalidOperationException ``Cannot drop a catalog with databases in
+        it``."""
+
+    def get_catalog(self, name: str) -> hms.Catalog:
+        """The catalog; NoSuchObjectException ``No catalog <name>``."""
+
+    def get_catalogs(self) -> list[str]:
+        """Every catalog's name."""
+
+    def create_database(self, database: hms.Database) -> hms.Database:
+        """The database as stored (location filled); AlreadyExistsException ``Database <name>
+        already exists``, NoSuchObjectException ``No catalog <cat>``."""
+
+    def alter_database(self, cat: str, name: str, database: hms.Database) -> None:
+        """Replace a database's definition (ALTER_DATABASE event); NoSuchObjectException ``database
+        <cat>.<db>`` when the database is missing."""
+
+    def drop_database(self, cat: str, name: str, *, cascade: bool) -> hms.Database:
+        """Drop a database (with its tables and functions when ``cascade``); returns it as it was.
+        MetaException ``Can not drop default database in catalog hive``, InvalidOperationException
+        ``Database <name> is not empty. One or more tables exist.`` (or functions),
+        NoSuchObjectException ``database <cat>.<db>``."""
+
+    def get_database(self, cat: str, name: str) -> hms.Database:
+        """The database; NoSuchObjectException ``database <cat>.<db>`` when the database is
+        missing."""
+
+    def get_databases(self, cat: str, pattern: str | None = ...) -> list[str]:
+        """Database names of a catalog matching Hive's ``pattern`` (all when None), sorted."""
+
+    def database_locations(self) -> list[tuple[str, str, str | None, str | None]]:
+        """(catalog, database, location, managed location) of every database: the roots of file
+        confinement."""
 
     # -- tables ----------------------------------------------------------------------------------
 
@@ -54,7 +92,11 @@ class Metadata(Protocol):
         *,
         valid_write_id_list: str | None = ...,
         constraints: hms.SQLAllTableConstraints | None = ...,
-    ) -> hms.Table: ...
+    ) -> hms.Table:
+        """Store a table the handler completed; returns it as stored. AlreadyExistsException ``Table
+        <cat>.<db>.<tbl> already exists``, NoSuchObjectException ``database <cat>.<db>`` when the
+        database is missing."""
+
     def alter_table(
         self,
         cat: str,
@@ -66,13 +108,21 @@ class Metadata(Protocol):
         write_id: int | None = ...,
         valid_write_id_list: str | None = ...,
         is_truncate: bool = ...,
-        prepare: Any = ...,
+        prepare: AlterTablePrepare | None = ...,
         relocate: Sequence[tuple[str, str]] = ...,
         expected: tuple[str, str] | None = ...,
-    ) -> tuple[hms.Table, hms.Table]: ...
+    ) -> tuple[hms.Table, hms.Table]:
+        """Replace a table's definition in one transaction; returns (before, after) as stored.
+        NoSuchObjectException ``<cat>.<db>.<tbl> table not found``; InvalidOperationException for a
+        catalog change or an existing new name; MetaException ``The table has been modified...``
+        when ``expected`` no longer holds."""
+
     def drop_table(
         self, cat: str, db: str, name: str, *, check: Any = ...
-    ) -> tuple[hms.Table, list[str]]: ...
+    ) -> tuple[hms.Table, list[str]]:
+        """Drop a table (``check(table)`` may refuse it first); returns the table and the locations
+        of its partitions. NoSuchObjectException ``<cat>.<db>.<tbl> table not found``."""
+
     def truncate_table(
         self,
         cat: str,
@@ -84,22 +134,36 @@ class Metadata(Protocol):
         reset: Callable[[dict[str, str]], None],
         write_id: int | None = ...,
         valid_write_id_list: str | None = ...,
-    ) -> None: ...
-    def table_exists(self, conn: Connection, cat: str, db: str, name: str) -> bool: ...
-    def get_tables_by_names(self, cat: str, db: str, names: Sequence[str]) -> list[hms.Table]: ...
+    ) -> None:
+        """Empty a table or the named partitions (``empty`` the directories, ``reset`` each
+        parameter map) under the table lock; NoSuchObjectException ``<cat>.<db>.<tbl> table not
+        found``."""
+
+    def get_tables_by_names(self, cat: str, db: str, names: Sequence[str]) -> list[hms.Table]:
+        """The named tables that exist (others are left out); NoSuchObjectException ``database
+        <cat>.<db>`` when the database is missing."""
+
     def get_table_names(
         self, cat: str, db: str, pattern: str | None = ..., table_type: str | None = ...
-    ) -> list[str]: ...
+    ) -> list[str]:
+        """Table names of a database matching ``pattern`` and ``table_type``, sorted;
+        NoSuchObjectException ``database <cat>.<db>`` when the database is missing."""
+
     def get_table_meta(
         self,
         cat: str,
         db_pattern: str | None,
         tbl_pattern: str | None,
         types: Sequence[str] | None,
-    ) -> list[hms.TableMeta]: ...
+    ) -> list[hms.TableMeta]:
+        """TableMeta of the tables whose database and name match the patterns and whose type is in
+        ``types`` (all when None); nothing matching is an empty list."""
+
     def tables_using_locations(
         self, exact: Sequence[str], below: str
-    ) -> list[tuple[str, str, str, str]]: ...
+    ) -> list[tuple[str, str, str, str]]:
+        """(cat, db, table, location) of the tables at one of ``exact`` or below ``below``: who else
+        uses a directory before it is deleted."""
 
     # -- partitions ------------------------------------------------------------------------------
 
@@ -117,7 +181,12 @@ class Metadata(Protocol):
             [hms.Table, Callable[[Sequence[str]], set[str]]], list[tuple[str, hms.Partition]]
         ]
         | None = ...,
-    ) -> list[hms.Partition]: ...
+    ) -> list[hms.Partition]:
+        """Add partitions in one transaction; returns those added, as stored. NoSuchObjectException
+        ``<cat>.<db>.<tbl> table not found``, AlreadyExistsException ``Partition already exists:
+        <table> <name>`` (unless ``if_not_exists``), MetaException ``Duplicate partitions in the
+        list: <name>``."""
+
     def alter_partitions(
         self,
         cat: str,
@@ -129,7 +198,11 @@ class Metadata(Protocol):
         valid_write_id_list: str | None = ...,
         prepare: Callable[[hms.Partition, hms.Partition], None] | None = ...,
         is_truncate: bool = ...,
-    ) -> list[tuple[hms.Partition, hms.Partition]]: ...
+    ) -> list[tuple[hms.Partition, hms.Partition]]:
+        """Replace partitions found by their values; returns (before, after) pairs, as stored.
+        NoSuchObjectException ``<cat>.<db>.<tbl> table not found``, NoSuchObjectException
+        ``partition values=[...]`` for a missing one."""
+
     def rename_partition(
         self,
         cat: str,
@@ -140,7 +213,11 @@ class Metadata(Protocol):
         *,
         prepare: Callable[[hms.Table, hms.Partition, hms.Partition], None] | None = ...,
         valid_write_id_list: str | None = ...,
-    ) -> tuple[hms.Partition, hms.Partition]: ...
+    ) -> tuple[hms.Partition, hms.Partition]:
+        """Give a partition new values; returns (before, after), as stored.
+        InvalidOperationException ``Unable to rename partition because old partition does not
+        exist``, AlreadyExistsException ``Partition already exists:<db>.<tbl>.[...]``."""
+
     def drop_partitions(
         self,
         cat: str,
@@ -150,7 +227,11 @@ class Metadata(Protocol):
         *,
         if_exists: bool = ...,
         check: Callable[[hms.Table, list[hms.Partition]], None] | None = ...,
-    ) -> tuple[hms.Table, list[hms.Partition]]: ...
+    ) -> tuple[hms.Table, list[hms.Partition]]:
+        """Drop partitions by name; returns the table and the dropped partitions.
+        NoSuchObjectException ``<cat>.<db>.<tbl> table not found``, NoSuchObjectException ``Some
+        partitions to drop are missing`` (unless ``if_exists``)."""
+
     def exchange_partitions(
         self,
         cat: str,
@@ -162,7 +243,10 @@ class Metadata(Protocol):
         *,
         prepare: Callable[[hms.Table, hms.Table, list[tuple[hms.Partition, hms.Partition]]], None]
         | None = ...,
-    ) -> list[hms.Partition]: ...
+    ) -> list[hms.Partition]:
+        """Move the partitions ``spec`` selects from the source table to the destination; returns
+        them as added. MetaException with Hive's texts (``The tables have different schemas...``,
+        ``The partition ... already exists in the table ...``, transactional tables refused)."""
 
     # -- column statistics -----------------------------------------------------------------------
 
@@ -177,7 +261,11 @@ class Metadata(Protocol):
         valid_write_id_list: str | None = ...,
         bit_vectors: bool | None = ...,
         histograms: bool | None = ...,
-    ) -> hms.ColumnStatistics | None: ...
+    ) -> hms.ColumnStatistics | None:
+        """The table's statistics of ``col_names`` for ``engine`` (None when there are none);
+        NoSuchObjectException ``<cat>.<db>.<tbl> table not found``. With a snapshot,
+        isStatsCompliant says whether they are valid for it."""
+
     def partition_column_statistics(
         self,
         cat: str,
@@ -190,7 +278,10 @@ class Metadata(Protocol):
         valid_write_id_list: str | None = ...,
         bit_vectors: bool | None = ...,
         histograms: bool | None = ...,
-    ) -> list[hms.ColumnStatistics]: ...
+    ) -> list[hms.ColumnStatistics]:
+        """One ColumnStatistics per named partition that has statistics of ``col_names``;
+        NoSuchObjectException ``<cat>.<db>.<tbl> table not found``."""
+
     def get_partition_column_statistics(
         self,
         cat: str,
@@ -201,7 +292,11 @@ class Metadata(Protocol):
         engine: str = ...,
         *,
         valid_write_id_list: str | None = ...,
-    ) -> dict[str, list[hms.ColumnStatisticsObj]]: ...
+    ) -> dict[str, list[hms.ColumnStatisticsObj]]:
+        """Partition name -> its statistics objects of ``col_names``
+        (get_partitions_statistics_req); NoSuchObjectException ``<cat>.<db>.<tbl> table not
+        found``."""
+
     def get_aggr_stats_for(
         self,
         cat: str,
@@ -212,7 +307,11 @@ class Metadata(Protocol):
         engine: str = ...,
         *,
         valid_write_id_list: str | None = ...,
-    ) -> hms.AggrStats: ...
+    ) -> hms.AggrStats:
+        """The statistics of ``col_names`` aggregated over the named partitions (partsFound: how
+        many had them); empty where Hive answers null. NoSuchObjectException ``<cat>.<db>.<tbl>
+        table not found``."""
+
     def update_table_column_statistics(
         self,
         cat: str,
@@ -223,7 +322,10 @@ class Metadata(Protocol):
         write_id: int | None = ...,
         valid_write_id_list: str | None = ...,
         merge: bool = ...,
-    ) -> None: ...
+    ) -> None:
+        """Store (or with ``merge``, merge) a table's column statistics; NoSuchObjectException
+        ``<cat>.<db>.<tbl> table not found``, MetaException for a write id of no open txn."""
+
     def update_partition_column_statistics(
         self,
         cat: str,
@@ -234,10 +336,17 @@ class Metadata(Protocol):
         write_id: int | None = ...,
         valid_write_id_list: str | None = ...,
         merge: bool = ...,
-    ) -> None: ...
+    ) -> None:
+        """Store partitions' column statistics; InvalidObjectException ``<table> table not found``,
+        NoSuchObjectException ``Partition <name> for which stats is gathered doesn't exist.``,
+        InvalidInputException ``The partition name must be set``."""
+
     def delete_table_column_statistics(
         self, cat: str, db: str, tbl: str, col_name: str | None, engine: str | None = ...
-    ) -> None: ...
+    ) -> None:
+        """Delete a table's statistics of one column (all when None); NoSuchObjectException ``Column
+        stats doesn't exist for ...``, MetaException for a transactional table."""
+
     def delete_partition_column_statistics(
         self,
         cat: str,
@@ -246,48 +355,87 @@ class Metadata(Protocol):
         part_name: str,
         col_name: str | None,
         engine: str | None = ...,
-    ) -> None: ...
+    ) -> None:
+        """Delete a partition's statistics of one column (all when None); InvalidObjectException
+        ``<db>.<tbl> table not found``, NoSuchObjectException for a missing partition or
+        statistics."""
 
     # -- constraints -----------------------------------------------------------------------------
 
     def get_table_constraints(
         self, cat: str, db: str, name: str, *, valid_write_id_list: str | None = ...
-    ) -> hms.SQLAllTableConstraints: ...
+    ) -> hms.SQLAllTableConstraints:
+        """Every constraint of the table (primary, foreign, unique, not null, default, check keys);
+        empty lists when it has none."""
+
     def get_foreign_keys(
         self, cat: str, parent: tuple[str, str] | None, child: tuple[str, str] | None
-    ) -> list[hms.SQLForeignKey]: ...
-    def add_constraints(self, cat: str, constraints: hms.SQLAllTableConstraints) -> None: ...
-    def drop_constraint(self, cat: str, db: str, name: str, constraint: str) -> None: ...
+    ) -> list[hms.SQLForeignKey]:
+        """Foreign keys from ``child`` (db, table) to ``parent`` (either may be None: any table)."""
+
+    def add_constraints(self, cat: str, constraints: hms.SQLAllTableConstraints) -> None:
+        """Add constraints to existing tables; InvalidObjectException ``Parent table not found``,
+        ``Constraint name already exists``, MetaException ``Primary key already exists for ...``."""
+
+    def drop_constraint(self, cat: str, db: str, name: str, constraint: str) -> None:
+        """Drop a table's constraint by name; NoSuchObjectException ``The constraint: <name> does
+        not exist for the associated table``."""
 
     # -- functions -------------------------------------------------------------------------------
 
-    def create_function(self, func: hms.Function) -> hms.Function: ...
-    def alter_function(
-        self, cat: str, db: str, name: str, new_func: hms.Function
-    ) -> hms.Function: ...
-    def drop_function(self, cat: str, db: str, name: str) -> hms.Function: ...
-    def get_function(self, cat: str, db: str, name: str) -> hms.Function: ...
-    def get_functions(self, cat: str, db: str, pattern: str | None = ...) -> list[str]: ...
-    def get_all_functions(self, cat: str = ...) -> list[hms.Function]: ...
+    def create_function(self, func: hms.Function) -> hms.Function:
+        """The function as stored; NoSuchObjectException ``The database <db> does not exist``,
+        AlreadyExistsException ``Function <name> already exists``."""
+
+    def alter_function(self, cat: str, db: str, name: str, new_func: hms.Function) -> hms.Function:
+        """Replace a function (a rename included); returns it as stored. MetaException ``function
+        <name> doesn't exist``, InvalidObjectException for a missing or other-catalog database."""
+
+    def drop_function(self, cat: str, db: str, name: str) -> hms.Function:
+        """Drop a function; returns it as it was. NoSuchObjectException ``Function <name> does not
+        exist``."""
+
+    def get_function(self, cat: str, db: str, name: str) -> hms.Function:
+        """The function; NoSuchObjectException ``Function <db>.<name> does not exist``."""
+
+    def get_functions(self, cat: str, db: str, pattern: str | None = ...) -> list[str]:
+        """Function names of a database matching ``pattern``, sorted."""
+
+    def get_all_functions(self, cat: str = ...) -> list[hms.Function]:
+        """Every function of the catalog."""
 
     # -- privileges and roles --------------------------------------------------------------------
 
-    def grant_privileges(self, privileges: Sequence[hms.HiveObjectPrivilege]) -> None: ...
+    def grant_privileges(self, privileges: Sequence[hms.HiveObjectPrivilege]) -> None:
+        """Grant every privilege or none (one transaction); InvalidObjectException for a privilege
+        already granted."""
+
     def revoke_privileges(
         self, privileges: Sequence[hms.HiveObjectPrivilege], grant_option: bool
-    ) -> None: ...
+    ) -> None:
+        """Revoke each privilege (with ``grant_option``, only its grant option);
+        InvalidObjectException for a privilege not held."""
+
     def refresh_privileges(
         self,
         ref: hms.HiveObjectRef,
         authorizer: str | None,
         grants: Sequence[hms.HiveObjectPrivilege],
-    ) -> None: ...
+    ) -> None:
+        """Replace every privilege ``authorizer`` holds on the object by ``grants``."""
+
     def list_privileges(
         self, principal: str | None, ptype: int | None, ref: hms.HiveObjectRef | None
-    ) -> list[hms.HiveObjectPrivilege]: ...
+    ) -> list[hms.HiveObjectPrivilege]:
+        """The privileges a principal holds on ``ref`` (or on everything); MetaException
+        ``list_privileges without an object needs a principal_name``."""
+
     def get_privilege_set(
         self, ref: hms.HiveObjectRef, user: str | None, groups: Sequence[str] | None
-    ) -> hms.PrincipalPrivilegeSet: ...
+    ) -> hms.PrincipalPrivilegeSet:
+        """The privileges ``user`` and ``groups`` (and their roles) hold on ``ref``, by
+        principal."""
+
     def partition_privilege_sets(
         self,
         cat: str,
@@ -296,10 +444,19 @@ class Metadata(Protocol):
         part_values: Iterable[Sequence[str]],
         user: str | None,
         groups: Sequence[str] | None,
-    ) -> list[hms.PrincipalPrivilegeSet]: ...
-    def create_role(self, name: str, owner: str | None) -> None: ...
-    def drop_role(self, name: str) -> None: ...
-    def get_role_names(self) -> list[str]: ...
+    ) -> list[hms.PrincipalPrivilegeSet]:
+        """The privilege set of each partition (by values) for ``user`` and ``groups``;
+        NoSuchObjectException ``<cat>.<db>.<tbl> table not found``."""
+
+    def create_role(self, name: str, owner: str | None) -> None:
+        """Create a role; InvalidObjectException ``Role <name> already exists.``."""
+
+    def drop_role(self, name: str) -> None:
+        """Drop a role with its grants (a missing role is no error, as Hive answers true)."""
+
+    def get_role_names(self) -> list[str]:
+        """Every role's name."""
+
     def grant_role(
         self,
         role: str,
@@ -308,24 +465,57 @@ class Metadata(Protocol):
         grantor: str | None,
         grantor_type: int | None,
         grant_option: bool,
-    ) -> None: ...
-    def revoke_role(self, role: str, principal: str, ptype: int, grant_option: bool) -> None: ...
-    def list_roles(self, principal: str, ptype: int) -> list[hms.Role]: ...
-    def get_principals_in_role(self, role: str) -> list[hms.RolePrincipalGrant]: ...
+    ) -> None:
+        """Grant a role to a principal; NoSuchObjectException ``Role <name> does not exist``,
+        InvalidObjectException ``Principal <p> already has the role <r>``, MetaException for a
+        cycle."""
+
+    def revoke_role(self, role: str, principal: str, ptype: int, grant_option: bool) -> None:
+        """Revoke a role (or only its grant option); NoSuchObjectException ``Principal <p> does not
+        have the role <r>``, MetaException ``User <p> does not have grant option with role <r>``."""
+
+    def list_roles(self, principal: str, ptype: int) -> list[hms.Role]:
+        """The roles granted to the principal (``public`` included for a user)."""
+
+    def get_principals_in_role(self, role: str) -> list[hms.RolePrincipalGrant]:
+        """Who holds the role, as RolePrincipalGrant."""
+
     def get_role_grants_for_principal(
         self, principal: str, ptype: int
-    ) -> list[hms.RolePrincipalGrant]: ...
+    ) -> list[hms.RolePrincipalGrant]:
+        """The roles the principal holds, as RolePrincipalGrant."""
 
     # -- scheduled queries and runtime statistics ------------------------------------------------
 
-    def create_scheduled_query(self, query: hms.ScheduledQuery) -> None: ...
-    def alter_scheduled_query(self, query: hms.ScheduledQuery) -> None: ...
-    def drop_scheduled_query(self, key: hms.ScheduledQueryKey) -> None: ...
-    def get_scheduled_query(self, key: hms.ScheduledQueryKey) -> hms.ScheduledQuery: ...
-    def poll_scheduled_query(self, namespace: str) -> hms.ScheduledQueryPollResponse: ...
-    def scheduled_query_progress(self, info: hms.ScheduledQueryProgressInfo) -> None: ...
-    def add_runtime_stat(self, weight: int, payload: bytes) -> None: ...
-    def get_runtime_stats(self, max_weight: int, max_create_time: int) -> list[hms.RuntimeStat]: ...
+    def create_scheduled_query(self, query: hms.ScheduledQuery) -> None:
+        """Create a scheduled query; AlreadyExistsException ``Scheduled query with name: <key>
+        already exists.``, InvalidInputException ``Invalid schedule: ...``."""
+
+    def alter_scheduled_query(self, query: hms.ScheduledQuery) -> None:
+        """Replace a scheduled query's fields; NoSuchObjectException ``Scheduled query with name:
+        <key> doesn't exists.``."""
+
+    def drop_scheduled_query(self, key: hms.ScheduledQueryKey) -> None:
+        """Drop a scheduled query; NoSuchObjectException ``Scheduled query with name: <key> doesn't
+        exists.``."""
+
+    def get_scheduled_query(self, key: hms.ScheduledQueryKey) -> hms.ScheduledQuery:
+        """The scheduled query; NoSuchObjectException ``There is no scheduled query for: <key>``."""
+
+    def poll_scheduled_query(self, namespace: str) -> hms.ScheduledQueryPollResponse:
+        """The next due query of ``namespace`` as a new execution (an empty response when none is
+        due)."""
+
+    def scheduled_query_progress(self, info: hms.ScheduledQueryProgressInfo) -> None:
+        """Record an execution's state; InvalidOperationException ``No scheduled execution with id
+        <id>``, ``Invalid state change: <from>=><to>``, ``invalid state: <state>``."""
+
+    def add_runtime_stat(self, weight: int, payload: bytes) -> None:
+        """Store a runtime statistic (its weight and serialized payload)."""
+
+    def get_runtime_stats(self, max_weight: int, max_create_time: int) -> list[hms.RuntimeStat]:
+        """Runtime statistics created before ``max_create_time`` (seconds; -1: any), newest first,
+        until their weight passes ``max_weight``."""
 
 
 class TableReads(Protocol):
@@ -341,7 +531,10 @@ class TableReads(Protocol):
         *,
         valid_write_id_list: str | None = ...,
         encoded: bool = ...,
-    ) -> Any: ...
+    ) -> Any:
+        """The table (Encoded bytes with ``encoded``); NoSuchObjectException ``<cat>.<db>.<tbl>
+        table not found``."""
+
     def get_partition(
         self,
         cat: str,
@@ -351,7 +544,11 @@ class TableReads(Protocol):
         *,
         valid_write_id_list: str | None = ...,
         encoded: bool = ...,
-    ) -> Any: ...
+    ) -> Any:
+        """The partition with these values (Encoded with ``encoded``); NoSuchObjectException
+        ``<cat>.<db>.<tbl> table not found``, NoSuchObjectException ``partition values=[...]``,
+        MetaException for a wrong count of values."""
+
     def get_partitions(
         self,
         cat: str,
@@ -361,7 +558,10 @@ class TableReads(Protocol):
         *,
         valid_write_id_list: str | None = ...,
         encoded: bool = ...,
-    ) -> Any: ...
+    ) -> Any:
+        """The table's partitions in name order, at most ``max_parts`` (-1: all);
+        NoSuchObjectException ``<cat>.<db>.<tbl> table not found``."""
+
     def get_partitions_by_names(
         self,
         cat: str,
@@ -371,7 +571,10 @@ class TableReads(Protocol):
         *,
         valid_write_id_list: str | None = ...,
         encoded: bool = ...,
-    ) -> Any: ...
+    ) -> Any:
+        """The named partitions that exist, in name order; NoSuchObjectException ``<cat>.<db>.<tbl>
+        table not found``."""
+
     def get_partitions_by_filter(
         self,
         cat: str,
@@ -382,7 +585,10 @@ class TableReads(Protocol):
         *,
         valid_write_id_list: str | None = ...,
         encoded: bool = ...,
-    ) -> Any: ...
+    ) -> Any:
+        """The partitions Hive's ``filter_text`` accepts, in name order; NoSuchObjectException
+        ``<cat>.<db>.<tbl> table not found``."""
+
     def get_partitions_ps(
         self,
         cat: str,
@@ -393,7 +599,11 @@ class TableReads(Protocol):
         *,
         valid_write_id_list: str | None = ...,
         encoded: bool = ...,
-    ) -> Any: ...
+    ) -> Any:
+        """The partitions matching the partial values (``""``: any), in name order;
+        NoSuchObjectException ``<cat>.<db>.<tbl> table not found``, MetaException ``Incorrect number
+        of partition values...``."""
+
     def count_partitions_by_filter(
         self,
         cat: str,
@@ -402,7 +612,9 @@ class TableReads(Protocol):
         filter_text: str,
         *,
         valid_write_id_list: str | None = ...,
-    ) -> int: ...
+    ) -> int:
+        """How many partitions ``filter_text`` accepts; as get_partitions_by_filter."""
+
     def get_partition_names(
         self,
         cat: str,
@@ -411,7 +623,10 @@ class TableReads(Protocol):
         max_parts: int = ...,
         *,
         valid_write_id_list: str | None = ...,
-    ) -> list[str]: ...
+    ) -> list[str]:
+        """Partition names in name order, at most ``max_parts``; NoSuchObjectException
+        ``<cat>.<db>.<tbl> table not found``."""
+
     def get_partition_names_ps(
         self,
         cat: str,
@@ -421,59 +636,95 @@ class TableReads(Protocol):
         max_parts: int = ...,
         *,
         valid_write_id_list: str | None = ...,
-    ) -> list[str]: ...
+    ) -> list[str]:
+        """Names of the partitions matching the partial values; as get_partitions_ps."""
+
     def partition_values(
         self, cat: str, db: str, tbl: str, *, valid_write_id_list: str | None = ...
-    ) -> tuple[list[hms.FieldSchema], list[tuple[str, list[str]]]]: ...
+    ) -> tuple[list[hms.FieldSchema], list[tuple[str, list[str]]]]:
+        """The partition keys and every partition's (name, values): get_partition_values' input;
+        NoSuchObjectException ``<cat>.<db>.<tbl> table not found``."""
+
     def partition_count(
         self, cat: str, db: str, tbl: str, *, valid_write_id_list: str | None = ...
-    ) -> int: ...
+    ) -> int:
+        """How many partitions the table has; NoSuchObjectException ``<cat>.<db>.<tbl> table not
+        found``."""
 
 
 class DatabaseTableReads(Protocol):
     """The same reads on the database: always current, so no snapshot; objects only."""
 
-    def get_table(self, cat: str, db: str, name: str) -> hms.Table: ...
-    def get_partition(
-        self, cat: str, db: str, tbl: str, values: Sequence[str]
-    ) -> hms.Partition: ...
-    def get_partition_by_name(self, cat: str, db: str, tbl: str, name: str) -> hms.Partition: ...
+    def get_table(self, cat: str, db: str, name: str) -> hms.Table:
+        """As ``TableReads.get_table``, from the database: current, objects only."""
+
+    def get_partition(self, cat: str, db: str, tbl: str, values: Sequence[str]) -> hms.Partition:
+        """As ``TableReads.get_partition``, from the database: current, objects only."""
+
+    def get_partition_by_name(self, cat: str, db: str, tbl: str, name: str) -> hms.Partition:
+        """The partition of that name; NoSuchObjectException ``partition <name> not found in
+        <table>``."""
+
     def get_partitions(
         self, cat: str, db: str, tbl: str, max_parts: int = ...
-    ) -> list[hms.Partition]: ...
+    ) -> list[hms.Partition]:
+        """As ``TableReads.get_partitions``, from the database: current, objects only."""
+
     def get_partitions_by_names(
         self, cat: str, db: str, tbl: str, names: Sequence[str]
-    ) -> list[hms.Partition]: ...
+    ) -> list[hms.Partition]:
+        """As ``TableReads.get_partitions_by_names``, from the database: current, objects only."""
+
     def get_partitions_by_filter(
         self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = ...
-    ) -> list[hms.Partition]: ...
+    ) -> list[hms.Partition]:
+        """As ``TableReads.get_partitions_by_filter``, from the database: current, objects only."""
+
     def get_partitions_ps(
         self, cat: str, db: str, tbl: str, partial: Sequence[str] | None, max_parts: int = ...
-    ) -> list[hms.Partition]: ...
-    def count_partitions_by_filter(self, cat: str, db: str, tbl: str, filter_text: str) -> int: ...
-    def get_partition_names(
-        self, cat: str, db: str, tbl: str, max_parts: int = ...
-    ) -> list[str]: ...
+    ) -> list[hms.Partition]:
+        """As ``TableReads.get_partitions_ps``, from the database: current, objects only."""
+
+    def count_partitions_by_filter(self, cat: str, db: str, tbl: str, filter_text: str) -> int:
+        """As ``TableReads.count_partitions_by_filter``, from the database: current, objects
+        only."""
+
+    def get_partition_names(self, cat: str, db: str, tbl: str, max_parts: int = ...) -> list[str]:
+        """As ``TableReads.get_partition_names``, from the database: current, objects only."""
+
     def get_partition_names_by_filter(
         self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = ...
-    ) -> list[str]: ...
+    ) -> list[str]:
+        """As ``TableReads.get_partition_names_by_filter``, from the database: current, objects
+        only."""
+
     def get_partition_names_ps(
         self, cat: str, db: str, tbl: str, partial: Sequence[str] | None, max_parts: int = ...
-    ) -> list[str]: ...
+    ) -> list[str]:
+        """As ``TableReads.get_partition_names_ps``, from the database: current, objects only."""
+
     def partition_values(
         self, cat: str, db: str, tbl: str
-    ) -> tuple[list[hms.FieldSchema], list[tuple[str, list[str]]]]: ...
-    def partition_count(self, cat: str, db: str, tbl: str) -> int: ...
+    ) -> tuple[list[hms.FieldSchema], list[tuple[str, list[str]]]]:
+        """As ``TableReads.partition_values``, from the database: current, objects only."""
+
+    def partition_count(self, cat: str, db: str, tbl: str) -> int:
+        """As ``TableReads.partition_count``, from the database: current, objects only."""
 
 
 class Events(Protocol):
     """The notification log: reading it, and the writes whose only effect is an event or a
     mark beside the log (insert events, write notifications, partition event marks)."""
 
-    def current_notification_event_id(self) -> int: ...
+    def current_notification_event_id(self) -> int:
+        """The id of the newest event in NOTIFICATION_LOG."""
+
     def next_notifications(
         self, last_event: int, max_events: int | None, skip_types: Sequence[str] = ...
-    ) -> list[hms.NotificationEvent]: ...
+    ) -> list[hms.NotificationEvent]:
+        """Events after ``last_event`` in id order, at most ``max_events``, without
+        ``skip_types``."""
+
     def notification_events_count(
         self,
         from_event: int,
@@ -482,30 +733,48 @@ class Events(Protocol):
         to_event: int | None = ...,
         limit: int | None = ...,
         table_names: Sequence[str] | None = ...,
-    ) -> int: ...
-    def metastore_db_uuid(self) -> str: ...
+    ) -> int:
+        """How many events of the database (and ``table_names``) follow ``from_event`` (up to
+        ``to_event``, at most ``limit``)."""
+
+    def metastore_db_uuid(self) -> str:
+        """The metastore database's UUID (METASTORE_DB_PROPERTIES), made once."""
+
     def fire_insert_events(
         self,
         cat: str,
         db: str,
         tbl: str,
         inserts: Sequence[tuple[list[str] | None, hms.InsertEventRequestData]],
-    ) -> list[int]: ...
+    ) -> list[int]:
+        """Write one INSERT event per (partition values or None, data); returns their ids.
+        NoSuchObjectException ``<cat>.<db>.<tbl> table not found``, NoSuchObjectException for a
+        missing partition."""
+
     def add_write_notifications(
         self, cat: str, db: str, tbl: str, requests: Sequence[hms.WriteNotificationLogRequest]
-    ) -> None: ...
+    ) -> None:
+        """Record each write's files (TXN_WRITE_NOTIFICATION_LOG) and its ACID_WRITE event."""
+
     def write_event_info(
         self, txn_id: int, db: str | None, tbl: str | None
-    ) -> list[hms.WriteEventInfo]: ...
+    ) -> list[hms.WriteEventInfo]:
+        """The write notifications of a txn (for one database/table when given)."""
+
     def repl_commit_txn(
         self, cat: str, policy: str, src_txn: int, infos: Sequence[hms.WriteEventInfo]
-    ) -> None: ...
+    ) -> None:
+        """On a replication target: store the replayed txn's write notifications and commit it."""
+
     def mark_partition_for_event(
         self, cat: str, db: str, table: str, partition: str, event_type: int
-    ) -> None: ...
+    ) -> None:
+        """Mark a partition for an event type (PARTITION_EVENTS)."""
+
     def is_partition_marked_for_event(
         self, cat: str, db: str, table: str, partition: str, event_type: int
-    ) -> bool: ...
+    ) -> bool:
+        """Whether the partition carries that mark."""
 
 
 class Transactions(Protocol):

@@ -1,15 +1,17 @@
 """Typed forwarding: a method answered by another object, with the contract's types.
 
-``name = Forwarded(api.Metadata.name)`` in a class body gives the class a method the type
-checker sees with the signature of the contract's method; at run time each access asks the
-instance's ``_forward(name)`` for the callable (the method of the object that answers it, or a
-wrapper of it). The SQL store forwards to its families, the caching and the direct store to the
-SQL store (store/cached/forward.py).
+``name = Forwarded(Owner.name)`` in a class body gives the class a method the type checker sees
+with the signature of ``Owner.name``; at run time each access asks the instance's
+``_forward(name)`` for the callable (the method of the object that answers it, or a wrapper of
+it). The SQL store names the family that answers (``Forwarded(Tables.get_table)``, bound by
+``bind_owners``), so mypy checks each family's signature against the contract wherever the SQL
+store is used as one; the caching and the direct store, whose one target is the SQL store, name
+the contract's method (store/cached/forward.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast, overload
 
 P = ParamSpec("P")
@@ -23,8 +25,9 @@ class _Forwarding(Protocol):
 class Forwarded(Generic[P, R]):
     """A method typed as ``contract`` and looked up through the instance's ``_forward``."""
 
-    def __init__(self, contract: Callable[Concatenate[Any, P], R]) -> None:
-        self.name = contract.__name__
+    def __init__(self, target: Callable[Concatenate[Any, P], R]) -> None:
+        self.name = target.__name__
+        self.target: Callable[..., Any] = target
 
     def __set_name__(self, owner: type, name: str) -> None:
         if name != self.name:
@@ -38,3 +41,22 @@ class Forwarded(Generic[P, R]):
         if obj is None:
             return self
         return cast(_Forwarding, obj)._forward(self.name)
+
+
+def bind_owners(cls: type, parts: Sequence[object]) -> dict[str, Callable[..., Any]]:
+    """Each ``Forwarded`` of ``cls`` -> the bound method of the one part whose class has the very
+    function the descriptor names (identity, not a name: a family that merely has a method of
+    the same name is not a target). None or two such parts is a wiring mistake: refused."""
+    methods: dict[str, Callable[..., Any]] = {}
+    for name, value in vars(cls).items():
+        if not isinstance(value, Forwarded):
+            continue
+        owners = [part for part in parts if getattr(type(part), name, None) is value.target]
+        if len(owners) != 1:
+            found = [type(part).__name__ for part in owners]
+            target = value.target.__qualname__
+            raise TypeError(
+                f"{cls.__name__}.{name} -> {target}: {found or 'no part'}, expected one"
+            )
+        methods[name] = getattr(owners[0], name)
+    return methods

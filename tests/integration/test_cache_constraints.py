@@ -72,7 +72,7 @@ def _fk_pk_names(T: Any, client: Any) -> list[Any]:
 
 def _database_answer(url: str, T: Any, name: str) -> Any:
     """What the database path answers (a fresh store over the same database)."""
-    from hms_cache_proxy.store.sql.store import SqlStore
+    from hms_cache_proxy.store.sql.sql_store import SqlStore
 
     db = Database(url)
     try:

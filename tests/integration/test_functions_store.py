@@ -15,7 +15,7 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events import messages
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.store import SqlStore
+from hms_cache_proxy.store.sql.sql_store import SqlStore
 
 WAREHOUSE = "file:/tmp/hms-warehouse"
 CAT = "hive"

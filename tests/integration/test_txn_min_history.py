@@ -14,7 +14,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
-from hms_cache_proxy.store.sql.store import SqlStore
+from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import clean_txn_tables
 from hms_cache_proxy.store.txn.txn_base import TxnConfig
 from hms_cache_proxy.store.txn.txn_service import TxnService

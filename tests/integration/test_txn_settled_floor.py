@@ -13,7 +13,7 @@ from sqlalchemy import select
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.store import SqlStore
+from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.txn_service import TxnService
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from hms_cache_proxy.store.db.engine import Database
-from hms_cache_proxy.store.sql.store import SqlStore
+from hms_cache_proxy.store.sql.sql_store import SqlStore
 from tests.support.apache_thrift import apache_client
 from tests.support.cache import ours
 from tests.support.server import ServerProcess

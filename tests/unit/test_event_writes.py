@@ -19,12 +19,12 @@ from typing import Any
 
 from hms_cache_proxy.store import api
 from hms_cache_proxy.store.cache.cache import Cache
-from hms_cache_proxy.store.cached.store import CachedStore
+from hms_cache_proxy.store.cached.cached_store import CachedStore
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.event_writes import is_event_write, writes_events
 from hms_cache_proxy.store.forwarding import Forwarded
 from hms_cache_proxy.store.sql.sql_base import SqlPart
-from hms_cache_proxy.store.sql.store import SqlStore
+from hms_cache_proxy.store.sql.sql_store import SqlStore
 
 _EVENT_LOG_CALLS = {"append", "reserve", "write"}
 _SELF_LOADS = {"LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE"}

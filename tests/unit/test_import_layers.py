@@ -169,6 +169,7 @@ STORE_LEVELS = (
         "txn_snapshots",
         "write_id_equivalence",
         "cron",
+        "rules",
     },
     {"events"},
     {"txn", "colstats"},
@@ -196,6 +197,30 @@ def test_store_parts_import_only_downward(graph: dict[str, dict[str, int]]) -> N
             if source in level and part in level and level[part] > level[source]:
                 upward.append(f"{module} (line {line}) imports {target}")
     assert not upward, "store/ imports running upward:\n" + "\n".join(upward)
+
+
+HANDLER_STORE_IMPORTS = frozenset({"api", "events.databases", *STORE_LEVELS[1]})
+"""What the handler may import of store/: the contract and the pure modules (events/databases.py
+reads the databases an event names from its message, no I/O). A constant or rule the handler
+borrowed from sql/ or txn/ belongs in store/rules.py; data it needs from a transaction comes
+through the contract (alter_table's ``prepare`` gets ``exists``, not a connection)."""
+
+
+def test_the_handler_imports_only_the_contract_and_pure_store_modules(
+    graph: dict[str, dict[str, int]],
+) -> None:
+    prefix = "hms_cache_proxy.store."
+    allowed = tuple(prefix + name for name in HANDLER_STORE_IMPORTS)
+    reached = []
+    for module, edges in graph.items():
+        if not module.startswith("hms_cache_proxy.handler"):
+            continue
+        for target, line in edges.items():
+            if target.startswith(prefix) and not any(
+                target == a or target.startswith(a + ".") for a in allowed
+            ):
+                reached.append(f"{module} (line {line}) imports {target}")
+    assert not reached, "the handler reaches past the store contract:\n" + "\n".join(reached)
 
 
 def _write(root: Path, rel: str, text: str) -> None:

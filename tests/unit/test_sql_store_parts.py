@@ -1,6 +1,7 @@
-"""The SQL store is one object per family, composed by SqlStore: every call of the contract goes
-to the one family that defines it, with the contract's parameters (mypy sees only the contract's
-signature on SqlStore, so the families' own signatures are checked here)."""
+"""The SQL store is one object per family, composed by SqlStore: every call of the contract names
+the family method that answers it (``Forwarded(Tables.get_table)``), with the contract's
+parameters (mypy checks the types where SqlStore is used as the contract; the parameter names and
+defaults, which a positional-only view would let differ, are checked here)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ import pytest
 
 from hms_cache_proxy.store import api
 from hms_cache_proxy.store.db.engine import Database
-from hms_cache_proxy.store.forwarding import Forwarded
-from hms_cache_proxy.store.sql import store as sql_store
+from hms_cache_proxy.store.forwarding import Forwarded, bind_owners
 from hms_cache_proxy.store.sql.sql_base import SqlPart, SqlShared
-from hms_cache_proxy.store.sql.store import SqlStore
+from hms_cache_proxy.store.sql.sql_store import SqlStore
 
 
 def _store() -> SqlStore:
@@ -50,22 +50,40 @@ def test_the_family_method_takes_the_contracts_parameters(name: str) -> None:
 def test_the_families_share_one_set_of_collaborators() -> None:
     store = _store()
     parts = store.parts()
-    assert len(parts) == len({type(p) for p in parts}) == 15
+    assert len(parts) == len({type(p) for p in parts}) == 18
     for part in parts:
         assert part.db is store.db and part.txn is store.txn and part.events is store.events
-    assert store.partitions.tables is store.tables
+    assert store.partition_writes.reads is store.partition_reads
+    assert store.partition_alters.reads is store.partition_reads
+    assert store.partition_alters.table_alters is store.table_alters
+    assert store.table_alters.tables is store.tables
+    assert store.partition_writes.tables is store.partition_alters.tables is store.tables
     assert store.stats_writes.reads is store.stats_reads
 
 
-def test_a_name_two_families_define_is_refused() -> None:
+def test_each_forward_names_the_family_that_answers_it() -> None:
+    store = _store()
+    for name, value in vars(SqlStore).items():
+        if isinstance(value, Forwarded):
+            bound = getattr(store, name)
+            assert bound.__func__ is value.target
+            assert isinstance(bound.__self__, SqlPart)
+
+
+def test_a_forward_binds_by_identity_not_by_name() -> None:
     class First(SqlPart):
         def get_table(self) -> None: ...
 
     class Second(SqlPart):
         def get_table(self) -> None: ...
 
+    class Composed:
+        get_table = Forwarded(First.get_table)
+
     shared = SqlShared(Database("sqlite://"), warehouse_uri="file:/unused")
-    with pytest.raises(TypeError, match=r"SqlStore.get_table: defined by \['First', 'Second'\]"):
-        sql_store._bind([First(shared), Second(shared)], ["get_table"])
-    with pytest.raises(TypeError, match="SqlStore.get_table: defined by no family"):
-        sql_store._bind([], ["get_table"])
+    first, second = First(shared), Second(shared)
+    assert bind_owners(Composed, [second, first])["get_table"].__self__ is first
+    with pytest.raises(TypeError, match=r"Composed.get_table -> .*First.get_table: no part"):
+        bind_owners(Composed, [second])
+    with pytest.raises(TypeError, match=r"\['First', 'First'\], expected one"):
+        bind_owners(Composed, [first, First(shared)])

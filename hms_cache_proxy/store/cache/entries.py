@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 
@@ -274,6 +274,50 @@ class TableEntry:
         self.constraints = None
         self.constraint_refs = frozenset()
         self.constraints_changed = event_id
+
+
+class PartitionedEntry(TableEntry):
+    """A ``TableEntry`` whose partitions are loaded, as the partition reads see it: ``parts`` is
+    a ``PartitionSet``, not None. A type only (no entry is made as one): ``with_parts`` gives
+    an entry this type once it has checked it, as the caching store's rules already have."""
+
+    __slots__ = ()
+    parts: PartitionSet
+
+
+class StatsEntry(TableEntry):
+    """A ``TableEntry`` whose column statistics are loaded (``stats`` is not None); a type
+    only, given by ``with_stats``."""
+
+    __slots__ = ()
+    stats: StatsRows
+
+
+class PartitionStatsEntry(PartitionedEntry, StatsEntry):
+    """Both loaded: the partition statistics reads (``with_stats`` after ``with_parts``)."""
+
+    __slots__ = ()
+
+
+def with_parts(entry: TableEntry) -> PartitionedEntry:
+    """``entry`` typed as holding its partitions (ValueError if it does not)."""
+    if entry.parts is None:
+        raise ValueError(f"{entry.key.qualified()}: the entry holds no partitions")
+    return cast(PartitionedEntry, entry)
+
+
+def with_stats(entry: TableEntry) -> StatsEntry:
+    """``entry`` typed as holding its column statistics (ValueError if it does not)."""
+    if entry.stats is None:
+        raise ValueError(f"{entry.key.qualified()}: the entry holds no statistics")
+    return cast(StatsEntry, entry)
+
+
+def with_parts_and_stats(entry: TableEntry) -> PartitionStatsEntry:
+    """``entry`` typed as holding both its partitions and its statistics."""
+    with_parts(entry)
+    with_stats(entry)
+    return cast(PartitionStatsEntry, entry)
 
 
 def is_transactional(params: dict[str, str] | None) -> bool:

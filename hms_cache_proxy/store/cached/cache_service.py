@@ -12,8 +12,8 @@ from hms_cache_proxy.observability.admin import AdminNotFound, scope
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cache.entries import TableName
 from hms_cache_proxy.store.cached.apply import EventApplier
+from hms_cache_proxy.store.cached.cached_store import CachedStore
 from hms_cache_proxy.store.cached.prewarm import Loader
-from hms_cache_proxy.store.cached.store import CachedStore
 from hms_cache_proxy.store.cached.strong import PositionBarrier
 from hms_cache_proxy.store.cached.table_selection import TablePatterns
 from hms_cache_proxy.store.events.poller import Poller, SequenceReader

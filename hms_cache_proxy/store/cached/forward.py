@@ -34,7 +34,6 @@ class ForwardingStore:
     alter_table = Forwarded(api.Metadata.alter_table)
     drop_table = Forwarded(api.Metadata.drop_table)
     truncate_table = Forwarded(api.Metadata.truncate_table)
-    table_exists = Forwarded(api.Metadata.table_exists)
     get_table_names = Forwarded(api.Metadata.get_table_names)
     get_table_meta = Forwarded(api.Metadata.get_table_meta)
     tables_using_locations = Forwarded(api.Metadata.tables_using_locations)

@@ -16,7 +16,14 @@ from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store import api
-from hms_cache_proxy.store.cache.entries import TableEntry, TableName
+from hms_cache_proxy.store.cache.entries import (
+    PartitionStatsEntry,
+    StatsEntry,
+    TableEntry,
+    TableName,
+    with_parts_and_stats,
+    with_stats,
+)
 from hms_cache_proxy.store.colstats.accuracy import stats_valid_for_query
 from hms_cache_proxy.store.colstats.aggregation import aggregate_partition_stats
 from hms_cache_proxy.store.colstats.stats_rows import (
@@ -34,8 +41,46 @@ class StatsReads:
     cache: Any
     loader: Any
     _read: Callable[..., Any]
+    counters: Any
 
     def _stats_read(
+        self,
+        method: str,
+        cat: str,
+        db: str,
+        tbl: str,
+        snapshot: str | None,
+        pick: Callable[[StatsEntry], Any],
+        from_db: Callable[[], Any],
+    ) -> Any:
+        """A read answered from the entry's statistics rows."""
+        return self._stats_answer(
+            method, cat, db, tbl, snapshot, lambda e: pick(with_stats(e)), from_db
+        )
+
+    def _partition_stats_read(
+        self,
+        method: str,
+        cat: str,
+        db: str,
+        tbl: str,
+        snapshot: str | None,
+        pick: Callable[[PartitionStatsEntry], Any],
+        from_db: Callable[[], Any],
+    ) -> Any:
+        """A read answered from the entry's statistics rows and its partitions."""
+        return self._stats_answer(
+            method,
+            cat,
+            db,
+            tbl,
+            snapshot,
+            lambda e: pick(with_parts_and_stats(e)),
+            from_db,
+            partitions=True,
+        )
+
+    def _stats_answer(
         self,
         method: str,
         cat: str,
@@ -63,7 +108,7 @@ class StatsReads:
                 method, key, snapshot, cached, database, partitions=partitions, newest=True
             )
         except _NoStats:
-            self.counters.miss(method, metrics.MISS_NOT_CACHED)  # type: ignore[attr-defined]
+            self.counters.miss(method, metrics.MISS_NOT_CACHED)
             return from_db()
 
     def get_table_column_statistics(
@@ -82,10 +127,10 @@ class StatsReads:
         cols = list(dict.fromkeys(col_names or []))
         eng = engine or DEFAULT_ENGINE
 
-        def pick(entry: TableEntry) -> Any:
+        def pick(entry: StatsEntry) -> Any:
             if not cols:
                 return None
-            rows = [entry.stats.table.get((eng, c)) for c in cols]  # type: ignore[union-attr]
+            rows = [entry.stats.table.get((eng, c)) for c in cols]
             rows = [r for r in rows if r is not None]
             if not rows:
                 return None
@@ -138,14 +183,14 @@ class StatsReads:
         cols = list(dict.fromkeys(col_names))
         wanted = set(col_names or [])
 
-        def pick(entry: TableEntry) -> Any:
+        def pick(entry: PartitionStatsEntry) -> Any:
             if not names or not wanted:
                 return []
             stats = entry.stats
             parts = entry.parts
             out = []
             for name in names:
-                prows = stats.parts.get(name)  # type: ignore[union-attr]
+                prows = stats.parts.get(name)
                 if not prows:
                     continue
                 rows = {c: prows[(eng, c)] for c in cols if (eng, c) in prows}
@@ -156,7 +201,7 @@ class StatsReads:
                     if not self.sql.txn_stats_enabled:
                         compliant = False
                     else:
-                        part = thrift_bytes.decode(hms.Partition, parts.by_name[name].encoded())  # type: ignore[union-attr]
+                        part = thrift_bytes.decode(hms.Partition, parts.by_name[name].encoded())
                         compliant = stats_valid_for_query(
                             part.parameters or {}, part.writeId, valid_write_id_list, False
                         )
@@ -164,7 +209,7 @@ class StatsReads:
                 out.append(column_statistics(cat, db, tbl, ordered, flags, compliant, eng, name))
             return out
 
-        return self._stats_read(
+        return self._partition_stats_read(
             "partition_column_statistics",
             cat,
             db,
@@ -182,7 +227,6 @@ class StatsReads:
                 bit_vectors=bit_vectors,
                 histograms=histograms,
             ),
-            partitions=True,
         )
 
     def get_partition_column_statistics(
@@ -217,10 +261,10 @@ class StatsReads:
         cols = list(dict.fromkeys(col_names or []))
         eng = engine or DEFAULT_ENGINE
 
-        def pick(entry: TableEntry) -> Any:
+        def pick(entry: PartitionStatsEntry) -> Any:
             if not names or not cols:
                 return hms.AggrStats(colStats=[], partsFound=0)
-            by_name = entry.parts.by_name  # type: ignore[union-attr]
+            by_name = entry.parts.by_name
             if valid_write_id_list is not None:
                 if entry.transactional and not self.sql.txn_stats_enabled:
                     return hms.AggrStats(colStats=[], partsFound=0)
@@ -236,7 +280,7 @@ class StatsReads:
             wanted = set(cols)
             stats: dict[str, list[hms.ColumnStatisticsObj]] = {}
             for n in names:
-                prows = entry.stats.parts.get(n)  # type: ignore[union-attr]
+                prows = entry.stats.parts.get(n)
                 if not prows:
                     continue
                 objs = [
@@ -252,7 +296,7 @@ class StatsReads:
                 use_density_function=self.sql.stats_ndv_density_function,
             )
 
-        return self._stats_read(
+        return self._partition_stats_read(
             "get_aggr_stats_for",
             cat,
             db,
@@ -262,7 +306,6 @@ class StatsReads:
             lambda: self.sql.get_aggr_stats_for(
                 cat, db, tbl, part_names, col_names, engine, valid_write_id_list=valid_write_id_list
             ),
-            partitions=True,
         )
 
 

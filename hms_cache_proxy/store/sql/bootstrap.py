@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from hms_cache_proxy.store.db import ids, schema
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.db.ids import IdAllocator
-from hms_cache_proxy.store.sql.roles import ADMIN_ROLE, PUBLIC_ROLE
+from hms_cache_proxy.store.rules import ADMIN_ROLE, PUBLIC_ROLE
 
 SCHEMA_VERSION = "4.0.0"
 VERSION_COMMENT = "Hive release version 4.0.0"

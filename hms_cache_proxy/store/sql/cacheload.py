@@ -5,7 +5,7 @@ A load must describe one instant: the table, every partition, ``at`` (NEXT_EVENT
 for a transactional table, its committed write ids are all read in one ``Database.read()``
 snapshot (REPEATABLE READ on PostgreSQL), so the cache can tell which later events are already
 in it. Partitions skip the Thrift objects the database path builds: the same rows (the same
-queries as ``Partitions.load_partitions``) become the binary-protocol bytes the cache
+queries as ``PartitionReads.load_partitions``) become the binary-protocol bytes the cache
 keeps, as ``head + cols + tail`` (hms_cache_proxy/thrift_bytes.py), byte for byte what encoding the
 database path's objects gives. Repeated parts (formats, serde, column lists) are encoded once
 per load.
@@ -30,7 +30,7 @@ from hms_cache_proxy.store.events.log import EventLog
 from hms_cache_proxy.store.sql.constraints import Constraints
 from hms_cache_proxy.store.sql.databases import _database, _db_params
 from hms_cache_proxy.store.sql.details import Details, load_details
-from hms_cache_proxy.store.sql.partitions import _partitions_of_table
+from hms_cache_proxy.store.sql.partition_reads import _partitions_of_table
 from hms_cache_proxy.store.sql.storage import SD_COLUMNS, _skew_values
 from hms_cache_proxy.store.sql.tables import TABLE_BY_NAME, Tables, table_select
 from hms_cache_proxy.store.txn.txn_service import TxnService

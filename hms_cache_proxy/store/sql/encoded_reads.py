@@ -8,12 +8,12 @@ from __future__ import annotations
 from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql import cacheload
-from hms_cache_proxy.store.sql.partitions import Partitions
+from hms_cache_proxy.store.sql.partition_reads import PartitionReads
 from hms_cache_proxy.thrift_bytes import Encoded
 
 
 def all_partitions_encoded(
-    database: Database, partitions: Partitions, cat: str, db: str, tbl: str
+    database: Database, partitions: PartitionReads, cat: str, db: str, tbl: str
 ) -> Encoded:
     """Every partition of the table, in name order, as one encoded LIST of Partition structs
     (NoSuchObjectException when the table does not exist)."""

@@ -12,7 +12,7 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.partitions import Partitions
+from hms_cache_proxy.store.sql.partition_reads import PartitionReads
 from hms_cache_proxy.store.sql.sql_base import SqlPart, SqlShared
 from hms_cache_proxy.store.sql.tables import Tables
 
@@ -22,7 +22,7 @@ UUID_KEY = "guid"
 class Notifications(SqlPart):
     """The notification log: reads, and insert events a client fires for its own writes."""
 
-    def __init__(self, shared: SqlShared, partitions: Partitions, tables: Tables) -> None:
+    def __init__(self, shared: SqlShared, partitions: PartitionReads, tables: Tables) -> None:
         super().__init__(shared)
         self.partitions = partitions
         self.tables = tables

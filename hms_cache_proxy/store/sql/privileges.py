@@ -10,7 +10,7 @@ Rows go with their object (tables.py and databases.py delete them).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,14 +233,6 @@ def owner_grant_rows(
                 for priv in _split(info.privilege):
                     rows.append(_row(level, principal, ptype, info, priv, "SQL", owner_id))
     return rows
-
-
-PARTITION_LEVEL_PRIVILEGE = "PARTITION_LEVEL_PRIVILEGE"
-
-
-def partition_level(params: Mapping[str, str] | None) -> bool:
-    """Whether a table's partitions carry their own privileges (Hive's table parameter)."""
-    return str((params or {}).get(PARTITION_LEVEL_PRIVILEGE, "")).upper() == "TRUE"
 
 
 def copy_table_grants_to_partitions(

@@ -19,7 +19,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.partitions import Partitions
+from hms_cache_proxy.store.sql.partition_reads import PartitionReads
 from hms_cache_proxy.store.sql.sql_base import SqlPart, SqlShared, table_ref
 from hms_cache_proxy.store.sql.tables import Tables
 from hms_cache_proxy.store.sql.write_notes import WriteNotes
@@ -45,7 +45,7 @@ class ReplCommits(SqlPart):
     """commit_txn of a REPL_CREATED txn."""
 
     def __init__(
-        self, shared: SqlShared, notes: WriteNotes, tables: Tables, partitions: Partitions
+        self, shared: SqlShared, notes: WriteNotes, tables: Tables, partitions: PartitionReads
     ) -> None:
         super().__init__(shared)
         self.notes = notes

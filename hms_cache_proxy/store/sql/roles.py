@@ -16,10 +16,8 @@ from sqlalchemy import Connection, delete, insert, select, update
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.rules import PUBLIC_ROLE
 from hms_cache_proxy.store.sql.sql_base import SqlPart, now, principal_name, principal_type
-
-ADMIN_ROLE = "admin"
-PUBLIC_ROLE = "public"
 
 _R, _M = schema.ROLES, schema.ROLE_MAP
 

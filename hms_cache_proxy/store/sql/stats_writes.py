@@ -39,7 +39,7 @@ from hms_cache_proxy.store.db.batch import chunks
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.partitions import Partitions, ResolvedTable
+from hms_cache_proxy.store.sql.partition_reads import PartitionReads, ResolvedTable
 from hms_cache_proxy.store.sql.sql_base import (
     SqlPart,
     SqlShared,
@@ -90,7 +90,7 @@ class ColumnStatsWrites(SqlPart):
     (the reads and lookups are ``reads``'s)."""
 
     def __init__(
-        self, shared: SqlShared, reads: ColumnStatsReads, partitions: Partitions, tables: Tables
+        self, shared: SqlShared, reads: ColumnStatsReads, partitions: PartitionReads, tables: Tables
     ) -> None:
         super().__init__(shared)
         self.reads = reads

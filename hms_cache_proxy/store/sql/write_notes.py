@@ -22,7 +22,7 @@ from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events import tjson
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.partitions import Partitions
+from hms_cache_proxy.store.sql.partition_reads import PartitionReads
 from hms_cache_proxy.store.sql.sql_base import SqlPart, SqlShared, java_list, now, table_ref
 from hms_cache_proxy.store.sql.tables import Tables
 
@@ -47,7 +47,7 @@ def encoded_files(info: hms.InsertEventRequestData) -> list[str]:
 class WriteNotes(SqlPart):
     """Write notifications of transactions (TXN_WRITE_NOTIFICATION_LOG and ACID_WRITE_EVENT)."""
 
-    def __init__(self, shared: SqlShared, partitions: Partitions, tables: Tables) -> None:
+    def __init__(self, shared: SqlShared, partitions: PartitionReads, tables: Tables) -> None:
         super().__init__(shared)
         self.partitions = partitions
         self.tables = tables

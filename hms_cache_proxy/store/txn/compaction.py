@@ -40,12 +40,14 @@ from sqlalchemy import (
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.rules import COMPACTION_REFUSED
 from hms_cache_proxy.store.txn.txn_base import TxnPart
 
 _CQ, _CC = schema.COMPACTION_QUEUE, schema.COMPLETED_COMPACTIONS
 
 INITIATED, WORKING, READY_FOR_CLEANING = "i", "w", "r"
-FAILED, SUCCEEDED, DID_NOT_INITIATE, REFUSED, ABORTED_STATE = "f", "s", "a", "c", "x"
+FAILED, SUCCEEDED, DID_NOT_INITIATE, ABORTED_STATE = "f", "s", "a", "x"
+REFUSED = COMPACTION_REFUSED
 
 STATE_NAMES: dict[str, str] = {
     INITIATED: "initiated",

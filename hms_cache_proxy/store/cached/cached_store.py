@@ -58,7 +58,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.store import api, partnames
 from hms_cache_proxy.store.cache.cache import Cache
-from hms_cache_proxy.store.cache.entries import TableEntry, TableName
+from hms_cache_proxy.store.cache.entries import PartitionedEntry, TableEntry, TableName, with_parts
 from hms_cache_proxy.store.cached.direct import partitions_from_database
 from hms_cache_proxy.store.cached.forward import ForwardingStore
 from hms_cache_proxy.store.cached.stats_cache import StatsReads
@@ -409,16 +409,23 @@ class CachedStore(StatsReads, ForwardingStore):
         db: str,
         tbl: str,
         snapshot: str | None,
-        pick: Callable[[TableEntry], Any],
+        pick: Callable[[PartitionedEntry], Any],
         from_db: Callable[[], Any],
     ) -> Any:
-        return self._read(method, TableName(cat, db, tbl), snapshot, pick, from_db, partitions=True)
+        """A read answered from the entry's partitions (``_check_locked`` with ``partitions``
+        refuses an entry without them, so ``with_parts`` only gives the entry its type)."""
+        return self._read(
+            method,
+            TableName(cat, db, tbl),
+            snapshot,
+            lambda entry: pick(with_parts(entry)),
+            from_db,
+            partitions=True,
+        )
 
     @staticmethod
-    def _parts(entry: TableEntry, names: Sequence[str], encoded: bool) -> Any:
-        parts = entry.parts
-        assert parts is not None
-        by_name = parts.by_name
+    def _parts(entry: PartitionedEntry, names: Sequence[str], encoded: bool) -> Any:
+        by_name = entry.parts.by_name
         pieces: list[bytes] = []
         for n in names:
             p = by_name[n]
@@ -445,12 +452,12 @@ class CachedStore(StatsReads, ForwardingStore):
         valid_write_id_list: str | None = None,
         encoded: bool = False,
     ) -> Any:
-        def pick(entry: TableEntry) -> Any:
+        def pick(entry: PartitionedEntry) -> Any:
             try:
                 name = partnames.make_part_name(entry.key_names, list(values or []))
             except partnames.PartitionNameError as exc:
                 raise hms.MetaException(message=str(exc)) from None
-            part = entry.parts.by_name.get(name)  # type: ignore[union-attr]
+            part = entry.parts.by_name.get(name)
             if part is None:
                 raise hms.NoSuchObjectException(message=f"partition values={java_list(values)}")
             data = part.encoded()
@@ -469,8 +476,8 @@ class CachedStore(StatsReads, ForwardingStore):
     def get_partition_by_name(
         self, cat: str, db: str, tbl: str, name: str, *, valid_write_id_list: str | None = None
     ) -> hms.Partition:
-        def pick(entry: TableEntry) -> Any:
-            part = entry.parts.by_name.get(name)  # type: ignore[union-attr]
+        def pick(entry: PartitionedEntry) -> Any:
+            part = entry.parts.by_name.get(name)
             if part is None:
                 raise hms.NoSuchObjectException(
                     message=f"partition {name} not found in {table_ref(cat, db, tbl)}"
@@ -497,8 +504,8 @@ class CachedStore(StatsReads, ForwardingStore):
         valid_write_id_list: str | None = None,
         encoded: bool = False,
     ) -> Any:
-        def pick(entry: TableEntry) -> Any:
-            names = entry.parts.names()  # type: ignore[union-attr]
+        def pick(entry: PartitionedEntry) -> Any:
+            names = entry.parts.names()
             if max_parts == 0:
                 names = []
             elif max_parts >= 0:
@@ -527,8 +534,8 @@ class CachedStore(StatsReads, ForwardingStore):
         valid_write_id_list: str | None = None,
         encoded: bool = False,
     ) -> Any:
-        def pick(entry: TableEntry) -> Any:
-            by_name = entry.parts.by_name  # type: ignore[union-attr]
+        def pick(entry: PartitionedEntry) -> Any:
+            by_name = entry.parts.by_name
             found = [n for n in sorted(set(names)) if n in by_name]
             return self._parts(entry, found, encoded)
 
@@ -544,14 +551,15 @@ class CachedStore(StatsReads, ForwardingStore):
             )
         )
 
-    def _filtered(self, entry: TableEntry, filter_text: str, max_parts: int | None) -> list[str]:
+    def _filtered(
+        self, entry: PartitionedEntry, filter_text: str, max_parts: int | None
+    ) -> list[str]:
         """Names of the partitions the filter accepts, in order (the database path's rules:
         the same evaluator, narrowed first by the exact values the filter pins)."""
         node = parse(filter_text or "")
         accept = compile_filter(node, entry.key_names, entry.key_types)
         conditions = pushdown(node, entry.key_names, entry.key_types)
         parts = entry.parts
-        assert parts is not None
         candidates = parts.candidates(
             [(c.key_index, c.values) for c in conditions], len(entry.key_names)
         )
@@ -572,7 +580,7 @@ class CachedStore(StatsReads, ForwardingStore):
         valid_write_id_list: str | None = None,
         encoded: bool = False,
     ) -> Any:
-        def pick(entry: TableEntry) -> Any:
+        def pick(entry: PartitionedEntry) -> Any:
             return self._parts(entry, self._filtered(entry, filter_text, max_parts), encoded)
 
         return self._objects(
@@ -628,7 +636,7 @@ class CachedStore(StatsReads, ForwardingStore):
 
     @staticmethod
     def _ps_names(
-        entry: TableEntry, partial: Sequence[str] | None, max_parts: int | None
+        entry: PartitionedEntry, partial: Sequence[str] | None, max_parts: int | None
     ) -> list[str]:
         partial = list(partial or [])
         if len(partial) > len(entry.key_names):
@@ -637,7 +645,7 @@ class CachedStore(StatsReads, ForwardingStore):
                 f"{len(entry.key_names)}, part_val={java_list(partial)}"
             )
         conditions = [(i, (v,)) for i, v in enumerate(partial) if v not in ("", None)]
-        found = entry.parts.candidates(conditions, len(entry.key_names))  # type: ignore[union-attr]
+        found = entry.parts.candidates(conditions, len(entry.key_names))
         if max_parts is not None and max_parts >= 0:
             found = found[:max_parts]
         return found
@@ -653,7 +661,7 @@ class CachedStore(StatsReads, ForwardingStore):
         valid_write_id_list: str | None = None,
         encoded: bool = False,
     ) -> Any:
-        def pick(entry: TableEntry) -> Any:
+        def pick(entry: PartitionedEntry) -> Any:
             return self._parts(entry, self._ps_names(entry, partial, max_parts), encoded)
 
         return self._objects(
@@ -697,10 +705,10 @@ class CachedStore(StatsReads, ForwardingStore):
         *,
         valid_write_id_list: str | None = None,
     ) -> list[str]:
-        def pick(entry: TableEntry) -> list[str]:
+        def pick(entry: PartitionedEntry) -> list[str]:
             if max_parts == 0:
                 return []
-            names = entry.parts.names()  # type: ignore[union-attr]
+            names = entry.parts.names()
             return list(names[:max_parts] if max_parts >= 0 else names)
 
         return self._partition_read(
@@ -716,13 +724,13 @@ class CachedStore(StatsReads, ForwardingStore):
     def partition_values(
         self, cat: str, db: str, tbl: str, *, valid_write_id_list: str | None = None
     ) -> tuple[list[hms.FieldSchema], list[tuple[str, list[str]]]]:
-        def pick(entry: TableEntry) -> Any:
+        def pick(entry: PartitionedEntry) -> Any:
             keys = [
                 hms.FieldSchema(name=k.name, type=k.type, comment=k.comment)
                 for k in entry.table.partitionKeys or []
             ]
-            by_name = entry.parts.by_name  # type: ignore[union-attr]
-            return keys, [(n, list(by_name[n].values)) for n in entry.parts.names()]  # type: ignore[union-attr]
+            by_name = entry.parts.by_name
+            return keys, [(n, list(by_name[n].values)) for n in entry.parts.names()]
 
         return self._partition_read(
             "get_partition_values",
@@ -743,7 +751,7 @@ class CachedStore(StatsReads, ForwardingStore):
             db,
             tbl,
             valid_write_id_list,
-            lambda e: len(e.parts),  # type: ignore[arg-type]
+            lambda e: len(e.parts),
             lambda: self.sql.partition_count(cat, db, tbl),
         )
 

@@ -1,0 +1,527 @@
+"""Partition alters: alter_partitions, rename_partition and truncate_table (which resets the
+partitions' statistics through an alter), each replacing partition rows in one transaction;
+add, drop and exchange are in partition_writes.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    bindparam,
+    cast,
+    column,
+    delete,
+    select,
+    update,
+    values,
+)
+
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.colstats.accuracy import COLUMN_STATS_ACCURATE, stats_valid_for_query
+from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.batch import chunks, fetch_in
+from hms_cache_proxy.store.event_writes import writes_events
+from hms_cache_proxy.store.events import messages as msg
+from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.sql.partition_reads import PartitionReads, ResolvedTable
+from hms_cache_proxy.store.sql.partition_writes import (
+    copy_partition,
+    in_order,
+    p_name,
+    write_id_of_call,
+)
+from hms_cache_proxy.store.sql.sql_base import (
+    SqlPart,
+    SqlShared,
+    TxnWrite,
+    is_transactional,
+    java_list,
+)
+from hms_cache_proxy.store.sql.storage import (
+    delete_storage_descriptors,
+    insert_column_descriptors,
+    insert_rows,
+    insert_storage_descriptors,
+    param_rows,
+    same_columns,
+)
+from hms_cache_proxy.store.sql.table_alters import TableAlters
+from hms_cache_proxy.store.sql.tables import Tables
+
+_P, _KV = schema.PARTITIONS, schema.PARTITION_KEY_VALS
+
+
+class PartitionAlters(SqlPart):
+    """Changes to existing partitions (alter, rename, truncate_table); the partitions are read
+    through ``reads``, the table through ``tables`` (and altered through ``table_alters``)."""
+
+    def __init__(
+        self, shared: SqlShared, reads: PartitionReads, tables: Tables, table_alters: TableAlters
+    ) -> None:
+        super().__init__(shared)
+        self.reads = reads
+        self.tables = tables
+        self.table_alters = table_alters
+
+    @writes_events
+    def alter_partitions(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        new_parts: Sequence[hms.Partition],
+        *,
+        write_id: int | None = None,
+        valid_write_id_list: str | None = None,
+        prepare: Callable[[hms.Partition, hms.Partition], None] | None = None,
+        is_truncate: bool = False,
+    ) -> list[tuple[hms.Partition, hms.Partition]]:
+        """Replace partitions (found by their values); returns (before, after) pairs, as stored.
+
+        A missing partition is NoSuchObjectException ``partition values=[a, b]`` (Hive's
+        ObjectStore.getPartition). ``prepare(before, after)`` may adjust each new partition
+        inside the transaction. One ALTER_PARTITION event per partition (``is_truncate`` marks
+        them as truncate_table's).
+
+        Write ids (Hive's ObjectStore.alterPartitions): only a transactional table takes one,
+        ``write_id`` (the request's) or else the new partitions' writeId (one value; echoes of
+        the stored ones count only while their txn is open). It must belong to an open txn,
+        becomes PARTITIONS.WRITE_ID, and drops COLUMN_STATS_ACCURATE of partitions whose stored
+        statistics are not valid for the writer's snapshot. Without one WRITE_ID stays."""
+
+        return self.db.transaction(
+            lambda conn: self.alter_partitions_in(
+                conn,
+                cat,
+                db,
+                tbl,
+                new_parts,
+                write_id=write_id,
+                valid_write_id_list=valid_write_id_list,
+                prepare=prepare,
+                is_truncate=is_truncate,
+            )
+        )
+
+    @writes_events
+    def alter_partitions_in(
+        self,
+        conn: Connection,
+        cat: str,
+        db: str,
+        tbl: str,
+        new_parts: Sequence[hms.Partition],
+        *,
+        write_id: int | None = None,
+        valid_write_id_list: str | None = None,
+        prepare: Callable[[hms.Partition, hms.Partition], None] | None = None,
+        is_truncate: bool = False,
+    ) -> list[tuple[hms.Partition, hms.Partition]]:
+        """``alter_partitions`` inside the caller's write transaction ``conn``."""
+        tk = self.reads.resolve_table(conn, cat, db, tbl, lock=True)
+        table = self.tables.load_table_by_id(conn, tk.tbl_id)
+        names = [self.reads.name_for(tk, p.values) for p in new_parts]
+        before = {p_name(tk, p): p for p in self.reads.load_by_names(conn, tk, names)}
+        for name, p in zip(names, new_parts, strict=True):
+            if name not in before:
+                raise hms.NoSuchObjectException(message=f"partition values={java_list(p.values)}")
+        if len(before) != len(names):  # one partition twice (HiveAlterHandler's words)
+            raise hms.InvalidOperationException(
+                message=f"Alter partition operation failed: new parts size {len(names)} "
+                f"not matching with old parts size {len(before)}"
+            )
+        tw = self._partition_txn_write(
+            conn,
+            tk,
+            table,
+            write_id,
+            [(p, before[name]) for name, p in zip(names, new_parts, strict=True)],
+            valid_write_id_list,
+        )
+        pairs = []
+        for name, p in zip(names, new_parts, strict=True):
+            old = before[name]
+            new = copy_partition(p, dbName=tk.db, tableName=tk.name, catName=tk.cat)
+            if prepare is not None:
+                prepare(old, new)
+            self._stamp_partition(new, old, tw)
+            pairs.append((name, old, new))
+        ids = self._replace_partitions(conn, tk, table, pairs)
+        stored = in_order(self.reads.load_partitions(conn, tk, list(ids.values())), new_parts)
+        self._emit(
+            conn,
+            [
+                NewEvent(
+                    msg.ALTER_PARTITION,
+                    self.messages.alter_partition(
+                        table,
+                        old,
+                        new,
+                        is_truncate=is_truncate,
+                        write_id=tw.event_write_id,
+                        valid_write_ids=tw.valid_write_ids,
+                    ),
+                    cat,
+                    db,
+                    tbl,
+                )
+                for (_, old, _), new in zip(pairs, stored, strict=True)
+            ],
+        )
+        return [(old, new) for (_, old, _), new in zip(pairs, stored, strict=True)]
+
+    @writes_events
+    def truncate_table(
+        self,
+        cat: str,
+        db: str,
+        name: str,
+        part_names: Sequence[str] | None,
+        *,
+        empty: Callable[[str | None, list[str | None] | None], None],
+        reset: Callable[[dict[str, str]], None],
+        write_id: int | None = None,
+        valid_write_id_list: str | None = None,
+    ) -> None:
+        """Truncate in one write transaction: the table's row is locked, then the table (or the
+        named partitions) is read from the database, ``empty(table_location, partition_locations)``
+        runs once (``None`` for an unpartitioned table's partitions), ``reset(parameters)`` on
+        each parameter map, and what was read is written back
+        (ALTER_TABLE or ALTER_PARTITION events with isTruncateOp). Reading inside the write
+        under the lock means no concurrent write, through any instance, is overwritten."""
+        self.db.transaction(
+            lambda conn: self._truncate_table_txn(
+                conn,
+                cat,
+                db,
+                name,
+                part_names,
+                empty=empty,
+                reset=reset,
+                write_id=write_id,
+                valid_write_id_list=valid_write_id_list,
+            )
+        )
+
+    def _truncate_table_txn(
+        self,
+        conn: Connection,
+        cat: str,
+        db: str,
+        name: str,
+        part_names: Sequence[str] | None,
+        *,
+        empty: Callable[[str | None, list[str | None] | None], None],
+        reset: Callable[[dict[str, str]], None],
+        write_id: int | None,
+        valid_write_id_list: str | None,
+    ) -> None:
+        tk = self.reads.resolve_table(conn, cat, db, name, lock=True)
+        table = self.tables.load_table_by_id(conn, tk.tbl_id)
+        wid = write_id if write_id is not None and write_id > 0 else None
+        if wid is not None and is_transactional(table.parameters):
+            # Refuse a write id of no open txn before any directory is emptied.
+            self.txn.require_open_write_id(conn, db, name, wid)
+        if not table.partitionKeys:
+            empty(table.sd.location if table.sd else None, None)
+            table.parameters = dict(table.parameters or {})
+            reset(table.parameters)
+            self.table_alters.alter_table_in(
+                conn,
+                cat,
+                db,
+                name,
+                table,
+                write_id=wid,
+                valid_write_id_list=valid_write_id_list,
+                is_truncate=True,
+            )
+            return
+        if part_names is None:
+            parts = self.reads.load_partitions(conn, tk, None)
+        else:
+            parts = self.reads.load_by_names(conn, tk, part_names)
+        empty(
+            table.sd.location if table.sd else None,
+            [p.sd.location if p.sd else None for p in parts],
+        )
+        for p in parts:
+            p.parameters = dict(p.parameters or {})
+            reset(p.parameters)
+        if parts:
+            self.alter_partitions_in(
+                conn,
+                cat,
+                db,
+                name,
+                parts,
+                write_id=wid,
+                valid_write_id_list=valid_write_id_list,
+                is_truncate=True,
+            )
+
+    def _partition_txn_write(
+        self,
+        conn: Connection,
+        tk: ResolvedTable,
+        table: hms.Table,
+        write_id: int | None,
+        changes: Sequence[tuple[hms.Partition, hms.Partition]],
+        valid_write_id_list: str | None,
+    ) -> TxnWrite:
+        """The TxnWrite of an alter or rename of partitions: ``write_id`` (the request's),
+        else the one new write id the (new, old) pairs carry (a value differing from the
+        stored one; several: MetaException). Values equal to the stored ones are what clients
+        send back as read: they name a write only while their txn is open (one such txn),
+        see ``_txn_write``."""
+        params = table.parameters
+        if write_id is not None and write_id > 0 or not is_transactional(params):
+            return self._txn_write(conn, tk.db, tk.name, params, write_id, valid_write_id_list)
+        given = [(new.writeId, old.writeId) for new, old in changes if (new.writeId or 0) > 0]
+        fresh = [hms.Partition(writeId=w) for w, stored in given if w != stored]
+        carried = write_id_of_call(None, fresh)
+        if carried is not None:
+            return self._txn_write(conn, tk.db, tk.name, params, carried, valid_write_id_list)
+        echoes = {w for w, _ in given}
+        still_open = self.txn.open_write_ids(conn, tk.db, tk.name, echoes) if echoes else set()
+        if len(still_open) != 1:
+            return TxnWrite(valid_write_ids=valid_write_id_list)
+        (echo,) = still_open
+        return self._txn_write(
+            conn, tk.db, tk.name, params, echo, valid_write_id_list, stored_write_id=echo
+        )
+
+    def _stamp_partition(self, new: hms.Partition, old: hms.Partition, tw: TxnWrite) -> None:
+        """ObjectStore.alterPartitionNoTxn: the write id (else the stored one) and, for a write
+        whose snapshot cannot use the stored statistics, no COLUMN_STATS_ACCURATE."""
+        if tw.write_id is None:
+            new.writeId = tw.replicated_write_id or old.writeId
+            return
+        new.writeId = tw.write_id
+        if COLUMN_STATS_ACCURATE in (new.parameters or {}) and not stats_valid_for_query(
+            old.parameters, old.writeId, tw.valid_write_ids, True
+        ):
+            new.parameters = {k: v for k, v in new.parameters.items() if k != COLUMN_STATS_ACCURATE}
+
+    def _replace_partitions(
+        self,
+        conn: Connection,
+        tk: ResolvedTable,
+        table: hms.Table,
+        pairs: Sequence[tuple[str, hms.Partition, hms.Partition]],
+    ) -> dict[str, int]:
+        """Rewrite partitions in place: same PART_IDs, new rows for everything hanging off them.
+        Returns the PART_IDs by (old) partition name."""
+        rows = fetch_in(
+            conn,
+            _P.c.PART_NAME,
+            [n for n, _, _ in pairs],
+            lambda cond: select(_P.c.PART_ID, _P.c.PART_NAME, _P.c.SD_ID).where(
+                _P.c.TBL_ID == tk.tbl_id, cond
+            ),
+        )
+        by_name = {r.PART_NAME: r for r in rows}
+        part_ids = [by_name[n].PART_ID for n, _, _ in pairs]
+        old_sds = [by_name[n].SD_ID for n, _, _ in pairs if by_name[n].SD_ID is not None]
+        for part in chunks(part_ids):
+            conn.execute(
+                delete(schema.PARTITION_PARAMS).where(schema.PARTITION_PARAMS.c.PART_ID.in_(part))
+            )
+            conn.execute(delete(_KV).where(_KV.c.PART_ID.in_(part)))
+            conn.execute(update(_P).where(_P.c.PART_ID.in_(part)).values(SD_ID=None))
+        # New descriptors first, so a column descriptor the old and new share stays alive.
+        table_cd = None
+        if tk.sd_id is not None:
+            table_cd = conn.execute(
+                select(schema.SDS.c.CD_ID).where(schema.SDS.c.SD_ID == tk.sd_id)
+            ).scalar()
+        old_cd = {
+            r.SD_ID: r.CD_ID
+            for r in fetch_in(
+                conn,
+                schema.SDS.c.SD_ID,
+                old_sds,
+                lambda cond: select(schema.SDS.c.SD_ID, schema.SDS.c.CD_ID).where(cond),
+            )
+        }
+        table_cols = table.sd.cols if table.sd is not None else []
+        cd_ids: list[int | None] = []
+        new_lists: list[list[hms.FieldSchema]] = []
+        pending: list[int] = []
+        for name, old, new in pairs:
+            if new.sd is None:
+                continue
+            if table_cd is not None and same_columns(new.sd.cols, table_cols):
+                cd_ids.append(table_cd)
+            elif old.sd is not None and same_columns(new.sd.cols, old.sd.cols):
+                cd_ids.append(old_cd.get(by_name[name].SD_ID))
+            else:
+                pending.append(len(cd_ids))
+                cd_ids.append(None)
+                new_lists.append(new.sd.cols or [])
+        for idx, cd in zip(
+            pending, insert_column_descriptors(conn, self.ids, new_lists), strict=True
+        ):
+            cd_ids[idx] = cd
+        with_sd = [(n, new) for n, _, new in pairs if new.sd is not None]
+        sd_ids = dict(
+            zip(
+                [n for n, _ in with_sd],
+                insert_storage_descriptors(conn, self.ids, [p.sd for _, p in with_sd], cd_ids),
+                strict=True,
+            )
+        )
+        kv_rows: list[dict[str, Any]] = []
+        prm: list[dict[str, Any]] = []
+        part_rows: list[tuple[Any, ...]] = []
+        for name, _, new in pairs:
+            pid = by_name[name].PART_ID
+            part_rows.append(
+                (
+                    pid,
+                    sd_ids.get(name),
+                    new.createTime or 0,
+                    new.lastAccessTime or 0,
+                    new.writeId if new.writeId and new.writeId > 0 else 0,
+                )
+            )
+            kv_rows.extend(
+                {"PART_ID": pid, "PART_KEY_VAL": v, "INTEGER_IDX": i}
+                for i, v in enumerate(new.values)
+            )
+            prm.extend(param_rows("PART_ID", pid, new.parameters))
+        _update_partition_rows(conn, part_rows)
+        insert_rows(conn, _KV, kv_rows)
+        insert_rows(conn, schema.PARTITION_PARAMS, prm)
+        delete_storage_descriptors(conn, old_sds)
+        return {n: by_name[n].PART_ID for n, _, _ in pairs}
+
+    @writes_events
+    def rename_partition(
+        self,
+        cat: str,
+        db: str,
+        tbl: str,
+        old_values: Sequence[str],
+        new_part: hms.Partition,
+        *,
+        prepare: Callable[[hms.Table, hms.Partition, hms.Partition], None] | None = None,
+        valid_write_id_list: str | None = None,
+    ) -> tuple[hms.Partition, hms.Partition]:
+        """Rename a partition (new values, maybe a new location); returns (before, after), as
+        stored. The write id is the new partition's writeId, as in ``alter_partitions``."""
+        return self.db.transaction(
+            lambda conn: self._rename_partition_txn(
+                conn,
+                cat,
+                db,
+                tbl,
+                old_values,
+                new_part,
+                prepare=prepare,
+                valid_write_id_list=valid_write_id_list,
+            )
+        )
+
+    def _rename_partition_txn(
+        self,
+        conn: Connection,
+        cat: str,
+        db: str,
+        tbl: str,
+        old_values: Sequence[str],
+        new_part: hms.Partition,
+        *,
+        prepare: Callable[[hms.Table, hms.Partition, hms.Partition], None] | None,
+        valid_write_id_list: str | None,
+    ) -> tuple[hms.Partition, hms.Partition]:
+        tk = self.reads.resolve_table(conn, cat, db, tbl, lock=True)
+        table = self.tables.load_table_by_id(conn, tk.tbl_id)
+        old_name = self.reads.name_for(tk, old_values)
+        new_name = self.reads.name_for(tk, new_part.values)
+        found = self.reads.load_by_names(conn, tk, [old_name])
+        if not found:
+            raise hms.InvalidOperationException(
+                message="Unable to rename partition because old partition does not exist"
+            )
+        if self.reads.load_by_names(conn, tk, [new_name]):
+            # HiveAlterHandler: "Partition already exists:<db>.<tbl>.[v]", names as the
+            # client sent them, which the handler knows.
+            raise hms.AlreadyExistsException(
+                message=f"Partition already exists:{db}.{tbl}.{java_list(new_part.values)}"
+            )
+        old = found[0]
+        new = copy_partition(new_part, dbName=tk.db, tableName=tk.name, catName=tk.cat)
+        tw = self._partition_txn_write(conn, tk, table, None, [(new, old)], valid_write_id_list)
+        if prepare is not None:
+            prepare(table, old, new)
+        self._stamp_partition(new, old, tw)
+        ids = self._replace_partitions(conn, tk, table, [(old_name, old, new)])
+        conn.execute(
+            update(_P)
+            .where(_P.c.TBL_ID == tk.tbl_id, _P.c.PART_NAME == old_name)
+            .values(PART_NAME=new_name)
+        )
+        conn.execute(
+            update(schema.PART_COL_STATS)
+            .where(
+                schema.PART_COL_STATS.c.PART_ID.in_(
+                    select(_P.c.PART_ID)
+                    .where(_P.c.TBL_ID == tk.tbl_id, _P.c.PART_NAME == new_name)
+                    .scalar_subquery()
+                )
+            )
+            .values(PARTITION_NAME=new_name)
+        )
+        (stored,) = self.reads.load_partitions(conn, tk, [ids[old_name]])
+        self._emit(
+            conn,
+            [
+                NewEvent(
+                    msg.ALTER_PARTITION,
+                    self.messages.alter_partition(
+                        table,
+                        old,
+                        stored,
+                        write_id=tw.event_write_id,
+                        valid_write_ids=tw.valid_write_ids,
+                    ),
+                    cat,
+                    db,
+                    tbl,
+                )
+            ],
+        )
+        return old, stored
+
+
+_ROW_COLUMNS = ("PART_ID", "SD_ID", "CREATE_TIME", "LAST_ACCESS_TIME", "WRITE_ID")
+
+
+def _update_partition_rows(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Rewrite PARTITIONS rows (PART_ID, SD_ID, CREATE_TIME, LAST_ACCESS_TIME, WRITE_ID) of an
+    alter: on PostgreSQL one ``UPDATE ... FROM (VALUES ...)`` per thousand rows instead of a
+    statement (a round trip) per partition; elsewhere one executemany."""
+    if not rows:
+        return
+    if conn.dialect.name != "postgresql":
+        stmt = (
+            update(_P)
+            .where(_P.c.PART_ID == bindparam("pid"))
+            .values({c: bindparam(f"v_{c}") for c in _ROW_COLUMNS[1:]})
+        )
+        conn.execute(stmt, [{"pid": r[0], **dict(zip(_V_NAMES, r[1:], strict=True))} for r in rows])
+        return
+    for part in chunks(rows, 1000):
+        v = values(*(column(c, _P.c[c].type) for c in _ROW_COLUMNS), name="v").data(part)
+        conn.execute(
+            update(_P)
+            .where(_P.c.PART_ID == v.c.PART_ID)
+            .values({c: cast(v.c[c], _P.c[c].type) for c in _ROW_COLUMNS[1:]})
+        )
+
+
+_V_NAMES = tuple(f"v_{c}" for c in _ROW_COLUMNS[1:])
