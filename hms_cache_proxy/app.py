@@ -349,6 +349,7 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
             pool.check,
             timeout_seconds=settings.health_timeout_seconds,
             cache_seconds=settings.health_cache_seconds,
+            subject="upstream",
         )
         endpoints = Endpoints(settings, svc.serving, health, readiness, svc.admin)
         svc.http = ObservabilityServer(settings.metrics_host, settings.metrics_port, endpoints)

@@ -5,6 +5,7 @@ PostgreSQL; clients are Apache Thrift's (a different implementation from the ser
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import socket
 import struct
@@ -305,7 +306,7 @@ def test_serve_with_upstream_opens_no_database_file_and_names_the_upstream(
     assert not (tmp_path / "hms-cache-proxy.db").exists()  # the default database never opened
 
 
-def test_healthz_follows_the_upstream_and_metrics_count_its_calls(
+def test_healthz_follows_and_names_the_upstream_and_metrics_count_its_calls(
     pg_url: str, tmp_path: Path, T: Any
 ) -> None:
     port = free_port()
@@ -324,9 +325,15 @@ def test_healthz_follows_the_upstream_and_metrics_count_its_calls(
 
     try:
         status, body = get("/healthz")
-        assert status == 503 and f"cannot connect to upstream thrift://127.0.0.1:{port}" in body
+        down = json.loads(body)
+        assert status == 503 and down["upstream"] == "error" and "database" not in down
+        assert down["reason"].startswith("upstream: ")
+        assert f"cannot connect to upstream thrift://127.0.0.1:{port}" in down["reason"]
         with running_service(pg_url, tmp_path / "warehouse", port=port):
-            assert get("/healthz")[0] == 200
+            status, body = get("/healthz")
+            up = json.loads(body)
+            assert status == 200 and up["upstream"] == "ok" and "upstream_seconds" in up
+            assert "database" not in up and "database_seconds" not in up
             client, transport = apache_client("127.0.0.1", proxy.port)
             try:
                 client.get_all_databases()
