@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from thrift.Thrift import TApplicationException
 
 from hms_cache_proxy.app import Service, build_service
 from hms_cache_proxy.config import Settings
@@ -506,6 +507,56 @@ def test_an_upstream_that_does_not_answer_fails_the_call_after_upstream_timeout_
         silent.stop()
         transport.close()
         proxy.stop(grace_seconds=5)
+
+
+def test_a_call_finding_every_upstream_connection_busy_fails_after_upstream_pool_wait_seconds(
+    T: Any,
+) -> None:
+    port = free_port()
+    settings = proxy_settings(
+        f"thrift://127.0.0.1:{port}",
+        upstream_max_connections=1,
+        upstream_pool_wait_seconds=0.5,
+        upstream_cache=False,
+    )
+    proxy = build_service(settings)
+    proxy.start_background()
+    silent = _DyingUpstream(port, close=False)  # takes the one connection's call, never answers
+    holder, holder_transport = apache_client("127.0.0.1", proxy.port)
+    client, transport = apache_client("127.0.0.1", proxy.port)
+    held_errors: list[BaseException] = []
+
+    def held_call() -> None:
+        try:
+            holder.get_all_databases()
+        except BaseException as exc:  # noqa: BLE001 - it fails once the upstream goes away
+            held_errors.append(exc)
+
+    holding = threading.Thread(target=held_call, daemon=True)
+    holding.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not silent.held:  # the held call reached the upstream: its connection is busy
+            assert time.monotonic() < deadline, "the held call never reached the upstream"
+            time.sleep(0.01)
+        busy = f"upstream thrift://127.0.0.1:{port}: every upstream connection is busy"
+        with pytest.raises(T.MetaException) as meta:  # get_database declares MetaException
+            client.get_database("any")
+        assert meta.value.message.startswith(busy)
+        assert "upstream_pool_wait_seconds" in meta.value.message
+        with pytest.raises(TApplicationException) as app:  # declares no exception at all
+            client.get_current_notificationEventId()
+        assert app.value.type == TApplicationException.INTERNAL_ERROR
+        assert str(app.value.message).startswith(busy)
+        assert "upstream_pool_wait_seconds" in str(app.value.message)
+        assert holding.is_alive()  # the held call was waited beside, not failed
+    finally:
+        silent.stop()
+        holding.join(timeout=60)
+        holder_transport.close()
+        transport.close()
+        proxy.stop(grace_seconds=5)
+    assert held_errors  # it ended when the upstream closed its connection
 
 
 def test_concurrent_clients_share_a_bounded_pool(upstream: Service, T: Any) -> None:
