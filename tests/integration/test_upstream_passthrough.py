@@ -330,6 +330,8 @@ def test_healthz_follows_and_names_the_upstream_and_metrics_count_its_calls(
         assert status == 503 and down["upstream"] == "error" and "database" not in down
         assert down["reason"].startswith("upstream: ")
         assert f"cannot connect to upstream thrift://127.0.0.1:{port}" in down["reason"]
+        status, body = get("/readyz")  # ready once serving; nothing in it speaks of a database
+        assert status == 200 and json.loads(body)["reason"] is None and "database" not in body
         with running_service(pg_url, tmp_path / "warehouse", port=port):
             status, body = get("/healthz")
             up = json.loads(body)
