@@ -306,6 +306,7 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         max_connections=settings.upstream_max_connections,
         connect_timeout_seconds=settings.upstream_connect_timeout_seconds,
         timeout_seconds=settings.upstream_timeout_seconds,
+        pool_wait_seconds=settings.upstream_pool_wait_seconds,
         tls=tls.client_context(settings.upstream_tls_ca_file) if settings.upstream_tls else None,
         sasl=_upstream_login(settings),
         on_count=metrics.UPSTREAM_CONNECTIONS.set,
@@ -349,6 +350,7 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
             pool.check,
             timeout_seconds=settings.health_timeout_seconds,
             cache_seconds=settings.health_cache_seconds,
+            subject="upstream",
         )
         endpoints = Endpoints(settings, svc.serving, health, readiness, svc.admin)
         svc.http = ObservabilityServer(settings.metrics_host, settings.metrics_port, endpoints)
@@ -369,6 +371,7 @@ def _sidecar_cache(settings: Settings, pool: UpstreamPool) -> SidecarCache | Non
         max_connections=4,  # the poller's, and read-your-writes' while it waits
         connect_timeout_seconds=settings.upstream_connect_timeout_seconds,
         timeout_seconds=min(settings.upstream_timeout_seconds, 60.0),
+        pool_wait_seconds=min(settings.upstream_timeout_seconds, 60.0),
         tls=pool.tls,
         sasl=pool.sasl,
     )

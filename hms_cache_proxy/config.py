@@ -83,6 +83,7 @@ class Settings(BaseSettings):
     upstream_from_hive_site: bool = False
     upstream_transport: Literal["buffered", "framed"] = "buffered"
     upstream_max_connections: int = Field(64, ge=1)
+    upstream_pool_wait_seconds: float = Field(10.0, ge=0)
     upstream_connect_timeout_seconds: float = Field(5.0, gt=0)
     upstream_timeout_seconds: float = Field(600.0, gt=0)
     upstream_tls: bool = False

@@ -46,8 +46,12 @@ class DatabaseHealth:
         cache_seconds: float = 1.0,
         secrets: Iterable[str] = (),
         clock: Callable[[], float] = time.monotonic,
+        subject: str = "database",
     ) -> None:
+        """``subject``: what the probe checks, as /healthz and its reasons name it ("database",
+        or "upstream" in upstream mode)."""
         self._probe = probe
+        self.subject = subject
         self.timeout_seconds = timeout_seconds
         self.cache_seconds = cache_seconds
         self._secrets = [s for s in secrets if s]
@@ -79,12 +83,12 @@ class DatabaseHealth:
             else:
                 result = HealthResult(
                     False,
-                    f"database did not answer within {self.timeout_seconds:g}s",
+                    f"{self.subject} did not answer within {self.timeout_seconds:g}s",
                     self._clock(),
                     None,
                 )
             if result.ok != (self._result.ok if self._result is not None else True):
-                log.warning("database health: %s", "ok" if result.ok else result.reason)
+                log.warning("%s health: %s", self.subject, "ok" if result.ok else result.reason)
             self._result = result
             return result
 
@@ -104,4 +108,4 @@ class DatabaseHealth:
         text = f"{type(inner).__name__}: {lines[0] if lines else ''}"[:300]
         for secret in self._secrets:
             text = text.replace(secret, "********")
-        return "database: " + text
+        return f"{self.subject}: {text}"

@@ -10,6 +10,7 @@ socket).
 - GET  /metrics         Prometheus text (or OpenMetrics when asked) from ``metrics.REGISTRY``.
 - GET  /healthz         200 when Thrift is being served and the database answers a trivial query
                         (checked at most once a second, bounded by a timeout); 503 otherwise.
+                        In upstream mode the upstream is checked instead, and named so.
 - GET  /readyz          200 when ready to serve (schema checked, Thrift listening, the cache's
                         say-so); the body reports prewarm progress either way.
 - GET  /config          the settings with secrets masked; needs the admin token.
@@ -314,15 +315,16 @@ class _Handler(BaseHTTPRequestHandler):
         ep = self.server.endpoints
         serving = ep.serving()
         result = ep.health.check()
+        subject = ep.health.subject  # "database", or "upstream" in upstream mode
         body: dict[str, Any] = {
             "status": "ok" if serving and result.ok else "unavailable",
             "thrift": "serving" if serving else "not serving",
-            "database": "ok" if result.ok else "error",
+            subject: "ok" if result.ok else "error",
         }
         if result.seconds is not None:
-            body["database_seconds"] = round(result.seconds, 6)
+            body[f"{subject}_seconds"] = round(result.seconds, 6)
         reasons = ([] if serving else ["Thrift server is not serving"]) + (
-            [] if result.ok else [result.reason or "database error"]
+            [] if result.ok else [result.reason or f"{subject} error"]
         )
         if reasons:
             body["reason"] = "; ".join(reasons)

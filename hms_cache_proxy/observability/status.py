@@ -135,8 +135,9 @@ def format_report(report: Report, previous: Report | None = None) -> str:
 
     h = report.health
     if report.health_status == 200:
-        took = h.get("database_seconds")
-        detail = f", database answered in {took * 1000:.1f} ms" if took is not None else ""
+        subject = "upstream" if "upstream" in h else "database"  # upstream mode checks that
+        took = h.get(f"{subject}_seconds")
+        detail = f", {subject} answered in {took * 1000:.1f} ms" if took is not None else ""
         lines.append(f"up:         yes (Thrift serving{detail})")
     else:
         lines.append(f"up:         NO (HTTP {report.health_status}: {h.get('reason', '?')})")

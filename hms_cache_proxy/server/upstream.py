@@ -91,12 +91,14 @@ class UpstreamPool:
         max_connections: int = 64,
         connect_timeout_seconds: float = 5.0,
         timeout_seconds: float = 600.0,
+        pool_wait_seconds: float = 10.0,
         tls: ssl.SSLContext | None = None,
         sasl: tuple[str, str] | None = None,
         on_count: Callable[[int], None] | None = None,
     ) -> None:
         """``tls``: speak TLS with this client context (the host name is checked); ``sasl``:
-        (user, password) to log in with SASL PLAIN, after which every message is framed."""
+        (user, password) to log in with SASL PLAIN, after which every message is framed;
+        ``pool_wait_seconds``: how long a call waits for a connection when all are busy."""
         self.host = host
         self.port = port
         self.uri = f"thrift://{host}:{port}"
@@ -107,6 +109,7 @@ class UpstreamPool:
         self.max_connections = max_connections
         self.connect_timeout = connect_timeout_seconds
         self.timeout = timeout_seconds
+        self.pool_wait = pool_wait_seconds
         self._limits = Limits(
             max_message_bytes=_HUGE,
             max_string_bytes=_HUGE,
@@ -166,7 +169,7 @@ class UpstreamPool:
         self._counted()
 
     def _borrow(self, state: State) -> UpstreamConnection:
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + self.pool_wait
         while True:
             with self._cond:
                 if self._closed:
@@ -179,8 +182,10 @@ class UpstreamPool:
                         left = deadline - time.monotonic()
                         if left <= 0:
                             raise UpstreamError(
-                                f"upstream {self.uri}: all {self.max_connections} connections "
-                                f"stayed busy for {self.timeout:g} s (upstream_max_connections)"
+                                f"upstream {self.uri}: every upstream connection is busy (all "
+                                f"{self.max_connections} of upstream_max_connections); none "
+                                f"came free within {self.pool_wait:g} s "
+                                "(upstream_pool_wait_seconds)"
                             )
                         self._cond.wait(left)
                         continue

@@ -5,6 +5,7 @@ PostgreSQL; clients are Apache Thrift's (a different implementation from the ser
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import socket
 import struct
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from thrift.Thrift import TApplicationException
 
 from hms_cache_proxy.app import Service, build_service
 from hms_cache_proxy.config import Settings
@@ -305,7 +307,7 @@ def test_serve_with_upstream_opens_no_database_file_and_names_the_upstream(
     assert not (tmp_path / "hms-cache-proxy.db").exists()  # the default database never opened
 
 
-def test_healthz_follows_the_upstream_and_metrics_count_its_calls(
+def test_healthz_follows_and_names_the_upstream_and_metrics_count_its_calls(
     pg_url: str, tmp_path: Path, T: Any
 ) -> None:
     port = free_port()
@@ -324,9 +326,17 @@ def test_healthz_follows_the_upstream_and_metrics_count_its_calls(
 
     try:
         status, body = get("/healthz")
-        assert status == 503 and f"cannot connect to upstream thrift://127.0.0.1:{port}" in body
+        down = json.loads(body)
+        assert status == 503 and down["upstream"] == "error" and "database" not in down
+        assert down["reason"].startswith("upstream: ")
+        assert f"cannot connect to upstream thrift://127.0.0.1:{port}" in down["reason"]
+        status, body = get("/readyz")  # ready once serving; nothing in it speaks of a database
+        assert status == 200 and json.loads(body)["reason"] is None and "database" not in body
         with running_service(pg_url, tmp_path / "warehouse", port=port):
-            assert get("/healthz")[0] == 200
+            status, body = get("/healthz")
+            up = json.loads(body)
+            assert status == 200 and up["upstream"] == "ok" and "upstream_seconds" in up
+            assert "database" not in up and "database_seconds" not in up
             client, transport = apache_client("127.0.0.1", proxy.port)
             try:
                 client.get_all_databases()
@@ -499,6 +509,56 @@ def test_an_upstream_that_does_not_answer_fails_the_call_after_upstream_timeout_
         silent.stop()
         transport.close()
         proxy.stop(grace_seconds=5)
+
+
+def test_a_call_finding_every_upstream_connection_busy_fails_after_upstream_pool_wait_seconds(
+    T: Any,
+) -> None:
+    port = free_port()
+    settings = proxy_settings(
+        f"thrift://127.0.0.1:{port}",
+        upstream_max_connections=1,
+        upstream_pool_wait_seconds=0.5,
+        upstream_cache=False,
+    )
+    proxy = build_service(settings)
+    proxy.start_background()
+    silent = _DyingUpstream(port, close=False)  # takes the one connection's call, never answers
+    holder, holder_transport = apache_client("127.0.0.1", proxy.port)
+    client, transport = apache_client("127.0.0.1", proxy.port)
+    held_errors: list[BaseException] = []
+
+    def held_call() -> None:
+        try:
+            holder.get_all_databases()
+        except BaseException as exc:  # noqa: BLE001 - it fails once the upstream goes away
+            held_errors.append(exc)
+
+    holding = threading.Thread(target=held_call, daemon=True)
+    holding.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not silent.held:  # the held call reached the upstream: its connection is busy
+            assert time.monotonic() < deadline, "the held call never reached the upstream"
+            time.sleep(0.01)
+        busy = f"upstream thrift://127.0.0.1:{port}: every upstream connection is busy"
+        with pytest.raises(T.MetaException) as meta:  # get_database declares MetaException
+            client.get_database("any")
+        assert meta.value.message.startswith(busy)
+        assert "upstream_pool_wait_seconds" in meta.value.message
+        with pytest.raises(TApplicationException) as app:  # declares no exception at all
+            client.get_current_notificationEventId()
+        assert app.value.type == TApplicationException.INTERNAL_ERROR
+        assert str(app.value.message).startswith(busy)
+        assert "upstream_pool_wait_seconds" in str(app.value.message)
+        assert holding.is_alive()  # the held call was waited beside, not failed
+    finally:
+        silent.stop()
+        holding.join(timeout=60)
+        holder_transport.close()
+        transport.close()
+        proxy.stop(grace_seconds=5)
+    assert held_errors  # it ended when the upstream closed its connection
 
 
 def test_concurrent_clients_share_a_bounded_pool(upstream: Service, T: Any) -> None:

@@ -235,3 +235,66 @@ def test_pipeline_commands_parse_with_the_real_parser(
         used.add(args.metastore_uri)
         assert {args.warehouse} == warehouses, name
     assert used == proxy_uris, "the pipeline services should use both proxies"
+
+
+# -- docs/examples/compose-tiers.yml: a central instance and two sidecars in upstream mode ----
+
+TIERS_FILE = ROOT / "docs" / "examples" / "compose-tiers.yml"
+
+
+@pytest.fixture(scope="module")
+def tiers() -> dict[str, Any]:
+    return yaml.safe_load(TIERS_FILE.read_text())
+
+
+def _example_settings(
+    service: dict[str, Any], monkeypatch: pytest.MonkeyPatch, **overrides: Any
+) -> Settings:
+    """A tiers service's settings: its mounted file (named by HMS_CACHE_PROXY_CONFIG or the
+    image's default path), then its environment, then ``overrides`` (its flags)."""
+    _clear_env(monkeypatch)
+    env = environment(service)
+    default = entrypoint_default("HMS_ENTRYPOINT_CONFIG_DIR") + "/hms-cache-proxy.yaml"
+    source = volume_mounts(service)[env.get(CONFIG_FILE_ENV, default)]
+    for name, value in env.items():
+        if name != CONFIG_FILE_ENV:
+            monkeypatch.setenv(name, value)
+    return load_settings(TIERS_FILE.parent / source, **overrides)
+
+
+def test_tiers_example_validates_against_the_compose_specification(
+    tiers: dict[str, Any], schema: dict[str, Any]
+) -> None:
+    validator = jsonschema.Draft201909Validator(schema)
+    errors = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(tiers)
+    ]
+    assert errors == []
+
+
+def test_tiers_example_runs_a_central_instance_and_two_sidecars_with_it_as_upstream(
+    tiers: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hms_cache_proxy.cli import build_parser
+
+    services = tiers["services"]
+    assert set(services) == {"postgres", "central", "sidecar-1", "sidecar-2"}
+    for name in ("central", "sidecar-1", "sidecar-2"):
+        build = services[name]["build"]
+        assert build["dockerfile"] == PROXY_IMAGE_FILE, name
+        assert (TIERS_FILE.parent / build["context"] / build["dockerfile"]).is_file(), name
+    central = _example_settings(services["central"], monkeypatch)
+    assert central.upstream_uri is None  # database mode, on the compose file's PostgreSQL
+    assert central.database_url.startswith("postgresql://hive:hive@postgres:5432/")
+    upstream = f"thrift://central:{central.port}"
+    parser = build_parser()
+    for name in ("sidecar-1", "sidecar-2"):
+        service = services[name]
+        args = parser.parse_args(service["command"])
+        assert args.command == "serve" and args.upstream == upstream, name
+        settings = _example_settings(service, monkeypatch, upstream_uri=args.upstream)
+        assert settings.upstream_uri == upstream, name
+        assert [c for _, c in port_mappings(service)] == [settings.port, settings.metrics_port]
+        assert service["depends_on"]["central"]["condition"] == "service_healthy", name
+    host_ports = [h for n in ("sidecar-1", "sidecar-2") for h, _ in port_mappings(services[n])]
+    assert len(host_ports) == len(set(host_ports))
