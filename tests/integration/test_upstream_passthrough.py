@@ -440,7 +440,9 @@ def test_sasl_plain_login_to_the_upstream(pg_url: str, tmp_path: Path, T: Any) -
 
 class _DyingUpstream:
     """A listener that takes one call and then closes the connection without a reply (an
-    upstream that crashes mid-call), or holds it unanswered (``answer=False, close=False``)."""
+    upstream that crashes mid-call), or holds it unanswered (``close=False``). It serves one
+    connection: the proxies of the tests using it run without the cache (whose event poller
+    would open a connection of its own first)."""
 
     def __init__(self, port: int, close: bool = True) -> None:
         self.sock = socket.create_server(("127.0.0.1", port))
@@ -471,7 +473,8 @@ def test_an_upstream_dying_mid_call_fails_that_call_and_the_next_one_works(
     pg_url: str, tmp_path: Path, T: Any
 ) -> None:
     port = free_port()
-    proxy = build_service(proxy_settings(f"thrift://127.0.0.1:{port}"))
+    # Pass-through alone: the cache's poller would open a connection of its own to the upstream.
+    proxy = build_service(proxy_settings(f"thrift://127.0.0.1:{port}", upstream_cache=False))
     proxy.start_background()
     client, transport = apache_client("127.0.0.1", proxy.port)
     try:
@@ -496,7 +499,9 @@ def test_an_upstream_that_does_not_answer_fails_the_call_after_upstream_timeout_
 ) -> None:
     port = free_port()
     proxy = build_service(
-        proxy_settings(f"thrift://127.0.0.1:{port}", upstream_timeout_seconds=0.5)
+        proxy_settings(
+            f"thrift://127.0.0.1:{port}", upstream_timeout_seconds=0.5, upstream_cache=False
+        )
     )
     proxy.start_background()
     client, transport = apache_client("127.0.0.1", proxy.port)
