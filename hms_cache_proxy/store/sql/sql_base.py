@@ -14,7 +14,8 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog, NewEvent
-from hms_cache_proxy.store.events.messages import WRITER_NAME, MessageBuilder
+from hms_cache_proxy.store.events.message_base import WRITER_NAME
+from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.txn.txn_base import COMMITTED as TXN_COMMITTED
 from hms_cache_proxy.store.txn.txn_base import OPEN as TXN_OPEN
 from hms_cache_proxy.store.txn.txn_service import TxnConfig, TxnService
