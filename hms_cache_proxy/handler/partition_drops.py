@@ -4,22 +4,16 @@ deleteParentRecursive, confined to the roots).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.handler.java_text import java_list
-from hms_cache_proxy.handler.partition_add import (
-    PartitionAddHandlers,
-    part_name,
-)
+from hms_cache_proxy.handler.partition_add import PartitionAddHandlers, part_name
 from hms_cache_proxy.handler.partition_reads import unknown_method
 from hms_cache_proxy.handler.table_rules import data_deletable
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.rules import MISSING_PARTITIONS
-
-log = logging.getLogger(__name__)
 
 
 class PartitionDropHandlers(PartitionAddHandlers):

@@ -5,23 +5,18 @@ HMSHandler around the store).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
 from thriftpy2.thrift import TApplicationException
 
 from hms_cache_proxy.handler.encoded import wrap
-from hms_cache_proxy.handler.partition_add import (
-    PartitionAddHandlers,
-)
+from hms_cache_proxy.handler.partition_add import PartitionAddHandlers
 from hms_cache_proxy.handler.privileges import partition_level, with_partition_privileges
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.partition_filter.binder import compile_filter
 from hms_cache_proxy.store.partition_filter.parser import parse
 from hms_cache_proxy.store.partition_filter.syntax_tree import FilterError, Node
-
-log = logging.getLogger(__name__)
 
 
 def _max(n: int | None) -> int:

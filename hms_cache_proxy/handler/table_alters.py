@@ -24,11 +24,7 @@ from hms_cache_proxy.handler.table_rules import (
     lower_columns,
     normalize_table_type,
 )
-from hms_cache_proxy.handler.validate import (
-    check_columns,
-    incompatible_columns,
-    validate_name,
-)
+from hms_cache_proxy.handler.validate import check_columns, incompatible_columns, validate_name
 from hms_cache_proxy.idl import hms
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,6 @@ HMSHandler.create_table_core around the store).
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
@@ -21,13 +20,8 @@ from hms_cache_proxy.handler.table_rules import (
     lower_columns,
     normalize_table_type,
 )
-from hms_cache_proxy.handler.validate import (
-    check_columns,
-    validate_name,
-)
+from hms_cache_proxy.handler.validate import check_columns, validate_name
 from hms_cache_proxy.idl import hms
-
-log = logging.getLogger(__name__)
 
 
 class TableCreateHandlers(FileRules):

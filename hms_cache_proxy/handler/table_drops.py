@@ -4,16 +4,11 @@ confinement rules allow (handler/confinement.py).
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from hms_cache_proxy.handler.confinement import FileRules
-from hms_cache_proxy.handler.table_rules import (
-    data_deletable,
-)
+from hms_cache_proxy.handler.table_rules import data_deletable
 from hms_cache_proxy.idl import hms
-
-log = logging.getLogger(__name__)
 
 
 class TableDropHandlers(FileRules):

@@ -4,7 +4,6 @@ get_fields* and get_schema* (Hive 4.0's HMSHandler around the store).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,14 +11,8 @@ from hms_cache_proxy.handler.base import normalize
 from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.handler.encoded import wrap
 from hms_cache_proxy.handler.names import filter_names
-from hms_cache_proxy.handler.table_rules import (
-    METASTORE_SCHEMA_SERDES,
-    TABLE_TYPES,
-    internal_error,
-)
+from hms_cache_proxy.handler.table_rules import METASTORE_SCHEMA_SERDES, TABLE_TYPES, internal_error
 from hms_cache_proxy.idl import hms
-
-log = logging.getLogger(__name__)
 
 
 class TableReadHandlers(FileRules):

@@ -4,14 +4,10 @@ call makes of the client's table."""
 
 from __future__ import annotations
 
-import logging
-
 from thriftpy2.thrift import TApplicationException
 
 from hms_cache_proxy.handler.base import normalize
 from hms_cache_proxy.idl import hms
-
-log = logging.getLogger(__name__)
 
 DDL_TIME = "transient_lastDdlTime"
 EXTERNAL = "EXTERNAL"

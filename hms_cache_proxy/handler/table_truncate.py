@@ -4,14 +4,10 @@ within the confinement rules, basic statistics reset).
 
 from __future__ import annotations
 
-import logging
-
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.handler import basic_stats
 from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.idl import hms
-
-log = logging.getLogger(__name__)
 
 
 class TableTruncateHandlers(FileRules):
