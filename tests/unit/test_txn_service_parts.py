@@ -50,11 +50,13 @@ def test_every_contract_call_is_forwarded_to_a_part(service: TxnService) -> None
 
 def test_the_parts_share_one_set_of_collaborators(service: TxnService) -> None:
     parts = service.parts()
-    assert len(parts) == len({type(p) for p in parts}) == 7
+    assert len(parts) == len({type(p) for p in parts}) == 9
     for part in parts:
         assert part.db is service.db and part.events is service.events
         assert part.config is service.config
     assert service.write_ids.txns is service.txns and service.locks.txns is service.txns
+    assert service.txns.aborts is service.aborts and service.commits.aborts is service.aborts
+    assert service.repl.commits is service.commits and service.repl.aborts is service.aborts
     assert service.now_ms.__self__ is service.txns  # a TxnPart method: one part answers it
 
 

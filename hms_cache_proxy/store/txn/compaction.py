@@ -12,7 +12,7 @@ A request's life (CQ_STATE / CC_STATE):
 - A Worker takes it (``find_next_compact``: ``w``, CQ_WORKER_ID, CQ_START), records its
   compactor txn and highest write id (``update_compactor_state``), its job id
   (``set_hadoop_jobid``) and marks it compacted (``r``, ready for cleaning). Committing the
-  compactor txn stamps CQ_NEXT_TXN_ID and CQ_COMMIT_TIME (txns.py).
+  compactor txn stamps CQ_NEXT_TXN_ID and CQ_COMMIT_TIME (commit.py).
 - The Cleaner's ``mark_cleaned`` moves it to COMPLETED_COMPACTIONS as ``s`` (succeeded) and
   drops the completed and aborted txn components the compaction made obsolete;
   ``mark_failed`` / ``mark_refused`` move it there as ``f`` / ``c`` and

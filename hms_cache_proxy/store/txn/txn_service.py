@@ -3,7 +3,9 @@
 All SQL on TXNS, TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS, TXN_TO_WRITE_ID, NEXT_WRITE_ID,
 HIVE_LOCKS, NEXT_LOCK_ID, TXN_LOCK_TBL, MIN_HISTORY_LEVEL and WRITE_SET lives in this package:
 
-- ``txns``       open, commit, abort, list, heartbeat, dynamic partitions
+- ``txns``       open, list, heartbeat, dynamic partitions
+- ``commit``     commit_txn (Hive's CommitTxnFunction) and the commit steps REPL LOAD shares
+- ``abort``      abort_txn(s) and the abort steps the other parts share
 - ``writeids``   write-id allocation and snapshots (and what the table write calls check)
 - ``locks``      lock, check_lock, unlock, show_locks
 - ``housekeeping`` timeouts and cleaning, run by a background thread
@@ -28,6 +30,8 @@ from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events.log import EventLog
 from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.forwarding import Forwarded
+from hms_cache_proxy.store.txn.abort import Abort
+from hms_cache_proxy.store.txn.commit import Commit
 from hms_cache_proxy.store.txn.compaction import Compaction
 from hms_cache_proxy.store.txn.compaction_worker import CompactionWorker
 from hms_cache_proxy.store.txn.locks import Locks
@@ -55,13 +59,15 @@ class TxnService:
         self.events = shared.events
         self.messages = shared.messages
         self.config = shared.config
-        self.txns = Txns(shared)
+        self.aborts = Abort(shared)
+        self.txns = Txns(shared, self.aborts)
+        self.commits = Commit(shared, self.aborts)
         self.write_ids = WriteIds(shared, self.txns)
         self.locks = Locks(shared, self.txns)
         self.compaction = Compaction(shared)
         self.compaction_worker = CompactionWorker(shared, self.compaction)
         self.materializations = Materializations(shared, self.write_ids)
-        self.repl = ReplTxns(shared, self.txns, self.compaction)
+        self.repl = ReplTxns(shared, self.txns, self.commits, self.aborts, self.compaction)
         self._methods = _bind(self.parts(), _forwarded_names(type(self)), self.txns)
 
     def parts(self) -> list[TxnPart]:
@@ -78,16 +84,20 @@ class TxnService:
     open_txns = Forwarded(Txns.open_txns)
     min_open_txn_watermark = Forwarded(Txns.min_open_txn_watermark)
     min_txn_id_seen_open = Forwarded(Txns.min_txn_id_seen_open)
-    commit_txn = Forwarded(Txns.commit_txn)
-    abort_txn = Forwarded(Txns.abort_txn)
-    abort_txns = Forwarded(Txns.abort_txns)
-    abort_in = Forwarded(Txns.abort_in)
-    emit_aborts = Forwarded(Txns.emit_aborts)
     heartbeat_txn_in = Forwarded(Txns.heartbeat_txn_in)
     heartbeat_txn_range = Forwarded(Txns.heartbeat_txn_range)
     add_dynamic_partitions = Forwarded(Txns.add_dynamic_partitions)
     databases_touched = Forwarded(Txns.databases_touched)
     latest_txn_in_conflict = Forwarded(Txns.latest_txn_in_conflict)
+
+    # -- self.commits: committing
+    commit_txn = Forwarded(Commit.commit_txn)
+
+    # -- self.aborts: aborting
+    abort_txn = Forwarded(Abort.abort_txn)
+    abort_txns = Forwarded(Abort.abort_txns)
+    abort_in = Forwarded(Abort.abort_in)
+    emit_aborts = Forwarded(Abort.emit_aborts)
 
     # -- self.write_ids: write ids
     allocate_table_write_ids = Forwarded(WriteIds.allocate_table_write_ids)
