@@ -14,6 +14,11 @@ HIVE_LOCKS, NEXT_LOCK_ID, TXN_LOCK_TBL, MIN_HISTORY_LEVEL and WRITE_SET lives in
 - ``materializations`` MV_TABLES_USED counters and materialized-view invalidation
 - ``repl``         replayed (REPL_CREATED) txns and write ids: what REPL LOAD asks of a target
 
+Its surface is store/api.py's ``Transactions`` and the few write-id calls the SQL families and
+the cache loader make inside their own database transaction (``write_id_calls.WriteIdCalls``);
+what one part asks of another goes to that part (``service.aborts.abort_in``). app.py makes it
+beside the SQL store, over the same database and event log, and hands it in.
+
 The service is shared by every connection's thread; the only state it keeps between calls is
 the settled floor of old TXNS rows (``txn_base.SettledTxns``), a fact about the database that other
 writers cannot make false, so several instances (and stock Java metastores) can serve one
