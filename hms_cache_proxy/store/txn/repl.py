@@ -202,26 +202,25 @@ class ReplTxns(TxnPart):
 
     def load_commit_txn(self, txn_id: int) -> None:
         """Commit REPL LOAD's own txn, with no COMMIT_TXN event (a second commit: no-op)."""
+        self.db.transaction(lambda conn: self._load_commit_txn_txn(conn, txn_id))
 
-        def run(conn: Connection) -> None:
-            kind = self.lock_open_txn(conn, txn_id)
-            if kind is None:
-                state = self.find_txn_state(conn, txn_id)
-                if state == COMMITTED:
-                    return
-                raise_unexpected_state(state, txn_id)
-            if conn.execute(
-                select(_T2W.c.T2W_WRITEID).where(_T2W.c.T2W_TXNID == txn_id).limit(1)
-            ).first():
-                raise hms.MetaException(
-                    message=f"{txn_id_str(txn_id)} is REPL LOAD's own txn (replPolicy, DEFAULT) "
-                    "and holds write ids: its commit writes no COMMIT_TXN, so no reader's "
-                    "cache could learn of them; commit it without replPolicy"
-                )
-            self.commits.move_components_to_completed(conn, txn_id, "N")
-            self.commits.finish_commit(conn, txn_id, kind, None, 0, True)
-
-        self.db.transaction(run)
+    def _load_commit_txn_txn(self, conn: Connection, txn_id: int) -> None:
+        kind = self.lock_open_txn(conn, txn_id)
+        if kind is None:
+            state = self.find_txn_state(conn, txn_id)
+            if state == COMMITTED:
+                return
+            raise_unexpected_state(state, txn_id)
+        if conn.execute(
+            select(_T2W.c.T2W_WRITEID).where(_T2W.c.T2W_TXNID == txn_id).limit(1)
+        ).first():
+            raise hms.MetaException(
+                message=f"{txn_id_str(txn_id)} is REPL LOAD's own txn (replPolicy, DEFAULT) "
+                "and holds write ids: its commit writes no COMMIT_TXN, so no reader's "
+                "cache could learn of them; commit it without replPolicy"
+            )
+        self.commits.move_components_to_completed(conn, txn_id, "N")
+        self.commits.finish_commit(conn, txn_id, kind, None, 0, True)
 
     def load_abort_txn(self, txn_id: int) -> None:
         """Abort REPL LOAD's own txn, with no ABORT_TXN event (aborting it again: no-op)."""
@@ -426,22 +425,21 @@ class ReplTxns(TxnPart):
     def repl_abort_txn(self, policy: str, src_txn: int) -> None:
         """Abort the target txn of a replayed abort (ABORT_TXN names the target txn, which
         the write ids of its ALLOC_WRITE_ID events name); nothing when not mapped."""
+        self.db.transaction(lambda conn: self._repl_abort_txn_txn(conn, policy, src_txn))
 
-        def run(conn: Connection) -> None:
-            target = self.target_txns(conn, policy, [src_txn]).get(src_txn)
-            if target is None:
-                return
-            kind = self.lock_open_txn(conn, target)
-            if kind is None:
-                state = self.find_txn_state(conn, target)
-                if state != ABORTED:
-                    raise_unexpected_state(state, target)
-                conn.execute(delete(_RTM).where(_RTM.c.RTM_TARGET_TXN_ID == target))
-                return
-            self.aborts.abort_in(conn, [target], reason=ABORT_REPLAYED, replayed=True)
-            self.aborts.emit_aborts(conn, {target: kind})
-
-        self.db.transaction(run)
+    def _repl_abort_txn_txn(self, conn: Connection, policy: str, src_txn: int) -> None:
+        target = self.target_txns(conn, policy, [src_txn]).get(src_txn)
+        if target is None:
+            return
+        kind = self.lock_open_txn(conn, target)
+        if kind is None:
+            state = self.find_txn_state(conn, target)
+            if state != ABORTED:
+                raise_unexpected_state(state, target)
+            conn.execute(delete(_RTM).where(_RTM.c.RTM_TARGET_TXN_ID == target))
+            return
+        self.aborts.abort_in(conn, [target], reason=ABORT_REPLAYED, replayed=True)
+        self.aborts.emit_aborts(conn, {target: kind})
 
 
 def repl_writes(infos: Sequence[Any]) -> list[ReplWrite]:
