@@ -41,10 +41,14 @@ from hms_cache_proxy.server.wire import Limits
 from hms_cache_proxy.store.cached.cache_service import CacheService
 from hms_cache_proxy.store.cached.direct import DirectStore
 from hms_cache_proxy.store.db.engine import Database, refused_connection
+from hms_cache_proxy.store.db.ids import IdAllocator
+from hms_cache_proxy.store.events.log import EventLog
+from hms_cache_proxy.store.events.message_base import WRITER_NAME
+from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
 from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import Housekeeper
-from hms_cache_proxy.store.txn.txn_service import TxnConfig
+from hms_cache_proxy.store.txn.txn_service import TxnConfig, TxnService
 
 if TYPE_CHECKING:
     from hms_cache_proxy.rest.server import RestServer
@@ -222,25 +226,20 @@ def build_service(settings: Settings) -> Service:
     readiness.mark_schema_checked()
     database.refusals.listeners.append(metrics.DATABASE_REFUSED.inc)
     readiness.add_condition(functools.partial(_refusal_reason, database))
+    # The SQL store and the transaction service write to one notification log.
+    events = EventLog(
+        IdAllocator(database, settings.id_block_size),
+        settings.event_message_format,
+        max_event_response=settings.notification_max_events,
+    )
+    messages = MessageBuilder(server=settings.server_uri, writer=WRITER_NAME)
+    txn = TxnService(database, events, messages, _txn_config(settings))
     store = SqlStore(
-        database,
-        warehouse_uri=settings.warehouse_uri(),
-        message_format=settings.event_message_format,
-        id_block_size=settings.id_block_size,
-        notification_max_events=settings.notification_max_events,
-        server_uri=settings.server_uri,
-        txn_config=TxnConfig(
-            timeout_ms=int(settings.txn_timeout_seconds * 1000),
-            repl_timeout_ms=int(settings.repl_txn_timeout_seconds * 1000),
-            open_txn_timeout_ms=settings.txn_open_timeout_ms,
-            max_open_batch=settings.txn_max_open_batch,
-            use_min_history_level=settings.txn_use_min_history_level,
-            use_min_history_write_id=settings.txn_use_min_history_write_id,
-        ),
+        database, txn, events=events, messages=messages, warehouse_uri=settings.warehouse_uri()
     )
     # The handler reads through the cache (or, with cache_enabled false, the database only).
     cache = CacheService(store, settings, readiness) if settings.cache_enabled else None
-    housekeeper = _housekeeper(settings, store, cache)
+    housekeeper = _housekeeper(settings, txn, cache)
     handler = Handler(cache.store if cache is not None else DirectStore(store), settings)
     log_roots(settings)
     # read_only and allowed_databases (the handler itself when neither is set: no cost per call)
@@ -272,6 +271,18 @@ def build_service(settings: Settings) -> Service:
         endpoints = Endpoints(settings, svc.serving, health, readiness, svc.admin)
         svc.http = ObservabilityServer(settings.metrics_host, settings.metrics_port, endpoints)
     return svc
+
+
+def _txn_config(settings: Settings) -> TxnConfig:
+    """The transaction service's knobs (Hive's metastore.txn.* settings)."""
+    return TxnConfig(
+        timeout_ms=int(settings.txn_timeout_seconds * 1000),
+        repl_timeout_ms=int(settings.repl_txn_timeout_seconds * 1000),
+        open_txn_timeout_ms=settings.txn_open_timeout_ms,
+        max_open_batch=settings.txn_max_open_batch,
+        use_min_history_level=settings.txn_use_min_history_level,
+        use_min_history_write_id=settings.txn_use_min_history_write_id,
+    )
 
 
 def _thrift_server(
@@ -429,7 +440,7 @@ def _refusal_reason(database: Database) -> str | None:
     )
 
 
-def _housekeeper(settings: Settings, store: SqlStore, cache: CacheService | None) -> Housekeeper:
+def _housekeeper(settings: Settings, txn: TxnService, cache: CacheService | None) -> Housekeeper:
     """Transaction housekeeping as ``txn_housekeeping`` says: with a lease, rounds run only
     while this instance's LISTEN session holds it (where there is no such session: every
     round, serialised with the other instances' by an advisory lock, as "always")."""
@@ -440,7 +451,7 @@ def _housekeeper(settings: Settings, store: SqlStore, cache: CacheService | None
     if settings.txn_housekeeping == "lease" and cache is not None and cache.poller.listen:
         poller = cache.poller
         holds_lease = lambda: poller.leader  # noqa: E731
-    return Housekeeper(store.txn, interval, holds_lease)
+    return Housekeeper(txn, interval, holds_lease)
 
 
 def _rest_server(settings: Settings, handler: Any, ctx: ssl.SSLContext | None) -> RestServer:

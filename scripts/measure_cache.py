@@ -35,15 +35,15 @@ from hms_cache_proxy.bench.rawclient import RawClient, encode_call  # noqa: E402
 from hms_cache_proxy.idl import hms  # noqa: E402
 from hms_cache_proxy.store.db.engine import Database  # noqa: E402
 from hms_cache_proxy.store.sql.bootstrap import init_db  # noqa: E402
-from hms_cache_proxy.store.sql.sql_store import SqlStore  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
 from tests.support.server import ServerProcess, free_port  # noqa: E402
+from tests.support.stores import sql_store  # noqa: E402
 
 
 def fill(url: str, warehouse: str, big_tables: int) -> int:
     db = Database(url)
     init_db(db, warehouse)
-    store = SqlStore(db, warehouse_uri=warehouse)
+    store = sql_store(db, warehouse)
     store.create_database(
         hms.Database(
             name=BENCH_DB, locationUri=f"{warehouse}/b.db", parameters={}, catalogName="hive"

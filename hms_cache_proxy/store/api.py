@@ -14,9 +14,9 @@ table reads, which come in two forms: ``TableReads`` takes the request's snapsho
 (``valid_write_id_list``) and may answer with encoded bytes (``encoded``), for the handler;
 ``DatabaseTableReads`` is the database's form, which needs neither.
 
-Each metadata, table-read and event call says in a line or two what comes back and which
-declared Thrift exception it raises, with Hive's message (``<...>`` stands for a name); the
-handler passes declared exceptions on to the client (docs/architecture.md, "Conventions").
+Each call says in a line or two what comes back and which declared Thrift exception it raises,
+with Hive's message (``<...>`` stands for a name); the handler passes declared exceptions on to
+the client (docs/architecture.md, "Conventions").
 
 Thrift types (``hms.*``) come from an IDL loaded at run time, so the checker sees them as Any:
 what it checks is that every call names a method that exists with those parameters.
@@ -778,7 +778,13 @@ class Events(Protocol):
 
 
 class Transactions(Protocol):
-    """The transaction service (``store.txn``): Hive's TxnHandler calls."""
+    """The transaction service (``store.txn``): Hive's TxnHandler calls.
+
+    ``<txn>`` stands for Hive's ``txnid:<id>`` and ``<lock>`` for ``lockid:<id>``. A call on a
+    txn that is not open raises as TxnUtils.raiseTxnUnexpectedState: TxnAbortedException
+    ``Transaction <txn> already aborted``, NoSuchTxnException ``Transaction <txn> is already
+    committed.`` or ``No such transaction <txn>`` (below: "not open").
+    """
 
     # -- transactions ----------------------------------------------------------------------------
 
@@ -789,17 +795,56 @@ class Transactions(Protocol):
         host: str,
         agent_info: str | None = ...,
         txn_type: int = ...,
-    ) -> list[int]: ...
+    ) -> list[int]:
+        """The new txn ids, ascending (at most metastore.txn.max.open.batch); MetaException
+        ``Invalid input for number of txns: <n>``, or ``Could not open transactions within
+        metastore.txn.opentxn.timeout ...``."""
+        ...
+
     def commit_txn(
         self, txn_id: int, key_value: Any | None = ..., excl_write_enabled: bool = ...
-    ) -> None: ...
-    def abort_txn(self, txn_id: int, error_code: int | None = ...) -> None: ...
-    def abort_txns(self, txn_ids: Sequence[int], error_code: int | None = ...) -> int: ...
-    def get_open_txns(self, exclude_types: Iterable[int] = ...) -> Any: ...
-    def get_open_txns_info(self) -> Any: ...
-    def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None: ...
-    def heartbeat_txn_range(self, low: int, high: int) -> tuple[set[int], set[int]]: ...
-    def latest_txn_in_conflict(self, txn_id: int) -> int: ...
+    ) -> None:
+        """Commit (a committed txn again: nothing); not open: TxnAbortedException /
+        NoSuchTxnException; a write conflict aborts it: TxnAbortedException ``Aborting
+        [<txn>,<commit id>] due to a write conflict on <db>/<table>[/<part>] ...``;
+        MetaException ``Error updating key/value in the sql backend with txnId=<id>, ...``
+        (a ``key_value`` key not starting with ``_meta``, or not one row changed)."""
+        ...
+
+    def abort_txn(self, txn_id: int, error_code: int | None = ...) -> None:
+        """Abort (an aborted txn again: nothing); NoSuchTxnException ``Transaction <txn> is
+        already committed.`` or ``No such transaction <txn>``."""
+        ...
+
+    def abort_txns(self, txn_ids: Sequence[int], error_code: int | None = ...) -> int:
+        """Abort those of the txns that are open (the others are skipped, as Hive); the count."""
+        ...
+
+    def get_open_txns(self, exclude_types: Iterable[int] = ...) -> Any:
+        """GetOpenTxnsResponse: the high-water mark, the open and aborted txns (READ_ONLY
+        ones left out) with abortedBits; MetaException when TXNS misses more ids than
+        max_gap_fill inside the open window."""
+        ...
+
+    def get_open_txns_info(self) -> Any:
+        """GetOpenTxnsInfoResponse: every open or aborted txn with its user, host and times."""
+        ...
+
+    def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
+        """Heartbeat the lock, then the txn; NoSuchLockException ``No such lock: <lock>``;
+        txn not open: TxnAbortedException / NoSuchTxnException."""
+        ...
+
+    def heartbeat_txn_range(self, low: int, high: int) -> tuple[set[int], set[int]]:
+        """Heartbeat the open txns of ``low..high``; (aborted, no such) among the others;
+        MetaException when the range is longer than max_heartbeat_range."""
+        ...
+
+    def latest_txn_in_conflict(self, txn_id: int) -> int:
+        """Hive's getLatestTxnIdInConflict: the newest committed txn that updated or deleted
+        what ``txn_id`` did, -1 for none."""
+        ...
+
     def add_dynamic_partitions(
         self,
         txn_id: int,
@@ -808,7 +853,11 @@ class Transactions(Protocol):
         table: str,
         partition_names: Sequence[str],
         operation_type: int | None,
-    ) -> None: ...
+    ) -> None:
+        """Record the partitions the txn wrote in place of its table-level component; txn not
+        open: TxnAbortedException / NoSuchTxnException."""
+        ...
+
     def databases_touched(
         self, txn_ids: Sequence[int] = ..., lock_ids: Sequence[int] = ...
     ) -> set[str]:
@@ -820,68 +869,176 @@ class Transactions(Protocol):
 
     def allocate_table_write_ids(
         self, db: str, table: str, txn_ids: Sequence[int]
-    ) -> list[tuple[int, int]]: ...
+    ) -> list[tuple[int, int]]:
+        """(txn, write id) per txn, ascending, a txn's earlier one reused; a txn not open:
+        TxnAbortedException / NoSuchTxnException; MetaException ``Write ID allocation failed
+        on <db>.<table> as not all input txns in open state or read-only``."""
+        ...
+
     def get_valid_write_ids(
         self,
         full_table_names: Sequence[str],
         valid_txn_list: str | None = ...,
         write_id: int | None = ...,
-    ) -> list[Any]: ...
-    def max_allocated_write_id(self, db: str, table: str) -> int: ...
-    def seed_write_id(self, db: str, table: str, seed: int) -> None: ...
+    ) -> list[Any]:
+        """TableValidWriteIds per table under the given ValidTxnList (else that of the txn of
+        ``write_id``, else now); MetaException ``Invalid validTxnList: ...``, ``invalid write
+        id <n> for table <db>.<table>``, ``Invalid table name ...``."""
+        ...
+
+    def max_allocated_write_id(self, db: str, table: str) -> int:
+        """The table's highest allocated write id, 0 when it never had one."""
+        ...
+
+    def seed_write_id(self, db: str, table: str, seed: int) -> None:
+        """Start the table's write ids after ``seed``; MetaException ``Unable to update
+        transaction database: <db>.<table> already has write ids``."""
+        ...
 
     # -- replayed transactions (REPL LOAD on a target) ------------------------------------------
 
     def repl_open_txns(
         self, policy: str, src_ids: Sequence[int], user: str, host: str, agent_info: str | None
-    ) -> list[int]: ...
+    ) -> list[int]:
+        """The target txns (REPL_CREATED) of the source txns, ascending; those already mapped
+        if any are; MetaException ``replSrcTxnIds must name the source txns`` or over
+        metastore.txn.max.open.batch."""
+        ...
+
     def repl_allocate_write_ids(
         self, db: str, table: str, policy: str, src_pairs: Sequence[tuple[int, int]]
-    ) -> list[tuple[int, int]]: ...
+    ) -> list[tuple[int, int]]:
+        """(target txn, source write id) per pair; [] when a source txn is no longer mapped;
+        MetaException ``srcTxnToWriteIdList must not be empty`` or ``Write ID allocation
+        failed on <db>.<table> ...``."""
+        ...
+
     def repl_table_write_id_state(
         self, valid_write_ids: str, db: str, table: str, part_names: Sequence[str] = ...
-    ) -> None: ...
-    def repl_abort_txn(self, policy: str, src_txn: int) -> None: ...
-    def load_open_txn(self, user: str, host: str, agent_info: str | None) -> int: ...
-    def load_commit_txn(self, txn_id: int) -> None: ...
-    def load_abort_txn(self, txn_id: int) -> None: ...
+    ) -> None:
+        """Seed a bootstrapped table's write ids from the source's ValidWriteIdList (nothing
+        when it has write ids); ValueError for an unreadable list (the handler's
+        MetaException ``invalid validWriteIdlist ...``)."""
+        ...
+
+    def repl_abort_txn(self, policy: str, src_txn: int) -> None:
+        """Abort the target txn of a replayed abort (nothing when not mapped or aborted);
+        NoSuchTxnException ``Transaction <txn> is already committed.``."""
+        ...
+
+    def load_open_txn(self, user: str, host: str, agent_info: str | None) -> int:
+        """REPL LOAD's own txn id (DEFAULT, no OPEN_TXN event)."""
+        ...
+
+    def load_commit_txn(self, txn_id: int) -> None:
+        """Commit REPL LOAD's own txn without an event (again: nothing); not open:
+        TxnAbortedException / NoSuchTxnException; MetaException when it holds write ids."""
+        ...
+
+    def load_abort_txn(self, txn_id: int) -> None:
+        """Abort REPL LOAD's own txn without an event (again: nothing); NoSuchTxnException
+        when it is committed or unknown."""
+        ...
 
     # -- locks -----------------------------------------------------------------------------------
 
-    def lock(self, rqst: Any) -> Any: ...
-    def check_lock(self, ext_id: int) -> Any: ...
-    def unlock(self, ext_id: int) -> None: ...
+    def lock(self, rqst: Any) -> Any:
+        """LockResponse (ACQUIRED, or WAITING with the blocker recorded); the txn not open:
+        TxnAbortedException / NoSuchTxnException; MetaException ``LockRequest has no
+        components``, ``Couldn't find a lock we just created! ...``."""
+        ...
+
+    def check_lock(self, ext_id: int) -> Any:
+        """Heartbeat and retry the lock: LockResponse; NoSuchLockException ``No such lock
+        <lock>``; its txn not open: TxnAbortedException / NoSuchTxnException."""
+        ...
+
+    def unlock(self, ext_id: int) -> None:
+        """Release a txn-less lock or a waiting one (no such lock: nothing); TxnOpenException
+        ``Unlocking locks associated with transaction not permitted.  <lock row>``."""
+        ...
+
     def show_locks(
         self,
         db: str | None = ...,
         table: str | None = ...,
         partition: str | None = ...,
         txn_id: int | None = ...,
-    ) -> list[Any]: ...
+    ) -> list[Any]:
+        """ShowLocksResponseElements of the matching locks, acquired first."""
+        ...
 
     # -- compactions and materialized views ------------------------------------------------------
 
-    def compact(self, rqst: Any) -> hms.CompactionResponse: ...
-    def show_compact(self, rqst: Any) -> hms.ShowCompactResponse: ...
-    def abort_compactions(self, ids: Sequence[int]) -> hms.AbortCompactResponse: ...
+    def compact(self, rqst: Any) -> hms.CompactionResponse:
+        """CompactionResponse: the queued id, or accepted=False ``Compaction is already
+        scheduled with state='<state>' and id=<id>``; MetaException ``Unexpected compaction
+        type ...``."""
+        ...
+
+    def show_compact(self, rqst: Any) -> hms.ShowCompactResponse:
+        """The queue and the history as the request filters them, latest first; MetaException
+        ``Unknown compaction state ...`` or an unknown order column."""
+        ...
+
+    def abort_compactions(self, ids: Sequence[int]) -> hms.AbortCompactResponse:
+        """Per id: aborted if it was initiated, else its status (``No Such Compaction Id
+        Available``)."""
+        ...
+
     def latest_committed_compactions(
         self, db: str, table: str, partitions: Sequence[str] | None, after_id: int | None
-    ) -> list[hms.CompactionInfoStruct]: ...
+    ) -> list[hms.CompactionInfoStruct]:
+        """Per table or partition the newest compaction whose result is committed, after
+        ``after_id`` when given."""
+        ...
+
     def find_next_compact(
         self, worker_id: str | None, worker_version: str | None, pool: str | None
-    ) -> hms.CompactionInfoStruct | None: ...
-    def find_columns_with_stats(self, ci: Any) -> list[str]: ...
-    def update_compactor_state(self, ci: Any, txn_id: int) -> None: ...
-    def set_hadoop_jobid(self, job_id: str | None, cq_id: int) -> None: ...
-    def mark_compacted(self, ci: Any) -> None: ...
-    def mark_cleaned(self, ci: Any) -> None: ...
-    def mark_failed(self, ci: Any, state: str = ...) -> None: ...
+    ) -> hms.CompactionInfoStruct | None:
+        """The oldest initiated request of the pool, now the worker's; None when there is none."""
+        ...
+
+    def find_columns_with_stats(self, ci: Any) -> list[str]:
+        """The columns with statistics in the compacted table or partition."""
+        ...
+
+    def update_compactor_state(self, ci: Any, txn_id: int) -> None:
+        """Record the worker's compactor txn; MetaException ``No compaction with id <id> in
+        the queue``."""
+        ...
+
+    def set_hadoop_jobid(self, job_id: str | None, cq_id: int) -> None:
+        """Record the compaction's job; MetaException ``No compaction with id <id> in the
+        queue``."""
+        ...
+
+    def mark_compacted(self, ci: Any) -> None:
+        """Ready for cleaning; MetaException ``No compaction with id <id> in the queue``."""
+        ...
+
+    def mark_cleaned(self, ci: Any) -> None:
+        """To history as succeeded, obsolete components dropped; MetaException ``No compaction
+        with id <id> in the queue``."""
+        ...
+
+    def mark_failed(self, ci: Any, state: str = ...) -> None:
+        """To history as failed (or refused); MetaException ``No record with CQ_ID=<id> found
+        in COMPACTION_QUEUE``."""
+        ...
+
     def materialization_invalidation_info(
         self, tables_used: list[str], view_txn_list: str | None, valid_txn_list: str | None
-    ) -> hms.Materialization | None: ...
+    ) -> hms.Materialization | None:
+        """Whether the view's source tables changed since its snapshot (None: no sources, or
+        Iceberg ones); MetaException ``Invalid validTxnList of the view: ...``."""
+        ...
+
     def update_transaction_statistics(
         self, table_id: int, inserted: int, updated: int, deleted: int
-    ) -> None: ...
+    ) -> None:
+        """Add a txn's row counts to every materialized view using the table."""
+        ...
 
 
 class DatabaseStore(Metadata, DatabaseTableReads, Events, Protocol):

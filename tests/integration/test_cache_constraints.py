@@ -72,11 +72,11 @@ def _fk_pk_names(T: Any, client: Any) -> list[Any]:
 
 def _database_answer(url: str, T: Any, name: str) -> Any:
     """What the database path answers (a fresh store over the same database)."""
-    from hms_cache_proxy.store.sql.sql_store import SqlStore
+    from tests.support.stores import sql_store
 
     db = Database(url)
     try:
-        store = SqlStore(db, warehouse_uri="file:/unused")
+        store = sql_store(db, "file:/unused")
         return store.get_table_constraints("hive", DB, name)
     finally:
         db.dispose()

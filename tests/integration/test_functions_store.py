@@ -16,6 +16,7 @@ from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events import messages
 from hms_cache_proxy.store.sql.bootstrap import init_db
 from hms_cache_proxy.store.sql.sql_store import SqlStore
+from tests.support import stores
 
 WAREHOUSE = "file:/tmp/hms-warehouse"
 CAT = "hive"
@@ -34,7 +35,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[SqlStore]:
     url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
     db = Database(url)
     init_db(db, WAREHOUSE)
-    sql_store = SqlStore(db, warehouse_uri=WAREHOUSE)
+    sql_store = stores.sql_store(db, WAREHOUSE)
     for name in ("fdb", "other"):
         sql_store.create_database(hms.Database(name=name, parameters={}, catalogName=CAT))
     yield sql_store

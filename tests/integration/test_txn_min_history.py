@@ -14,12 +14,12 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
-from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import clean_txn_tables
 from hms_cache_proxy.store.txn.txn_base import TxnConfig
 from hms_cache_proxy.store.txn.txn_service import TxnService
 from hms_cache_proxy.store.txn_snapshots import LONG_MAX
 from tests.support.pg_template import database_url, pg_template  # noqa: F401
+from tests.support.stores import sql_store
 
 MakeService = Callable[..., TxnService]
 
@@ -34,7 +34,7 @@ def make(database_url: str, tmp_path: Path) -> Iterator[MakeService]:  # noqa: F
         made.append(db)
         ensure_ready(db, (tmp_path / "wh").as_uri(), True)
         config = TxnConfig(use_min_history_level=level, use_min_history_write_id=write_id)
-        return SqlStore(db, warehouse_uri=(tmp_path / "wh").as_uri(), txn_config=config).txn
+        return sql_store(db, (tmp_path / "wh").as_uri(), config).txn
 
     yield _make
     for db in made:
@@ -70,9 +70,9 @@ def test_with_the_level_switch_off_no_row_is_written_or_read(make: MakeService) 
     [b] = off.open_txns(1, "u", "h", txn_type=hms.TxnType.READ_ONLY)
     assert mhl_rows(off) == {kept: kept}
     with off.db.read() as conn:
-        assert off.min_txn_id_seen_open(conn) == LONG_MAX
+        assert off.txns.min_txn_id_seen_open(conn) == LONG_MAX
     with on.db.read() as conn:
-        assert on.min_txn_id_seen_open(conn) == kept
+        assert on.txns.min_txn_id_seen_open(conn) == kept
     assert off.get_open_txns().open_txns == [kept, a]  # the list does not need the rows
 
 

@@ -13,16 +13,16 @@ from sqlalchemy import select
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.txn_service import TxnService
+from tests.support.stores import sql_store
 
 
 @pytest.fixture
 def svc(pg_url: str) -> Iterator[TxnService]:
     db = Database(pg_url)
     init_db(db, "file:/tmp/wh")
-    yield SqlStore(db, warehouse_uri="file:/tmp/wh").txn
+    yield sql_store(db, "file:/tmp/wh").txn
     db.dispose()
 
 

@@ -13,10 +13,10 @@ from sqlalchemy import delete
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import init_db
-from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn import writeids
 from hms_cache_proxy.store.txn.txn_service import TxnService
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
+from tests.support.stores import sql_store
 
 TABLE = "default.t"
 
@@ -25,7 +25,7 @@ TABLE = "default.t"
 def svc(pg_url: str) -> Iterator[TxnService]:
     db = Database(pg_url)
     init_db(db, "file:/tmp/wh")
-    yield SqlStore(db, warehouse_uri="file:/tmp/wh").txn
+    yield sql_store(db, "file:/tmp/wh").txn
     db.dispose()
 
 

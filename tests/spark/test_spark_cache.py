@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from hms_cache_proxy.store.db.engine import Database
-from hms_cache_proxy.store.sql.sql_store import SqlStore
 from tests.support.apache_thrift import apache_client
 from tests.support.cache import ours
 from tests.support.server import ServerProcess
+from tests.support.stores import sql_store
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.postgres]
 
@@ -71,7 +71,7 @@ def test_spark_writes_through_one_instance_and_reads_through_another(
             # written before it is added: never fewer rows than partitions seen.
             assert rows >= parts, seen
         assert [s[0] for s in seen] == sorted(s[0] for s in seen), seen  # never backwards
-        store = SqlStore(Database(url), warehouse_uri=f"file:{warehouse}")
+        store = sql_store(Database(url), f"file:{warehouse}")
         try:
             for srv in (a, b):
                 c, tr = apache_client("127.0.0.1", srv.port)

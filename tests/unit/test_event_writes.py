@@ -25,6 +25,7 @@ from hms_cache_proxy.store.event_writes import is_event_write, writes_events
 from hms_cache_proxy.store.forwarding import Forwarded
 from hms_cache_proxy.store.sql.sql_base import SqlPart
 from hms_cache_proxy.store.sql.sql_store import SqlStore
+from tests.support.stores import sql_store
 
 _EVENT_LOG_CALLS = {"append", "reserve", "write"}
 _SELF_LOADS = {"LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE"}
@@ -66,7 +67,7 @@ def _self_chains(code: types.CodeType) -> set[tuple[str, ...]]:
 def _sql_store() -> SqlStore:
     """A SQL store over an in-memory database that is never opened: its families, for their
     code and for how they hold each other."""
-    return SqlStore(Database("sqlite://"), warehouse_uri="file:/unused")
+    return sql_store(Database("sqlite://"), "file:/unused")
 
 
 def _public_methods() -> dict[str, tuple[Callable[..., Any], SqlPart]]:

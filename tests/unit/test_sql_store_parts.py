@@ -14,10 +14,11 @@ from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.forwarding import Forwarded, bind_owners
 from hms_cache_proxy.store.sql.sql_base import SqlPart, SqlShared
 from hms_cache_proxy.store.sql.sql_store import SqlStore
+from tests.support.stores import sql_store
 
 
 def _store() -> SqlStore:
-    return SqlStore(Database("sqlite://"), warehouse_uri="file:/unused")
+    return sql_store(Database("sqlite://"), "file:/unused")
 
 
 def _contract() -> dict[str, object]:
@@ -80,7 +81,10 @@ def test_a_forward_binds_by_identity_not_by_name() -> None:
     class Composed:
         get_table = Forwarded(First.get_table)
 
-    shared = SqlShared(Database("sqlite://"), warehouse_uri="file:/unused")
+    store = _store()
+    shared = SqlShared(
+        store.db, store.txn, events=store.events, messages=store.messages, warehouse_uri="file:/w"
+    )
     first, second = First(shared), Second(shared)
     assert bind_owners(Composed, [second, first])["get_table"].__self__ is first
     with pytest.raises(TypeError, match=r"Composed.get_table -> .*First.get_table: no part"):

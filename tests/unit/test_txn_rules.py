@@ -187,7 +187,7 @@ def test_young_gaps_in_txns_count_as_open_and_old_ones_do_not(svc: TxnService) -
         ],
     )
     with svc.db.read() as conn:
-        listed = svc.open_txn_list(conn)
+        listed = svc.txns.open_txn_list(conn)
     assert listed.hwm == 12
     assert [(t.txn_id, t.state) for t in listed.txns] == [
         (4, "a"),
@@ -210,7 +210,7 @@ def _settle_now(svc: TxnService) -> None:
 
 def _full_list(svc: TxnService) -> list[tuple[int, str]]:
     with svc.db.read() as conn:
-        return [(t.txn_id, t.state) for t in svc.open_txn_list(conn).txns]
+        return [(t.txn_id, t.state) for t in svc.txns.open_txn_list(conn).txns]
 
 
 def test_settled_floor_skips_old_committed_rows_and_lists_the_same(svc: TxnService) -> None:

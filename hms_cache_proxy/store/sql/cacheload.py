@@ -33,7 +33,7 @@ from hms_cache_proxy.store.sql.details import Details, load_details
 from hms_cache_proxy.store.sql.partition_reads import _partitions_of_table
 from hms_cache_proxy.store.sql.storage import SD_COLUMNS, _skew_values
 from hms_cache_proxy.store.sql.tables import TABLE_BY_NAME, Tables, table_select
-from hms_cache_proxy.store.txn.txn_service import TxnService
+from hms_cache_proxy.store.txn.write_id_calls import WriteIdCalls
 
 PartitionBytes = tuple[str, tuple[str, ...], bytes, bytes, bytes]
 """(name, values, head, cols, tail) of one partition."""
@@ -48,7 +48,7 @@ class LoadSource(Protocol):
     @property
     def events(self) -> EventLog: ...
     @property
-    def txn(self) -> TxnService: ...
+    def txn(self) -> WriteIdCalls: ...
     @property
     def tables(self) -> Tables: ...
     @property

@@ -12,13 +12,11 @@ from sqlalchemy import Connection, and_, select
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
-from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog, NewEvent
-from hms_cache_proxy.store.events.message_base import WRITER_NAME
 from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.txn.txn_base import COMMITTED as TXN_COMMITTED
 from hms_cache_proxy.store.txn.txn_base import OPEN as TXN_OPEN
-from hms_cache_proxy.store.txn.txn_service import TxnConfig, TxnService
+from hms_cache_proxy.store.txn.write_id_calls import WriteIdCalls
 
 DEFAULT_CATALOG = "hive"
 
@@ -89,27 +87,25 @@ def principal_name(value: int | None) -> str | None:
 class SqlShared:
     """The collaborators every family of the SQL store works with, made once per store.
 
-    ``txn`` is the transaction service (transactions, write ids, locks) over the same database
-    and event log: the families hold it, to check write ids.
+    ``txn`` is the transaction service over the same database and event log, made beside the
+    store (app.py): the families ask it only the write-id calls of ``WriteIdCalls``.
     """
 
     def __init__(
         self,
         db: Database,
+        txn: WriteIdCalls,
         *,
+        events: EventLog,
+        messages: MessageBuilder,
         warehouse_uri: str,
-        txn_config: TxnConfig | None = None,
-        message_format: str = "gzip(json-2.0)",
-        id_block_size: int = 100,
-        notification_max_events: int = 10_000,
-        server_uri: str = "",
     ) -> None:
         self.db = db
-        self.ids = IdAllocator(db, id_block_size)
-        self.events = EventLog(self.ids, message_format, max_event_response=notification_max_events)
-        self.messages = MessageBuilder(server=server_uri, writer=WRITER_NAME)
+        self.ids = events.ids
+        self.events = events
+        self.messages = messages
         self.warehouse_uri = warehouse_uri.rstrip("/")
-        self.txn = TxnService(db, self.events, self.messages, txn_config)
+        self.txn = txn
 
 
 class SqlPart:

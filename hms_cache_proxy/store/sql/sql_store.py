@@ -8,6 +8,8 @@ from typing import Any
 
 from hms_cache_proxy.store import api
 from hms_cache_proxy.store.db.engine import Database
+from hms_cache_proxy.store.events.log import EventLog
+from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.forwarding import Forwarded, bind_owners
 from hms_cache_proxy.store.sql import encoded_reads
 from hms_cache_proxy.store.sql.constraints import Constraints
@@ -29,7 +31,7 @@ from hms_cache_proxy.store.sql.stats_writes import ColumnStatsWrites
 from hms_cache_proxy.store.sql.table_alters import TableAlters
 from hms_cache_proxy.store.sql.tables import Tables
 from hms_cache_proxy.store.sql.write_notes import WriteNotes
-from hms_cache_proxy.store.txn.txn_service import TxnConfig
+from hms_cache_proxy.store.txn.txn_service import TxnService
 from hms_cache_proxy.thrift_bytes import Encoded
 
 
@@ -40,29 +42,21 @@ class SqlStore:
     def __init__(
         self,
         db: Database,
+        txn: TxnService,
         *,
+        events: EventLog,
+        messages: MessageBuilder,
         warehouse_uri: str,
-        txn_config: TxnConfig | None = None,
-        message_format: str = "gzip(json-2.0)",
-        id_block_size: int = 100,
-        notification_max_events: int = 10_000,
-        server_uri: str = "",
     ) -> None:
-        shared = SqlShared(
-            db,
-            warehouse_uri=warehouse_uri,
-            txn_config=txn_config,
-            message_format=message_format,
-            id_block_size=id_block_size,
-            notification_max_events=notification_max_events,
-            server_uri=server_uri,
-        )
+        """``txn`` is made beside the store over the same database, ``events`` and
+        ``messages`` (app.py): a commit's events and a write's share one notification log."""
+        shared = SqlShared(db, txn, events=events, messages=messages, warehouse_uri=warehouse_uri)
         self.db = shared.db
         self.ids = shared.ids
         self.events = shared.events
         self.messages = shared.messages
         self.warehouse_uri = shared.warehouse_uri
-        self.txn = shared.txn
+        self.txn = txn
         self.databases = Databases(shared)
         self.constraints = Constraints(shared)
         self.tables = Tables(shared, self.constraints)

@@ -12,7 +12,7 @@ A request's life (CQ_STATE / CC_STATE):
 - A Worker takes it (``find_next_compact``: ``w``, CQ_WORKER_ID, CQ_START), records its
   compactor txn and highest write id (``update_compactor_state``), its job id
   (``set_hadoop_jobid``) and marks it compacted (``r``, ready for cleaning). Committing the
-  compactor txn stamps CQ_NEXT_TXN_ID and CQ_COMMIT_TIME (txns.py).
+  compactor txn stamps CQ_NEXT_TXN_ID and CQ_COMMIT_TIME (commit.py).
 - The Cleaner's ``mark_cleaned`` moves it to COMPLETED_COMPACTIONS as ``s`` (succeeded) and
   drops the completed and aborted txn components the compaction made obsolete;
   ``mark_failed`` / ``mark_refused`` move it there as ``f`` / ``c`` and
@@ -367,35 +367,34 @@ class Compaction(TxnPart):
 
     def abort_compactions(self, ids: Sequence[int]) -> hms.AbortCompactResponse:
         """Initiated requests leave the queue as ``aborted``; others are reported, not touched."""
+        return hms.AbortCompactResponse(
+            abortedcompacts=self.db.transaction(lambda conn: self._abort_compactions_txn(conn, ids))
+        )
 
-        def run(conn: Connection) -> dict[int, Any]:
-            out = {
-                i: hms.AbortCompactionResponseElement(
-                    compactionId=i, status="Error", message="No Such Compaction Id Available"
-                )
-                for i in ids
-            }
-            u = self._all_compactions()
-            rows = conn.execute(
-                select(u.c.CC_ID, u.c.CC_STATE).where(u.c.CC_ID.in_(list(ids)))
-            ).all()
-            for r in rows:
-                cq_id = int(r.CC_ID)
-                if r.CC_STATE != INITIATED:
-                    state = STATE_NAMES.get(r.CC_STATE, r.CC_STATE)
-                    out[
-                        cq_id
-                    ].message = f"Error while aborting compaction as compaction is in state-{state}"
-                    continue
-                moved = self.move_to_history(
-                    conn, cq_id, ABORTED_STATE, "Compaction Aborted by Abort Comapction request."
-                )
-                if moved:
-                    out[cq_id].status = "Success"
-                    out[cq_id].message = "Successfully aborted compaction"
-            return out
-
-        return hms.AbortCompactResponse(abortedcompacts=self.db.transaction(run))
+    def _abort_compactions_txn(self, conn: Connection, ids: Sequence[int]) -> dict[int, Any]:
+        out = {
+            i: hms.AbortCompactionResponseElement(
+                compactionId=i, status="Error", message="No Such Compaction Id Available"
+            )
+            for i in ids
+        }
+        u = self._all_compactions()
+        rows = conn.execute(select(u.c.CC_ID, u.c.CC_STATE).where(u.c.CC_ID.in_(list(ids)))).all()
+        for r in rows:
+            cq_id = int(r.CC_ID)
+            if r.CC_STATE != INITIATED:
+                state = STATE_NAMES.get(r.CC_STATE, r.CC_STATE)
+                out[
+                    cq_id
+                ].message = f"Error while aborting compaction as compaction is in state-{state}"
+                continue
+            moved = self.move_to_history(
+                conn, cq_id, ABORTED_STATE, "Compaction Aborted by Abort Comapction request."
+            )
+            if moved:
+                out[cq_id].status = "Success"
+                out[cq_id].message = "Successfully aborted compaction"
+        return out
 
     def move_to_history(
         self,

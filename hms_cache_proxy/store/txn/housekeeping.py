@@ -76,7 +76,7 @@ def perform_timeouts(service: TxnService) -> HousekeepingResult:
     def expire_locks(conn: Connection) -> int | None:
         if not _exclusive_round(conn):
             return None
-        cut = service.now_ms(conn) - timeout
+        cut = service.txns.now_ms(conn) - timeout
         rc = conn.execute(
             delete(hl).where(hl.c.HL_TXNID == 0, hl.c.HL_LAST_HEARTBEAT < cut)
         ).rowcount
@@ -89,7 +89,7 @@ def perform_timeouts(service: TxnService) -> HousekeepingResult:
     result.locks_expired = expired
 
     def abort_batch(conn: Connection) -> list[int]:
-        now = service.now_ms(conn)
+        now = service.txns.now_ms(conn)
         replayed = t.c.TXN_TYPE == hms.TxnType.REPL_CREATED
         rows = conn.execute(
             select(t.c.TXN_ID, t.c.TXN_TYPE)
@@ -108,8 +108,8 @@ def perform_timeouts(service: TxnService) -> HousekeepingResult:
             .with_for_update(skip_locked=True)
         ).all()
         types = {int(r[0]): txn_type_of(r[1]) for r in rows}
-        service.abort_in(conn, list(types), reason=ABORT_TIMEOUT)
-        service.emit_aborts(conn, types)
+        service.aborts.abort_in(conn, list(types), reason=ABORT_TIMEOUT)
+        service.aborts.emit_aborts(conn, types)
         return sorted(types)
 
     while True:
@@ -140,7 +140,7 @@ def clean_txn_tables(
             return
         # First: MIN_HISTORY_WRITE_ID rows refer to their TXNS rows.
         result.min_history_removed = _forget_switched_off(service, conn)
-        cut = service.now_ms(conn) - service.config.open_txn_timeout_ms
+        cut = service.txns.now_ms(conn) - service.config.open_txn_timeout_ms
         # The highest txn that began before the open window: nothing below it can still appear.
         low = conn.execute(select(func.max(t.c.TXN_ID)).where(t.c.TXN_STARTED < cut)).scalar()
         if low is not None:
@@ -155,11 +155,11 @@ def clean_txn_tables(
             )
         floor = conn.execute(select(func.min(_write_id_bounds(service).c.id))).scalar()
         if floor is not None:
-            floor = min(int(floor), service.min_txn_id_seen_open(conn))
+            floor = min(int(floor), service.txns.min_txn_id_seen_open(conn))
             result.write_ids_removed = int(
                 conn.execute(delete(t2w).where(t2w.c.T2W_TXNID < floor)).rowcount
             )
-        mark = service.min_open_txn_watermark(conn)
+        mark = service.txns.min_open_txn_watermark(conn)
         result.write_sets_removed = int(
             conn.execute(delete(ws).where(ws.c.WS_COMMIT_ID < mark)).rowcount
         )

@@ -537,19 +537,18 @@ class Locks(TxnPart):
 
     def check_lock(self, ext_id: int) -> Any:
         """Heartbeat the lock (or its txn) and try again to grant it."""
+        return self.db.transaction(lambda conn: self._check_lock_txn(conn, ext_id))
 
-        def run(conn: Connection) -> Any:
-            mine = self._lock_rows(conn, ext_id)
-            if not mine:
-                raise hms.NoSuchLockException(message=f"No such lock {lock_id_str(ext_id)}")
-            txn_id = mine[0].txn_id
-            if txn_id > 0:
-                self.txns.heartbeat_txn_in(conn, txn_id)
-            else:
-                self.heartbeat_lock_in(conn, ext_id)
-            return self._check(conn, ext_id, txn_id)
-
-        return self.db.transaction(run)
+    def _check_lock_txn(self, conn: Connection, ext_id: int) -> Any:
+        mine = self._lock_rows(conn, ext_id)
+        if not mine:
+            raise hms.NoSuchLockException(message=f"No such lock {lock_id_str(ext_id)}")
+        txn_id = mine[0].txn_id
+        if txn_id > 0:
+            self.txns.heartbeat_txn_in(conn, txn_id)
+        else:
+            self.heartbeat_lock_in(conn, ext_id)
+        return self._check(conn, ext_id, txn_id)
 
     # -- releasing ----------------------------------------------------------------------------
 
@@ -559,31 +558,30 @@ class Locks(TxnPart):
         Unlocking a lock that no longer exists is a no-op (Hive 4 made unlock idempotent); an
         acquired lock of a txn ends with its txn: TxnOpenException.
         """
-
-        def run(conn: Connection) -> None:
-            rc = conn.execute(
-                delete(_HL).where(
-                    _HL.c.HL_LOCK_EXT_ID == ext_id,
-                    or_(_HL.c.HL_TXNID == 0, _HL.c.HL_LOCK_STATE == LOCK_WAITING),
-                )
-            ).rowcount
-            if rc >= 1:
-                return
-            # Nothing deleted, nothing changed: the rest only says why.
-            rows = self._lock_rows(conn, ext_id)
-            if not rows:
-                return
-            if rows[0].txn_id != 0:
-                raise hms.TxnOpenException(
-                    message=f"Unlocking locks associated with transaction not permitted.  {rows[0]}"
-                )
-            raise hms.MetaException(message=f"Found lock in unexpected state {rows[0]}")
-
         if self.db.folds_round_trips:  # the DELETE is the only change: no transaction needed
             with self.db.single_statement(write=True) as conn:
-                run(conn)
+                self._unlock_txn(conn, ext_id)
         else:
-            self.db.transaction(run)
+            self.db.transaction(lambda conn: self._unlock_txn(conn, ext_id))
+
+    def _unlock_txn(self, conn: Connection, ext_id: int) -> None:
+        rc = conn.execute(
+            delete(_HL).where(
+                _HL.c.HL_LOCK_EXT_ID == ext_id,
+                or_(_HL.c.HL_TXNID == 0, _HL.c.HL_LOCK_STATE == LOCK_WAITING),
+            )
+        ).rowcount
+        if rc >= 1:
+            return
+        # Nothing deleted, nothing changed: the rest only says why.
+        rows = self._lock_rows(conn, ext_id)
+        if not rows:
+            return
+        if rows[0].txn_id != 0:
+            raise hms.TxnOpenException(
+                message=f"Unlocking locks associated with transaction not permitted.  {rows[0]}"
+            )
+        raise hms.MetaException(message=f"Found lock in unexpected state {rows[0]}")
 
     # -- heartbeats and listing ---------------------------------------------------------------
 

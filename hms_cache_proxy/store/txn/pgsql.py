@@ -4,8 +4,8 @@ Every open_txns and commit_txn of a Hive query goes through here, so each call i
 trips and no per-call statement building: several steps share one data-modifying CTE, or one
 simple-query message carries several statements (psycopg2 binds parameters on the client, so a
 message may hold more than one). The statements do what the general SQLAlchemy path in
-``txns.py`` does, in the same order, on the same rows (so the locking order stays Hive's);
-``events.log.one_statement`` says when a connection takes them.
+``txns.py`` and ``commit.py`` does, in the same order, on the same rows (so the locking order
+stays Hive's); ``events.log.one_statement`` says when a connection takes them.
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.txn.abort import Abort
+from hms_cache_proxy.store.txn.commit import Commit
 from hms_cache_proxy.store.txn.compaction import Compaction
 from hms_cache_proxy.store.txn.txn_base import (
     ABORTED,
@@ -75,9 +77,18 @@ class ReplWrite:
 class ReplTxns(TxnPart):
     """repl open/allocate/commit/abort and repl_tbl_writeid_state."""
 
-    def __init__(self, shared: TxnShared, txns: Txns, compaction: Compaction) -> None:
+    def __init__(
+        self,
+        shared: TxnShared,
+        txns: Txns,
+        commits: Commit,
+        aborts: Abort,
+        compaction: Compaction,
+    ) -> None:
         super().__init__(shared)
         self.txns = txns
+        self.commits = commits
+        self.aborts = aborts
         self.compaction = compaction
 
     # -- the map ------------------------------------------------------------------------------
@@ -173,7 +184,7 @@ class ReplTxns(TxnPart):
         them), with the ABORT_TXN events its OPEN_TXN event calls for."""
         conn.execute(delete(_RTM).where(_RTM.c.RTM_TARGET_TXN_ID.in_(list(ids))))
         self.txns.delete_txns(conn, ids)
-        self.txns.emit_aborts(conn, dict.fromkeys(ids, hms.TxnType.REPL_CREATED))
+        self.aborts.emit_aborts(conn, dict.fromkeys(ids, hms.TxnType.REPL_CREATED))
 
     # -- REPL LOAD's own statement txn -----------------------------------------------------
 
@@ -191,26 +202,25 @@ class ReplTxns(TxnPart):
 
     def load_commit_txn(self, txn_id: int) -> None:
         """Commit REPL LOAD's own txn, with no COMMIT_TXN event (a second commit: no-op)."""
+        self.db.transaction(lambda conn: self._load_commit_txn_txn(conn, txn_id))
 
-        def run(conn: Connection) -> None:
-            kind = self.lock_open_txn(conn, txn_id)
-            if kind is None:
-                state = self.find_txn_state(conn, txn_id)
-                if state == COMMITTED:
-                    return
-                raise_unexpected_state(state, txn_id)
-            if conn.execute(
-                select(_T2W.c.T2W_WRITEID).where(_T2W.c.T2W_TXNID == txn_id).limit(1)
-            ).first():
-                raise hms.MetaException(
-                    message=f"{txn_id_str(txn_id)} is REPL LOAD's own txn (replPolicy, DEFAULT) "
-                    "and holds write ids: its commit writes no COMMIT_TXN, so no reader's "
-                    "cache could learn of them; commit it without replPolicy"
-                )
-            self.txns.move_components_to_completed(conn, txn_id, "N")
-            self.txns.finish_commit(conn, txn_id, kind, None, 0, True)
-
-        self.db.transaction(run)
+    def _load_commit_txn_txn(self, conn: Connection, txn_id: int) -> None:
+        kind = self.lock_open_txn(conn, txn_id)
+        if kind is None:
+            state = self.find_txn_state(conn, txn_id)
+            if state == COMMITTED:
+                return
+            raise_unexpected_state(state, txn_id)
+        if conn.execute(
+            select(_T2W.c.T2W_WRITEID).where(_T2W.c.T2W_TXNID == txn_id).limit(1)
+        ).first():
+            raise hms.MetaException(
+                message=f"{txn_id_str(txn_id)} is REPL LOAD's own txn (replPolicy, DEFAULT) "
+                "and holds write ids: its commit writes no COMMIT_TXN, so no reader's "
+                "cache could learn of them; commit it without replPolicy"
+            )
+        self.commits.move_components_to_completed(conn, txn_id, "N")
+        self.commits.finish_commit(conn, txn_id, kind, None, 0, True)
 
     def load_abort_txn(self, txn_id: int) -> None:
         """Abort REPL LOAD's own txn, with no ABORT_TXN event (aborting it again: no-op)."""
@@ -221,7 +231,7 @@ class ReplTxns(TxnPart):
                 if state == ABORTED:
                     return
                 raise_unexpected_state(state, txn_id)
-            self.txns.abort_in(conn, [txn_id], reason=ABORT_LOAD_TXN, replayed=True)
+            self.aborts.abort_in(conn, [txn_id], reason=ABORT_LOAD_TXN, replayed=True)
 
         self.db.transaction(run)
 
@@ -337,12 +347,12 @@ class ReplTxns(TxnPart):
                     for t, a in zip(helpers, aborted, strict=True)
                 ],
             )
-            self.txns.abort_in(conn, helpers, reason=ABORT_WRITE_ID_STATE, replayed=True)
+            self.aborts.abort_in(conn, helpers, reason=ABORT_WRITE_ID_STATE, replayed=True)
             # OPEN_TXN as Hive writes it, and (unlike Hive) the ABORT_TXN that ends them, so a
             # replica of this target does not replay helpers left open forever.
             body = self.messages.open_txn(helpers[0], helpers[-1])
             self.emit(conn, [NewEvent(msg.OPEN_TXN, body, cat_name=None)])
-            self.txns.emit_aborts(conn, dict.fromkeys(helpers, hms.TxnType.DEFAULT))
+            self.aborts.emit_aborts(conn, dict.fromkeys(helpers, hms.TxnType.DEFAULT))
         hwm = w.high_watermark
         if hwm > 0 and hwm not in w.exceptions:
             self._mark_committed(conn, db, table, hwm)
@@ -374,7 +384,7 @@ class ReplTxns(TxnPart):
                 T2W_TXNID=helper[0], T2W_DATABASE=db, T2W_TABLE=table, T2W_WRITEID=hwm
             )
         )
-        self.txns.finish_commit(conn, helper[0], hms.TxnType.DEFAULT, None, 0, False)
+        self.commits.finish_commit(conn, helper[0], hms.TxnType.DEFAULT, None, 0, False)
 
     # -- commit and abort ---------------------------------------------------------------------
 
@@ -408,29 +418,28 @@ class ReplTxns(TxnPart):
                 ],
             )
         conn.execute(delete(_RTM).where(_RTM.c.RTM_TARGET_TXN_ID == target))
-        events = self.txns.commit_events(conn, target)
-        self.txns.finish_commit(conn, target, kind, None, 0, True)
+        events = self.commits.commit_events(conn, target)
+        self.commits.finish_commit(conn, target, kind, None, 0, True)
         return events
 
     def repl_abort_txn(self, policy: str, src_txn: int) -> None:
         """Abort the target txn of a replayed abort (ABORT_TXN names the target txn, which
         the write ids of its ALLOC_WRITE_ID events name); nothing when not mapped."""
+        self.db.transaction(lambda conn: self._repl_abort_txn_txn(conn, policy, src_txn))
 
-        def run(conn: Connection) -> None:
-            target = self.target_txns(conn, policy, [src_txn]).get(src_txn)
-            if target is None:
-                return
-            kind = self.lock_open_txn(conn, target)
-            if kind is None:
-                state = self.find_txn_state(conn, target)
-                if state != ABORTED:
-                    raise_unexpected_state(state, target)
-                conn.execute(delete(_RTM).where(_RTM.c.RTM_TARGET_TXN_ID == target))
-                return
-            self.txns.abort_in(conn, [target], reason=ABORT_REPLAYED, replayed=True)
-            self.txns.emit_aborts(conn, {target: kind})
-
-        self.db.transaction(run)
+    def _repl_abort_txn_txn(self, conn: Connection, policy: str, src_txn: int) -> None:
+        target = self.target_txns(conn, policy, [src_txn]).get(src_txn)
+        if target is None:
+            return
+        kind = self.lock_open_txn(conn, target)
+        if kind is None:
+            state = self.find_txn_state(conn, target)
+            if state != ABORTED:
+                raise_unexpected_state(state, target)
+            conn.execute(delete(_RTM).where(_RTM.c.RTM_TARGET_TXN_ID == target))
+            return
+        self.aborts.abort_in(conn, [target], reason=ABORT_REPLAYED, replayed=True)
+        self.aborts.emit_aborts(conn, {target: kind})
 
 
 def repl_writes(infos: Sequence[Any]) -> list[ReplWrite]:

@@ -19,11 +19,11 @@ Error texts are Hive's, byte for byte (``TxnUtils.raiseTxnUnexpectedState``,
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from sqlalchemy import BigInteger, Connection, cast, extract, func, literal, select
+from sqlalchemy import BigInteger, Connection, cast, delete, extract, func, literal, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from hms_cache_proxy.idl import hms
@@ -240,6 +240,15 @@ class TxnPart:
         if txn_type is None:
             raise_unexpected_state(self.find_txn_state(conn, txn_id), txn_id)
         return txn_type
+
+    def forget_min_history(self, conn: Connection, txn_ids: Sequence[int]) -> None:
+        """The ended txns' MIN_HISTORY_LEVEL / MIN_HISTORY_WRITE_ID rows, as Hive does when
+        the switch is on (with it off, housekeeping removes rows left from when it was)."""
+        mhl, mhw = schema.MIN_HISTORY_LEVEL, schema.MIN_HISTORY_WRITE_ID
+        if self.config.use_min_history_level:
+            conn.execute(delete(mhl).where(mhl.c.MHL_TXNID.in_(txn_ids)))
+        if self.config.use_min_history_write_id:
+            conn.execute(delete(mhw).where(mhw.c.MH_TXNID.in_(txn_ids)))
 
     # -- events -------------------------------------------------------------------------------
 

@@ -3,7 +3,9 @@
 All SQL on TXNS, TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS, TXN_TO_WRITE_ID, NEXT_WRITE_ID,
 HIVE_LOCKS, NEXT_LOCK_ID, TXN_LOCK_TBL, MIN_HISTORY_LEVEL and WRITE_SET lives in this package:
 
-- ``txns``       open, commit, abort, list, heartbeat, dynamic partitions
+- ``txns``       open, list, heartbeat, dynamic partitions
+- ``commit``     commit_txn (Hive's CommitTxnFunction) and the commit steps REPL LOAD shares
+- ``abort``      abort_txn(s) and the abort steps the other parts share
 - ``writeids``   write-id allocation and snapshots (and what the table write calls check)
 - ``locks``      lock, check_lock, unlock, show_locks
 - ``housekeeping`` timeouts and cleaning, run by a background thread
@@ -11,6 +13,11 @@ HIVE_LOCKS, NEXT_LOCK_ID, TXN_LOCK_TBL, MIN_HISTORY_LEVEL and WRITE_SET lives in
   ``compaction_worker`` the calls of Hive's Worker and Cleaner
 - ``materializations`` MV_TABLES_USED counters and materialized-view invalidation
 - ``repl``         replayed (REPL_CREATED) txns and write ids: what REPL LOAD asks of a target
+
+Its surface is store/api.py's ``Transactions`` and the few write-id calls the SQL families and
+the cache loader make inside their own database transaction (``write_id_calls.WriteIdCalls``);
+what one part asks of another goes to that part (``service.aborts.abort_in``). app.py makes it
+beside the SQL store, over the same database and event log, and hands it in.
 
 The service is shared by every connection's thread; the only state it keeps between calls is
 the settled floor of old TXNS rows (``txn_base.SettledTxns``), a fact about the database that other
@@ -28,6 +35,8 @@ from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events.log import EventLog
 from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.forwarding import Forwarded
+from hms_cache_proxy.store.txn.abort import Abort
+from hms_cache_proxy.store.txn.commit import Commit
 from hms_cache_proxy.store.txn.compaction import Compaction
 from hms_cache_proxy.store.txn.compaction_worker import CompactionWorker
 from hms_cache_proxy.store.txn.locks import Locks
@@ -55,14 +64,16 @@ class TxnService:
         self.events = shared.events
         self.messages = shared.messages
         self.config = shared.config
-        self.txns = Txns(shared)
+        self.aborts = Abort(shared)
+        self.txns = Txns(shared, self.aborts)
+        self.commits = Commit(shared, self.aborts)
         self.write_ids = WriteIds(shared, self.txns)
         self.locks = Locks(shared, self.txns)
         self.compaction = Compaction(shared)
         self.compaction_worker = CompactionWorker(shared, self.compaction)
         self.materializations = Materializations(shared, self.write_ids)
-        self.repl = ReplTxns(shared, self.txns, self.compaction)
-        self._methods = _bind(self.parts(), _forwarded_names(type(self)), self.txns)
+        self.repl = ReplTxns(shared, self.txns, self.commits, self.aborts, self.compaction)
+        self._methods = _bind(self.parts(), _forwarded_names(type(self)))
 
     def parts(self) -> list[TxnPart]:
         """The parts, in the order they are made (a part is made after those it uses)."""
@@ -72,22 +83,20 @@ class TxnService:
         return self._methods[name]
 
     # -- self.txns: transactions
-    open_txn_list = Forwarded(Txns.open_txn_list)
     get_open_txns = Forwarded(Txns.get_open_txns)
     get_open_txns_info = Forwarded(Txns.get_open_txns_info)
     open_txns = Forwarded(Txns.open_txns)
-    min_open_txn_watermark = Forwarded(Txns.min_open_txn_watermark)
-    min_txn_id_seen_open = Forwarded(Txns.min_txn_id_seen_open)
-    commit_txn = Forwarded(Txns.commit_txn)
-    abort_txn = Forwarded(Txns.abort_txn)
-    abort_txns = Forwarded(Txns.abort_txns)
-    abort_in = Forwarded(Txns.abort_in)
-    emit_aborts = Forwarded(Txns.emit_aborts)
-    heartbeat_txn_in = Forwarded(Txns.heartbeat_txn_in)
     heartbeat_txn_range = Forwarded(Txns.heartbeat_txn_range)
     add_dynamic_partitions = Forwarded(Txns.add_dynamic_partitions)
     databases_touched = Forwarded(Txns.databases_touched)
     latest_txn_in_conflict = Forwarded(Txns.latest_txn_in_conflict)
+
+    # -- self.commits: committing
+    commit_txn = Forwarded(Commit.commit_txn)
+
+    # -- self.aborts: aborting
+    abort_txn = Forwarded(Abort.abort_txn)
+    abort_txns = Forwarded(Abort.abort_txns)
 
     # -- self.write_ids: write ids
     allocate_table_write_ids = Forwarded(WriteIds.allocate_table_write_ids)
@@ -99,24 +108,20 @@ class TxnService:
     write_id_owner = Forwarded(WriteIds.write_id_owner)
     require_open_write_id = Forwarded(WriteIds.require_open_write_id)
     table_write_id = Forwarded(WriteIds.table_write_id)
-    txn_table_write_ids = Forwarded(WriteIds.txn_table_write_ids)
     txn_write_id_list = Forwarded(WriteIds.txn_write_id_list)
 
     # -- self.locks: locks
     lock = Forwarded(Locks.lock)
     check_lock = Forwarded(Locks.check_lock)
     unlock = Forwarded(Locks.unlock)
-    heartbeat_lock_in = Forwarded(Locks.heartbeat_lock_in)
     heartbeat = Forwarded(Locks.heartbeat)
     show_locks = Forwarded(Locks.show_locks)
-    locks_of = Forwarded(Locks.locks_of)
 
     # -- self.compaction: the compaction queue
     compact = Forwarded(Compaction.compact)
     show_compact = Forwarded(Compaction.show_compact)
     latest_committed_compactions = Forwarded(Compaction.latest_committed_compactions)
     abort_compactions = Forwarded(Compaction.abort_compactions)
-    move_to_history = Forwarded(Compaction.move_to_history)
 
     # -- self.compaction_worker: Hive's compaction Worker and Cleaner
     find_next_compact = Forwarded(CompactionWorker.find_next_compact)
@@ -144,33 +149,19 @@ class TxnService:
     load_abort_txn = Forwarded(ReplTxns.load_abort_txn)
     target_txns = staticmethod(ReplTxns.target_txns)
 
-    # -- self.txns: the clock, txn-state checks and events every part shares (answered by txns)
-    now_ms = Forwarded(TxnPart.now_ms)
-    now_ms_value = Forwarded(TxnPart.now_ms_value)
-    require_open_txn = Forwarded(TxnPart.require_open_txn)
-    emit = Forwarded(TxnPart.emit)
-
-    # -- static helpers (no state: the parts' own functions)
+    # -- the write-id calls of the SQL families and the loader (write_id_calls.WriteIdCalls)
     open_write_ids = staticmethod(WriteIds.open_write_ids)
-    table_write_id_of = staticmethod(Locks.table_write_id_of)
-    lock_open_txn = staticmethod(TxnPart.lock_open_txn)
-    find_txn_state = staticmethod(TxnPart.find_txn_state)
 
 
 def _forwarded_names(cls: type) -> list[str]:
     return [name for name, value in vars(cls).items() if isinstance(value, Forwarded)]
 
 
-def _bind(
-    parts: list[TxnPart], names: list[str], shared_by: TxnPart
-) -> dict[str, Callable[..., Any]]:
-    """Each forwarded name -> the bound method of the one part whose class defines it; a
-    method of TxnPart itself (every part has it) is ``shared_by``'s."""
+def _bind(parts: list[TxnPart], names: list[str]) -> dict[str, Callable[..., Any]]:
+    """Each forwarded name -> the bound method of the one part whose class defines it."""
     methods: dict[str, Callable[..., Any]] = {}
     for name in names:
         owners = [part for part in parts if name in vars(type(part))]
-        if not owners and name in vars(TxnPart):
-            owners = [shared_by]
         if len(owners) != 1:
             found = [type(part).__name__ for part in owners]
             raise TypeError(f"TxnService.{name}: defined by {found or 'no part'}, expected one")

@@ -181,20 +181,18 @@ class WriteIds(TxnPart):
 
     def seed_write_id(self, db: str, table: str, seed: int) -> None:
         """Start a table's write ids after ``seed`` (conversion of a table to ACID)."""
+        self.db.transaction(lambda conn: self._seed_write_id_txn(conn, db, table, seed))
 
-        def run(conn: Connection) -> None:
-            try:
-                with conn.begin_nested():
-                    conn.execute(
-                        insert(_NWI).values(NWI_DATABASE=db, NWI_TABLE=table, NWI_NEXT=seed + 1)
-                    )
-            except IntegrityError as exc:
-                raise hms.MetaException(
-                    message=f"Unable to update transaction database: {db}.{table} already has "
-                    "write ids"
-                ) from exc
-
-        self.db.transaction(run)
+    def _seed_write_id_txn(self, conn: Connection, db: str, table: str, seed: int) -> None:
+        try:
+            with conn.begin_nested():
+                conn.execute(
+                    insert(_NWI).values(NWI_DATABASE=db, NWI_TABLE=table, NWI_NEXT=seed + 1)
+                )
+        except IntegrityError as exc:
+            raise hms.MetaException(
+                message=f"Unable to update transaction database: {db}.{table} already has write ids"
+            ) from exc
 
     # -- snapshots ----------------------------------------------------------------------------
 
