@@ -43,7 +43,8 @@ from hms_cache_proxy.store.cached.direct import DirectStore
 from hms_cache_proxy.store.db.engine import Database, refused_connection
 from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog
-from hms_cache_proxy.store.events.messages import WRITER_NAME, MessageBuilder
+from hms_cache_proxy.store.events.message_base import WRITER_NAME
+from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
 from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import Housekeeper

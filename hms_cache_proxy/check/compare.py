@@ -18,7 +18,7 @@ from typing import Any
 from hms_cache_proxy.bench.cases import connect
 from hms_cache_proxy.check.instances import Instance
 from hms_cache_proxy.check.invariants import Violation
-from hms_cache_proxy.check.workload import DB, TXN_TABLES
+from hms_cache_proxy.check.workload_objects import DB, TXN_TABLES
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList
 

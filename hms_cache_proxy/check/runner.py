@@ -30,12 +30,12 @@ from hms_cache_proxy.check.history import History
 from hms_cache_proxy.check.instances import Instance
 from hms_cache_proxy.check.invariants import AUDIT_CLIENT, Violation, check_history
 from hms_cache_proxy.check.proxy import CuttingProxy
-from hms_cache_proxy.check.workload import (
+from hms_cache_proxy.check.workload import Client
+from hms_cache_proxy.check.workload_objects import (
     DB,
     PROBE_TABLE,
     TXN_PARAMS,
     TXN_TABLES,
-    Client,
     Shared,
     new_table,
 )

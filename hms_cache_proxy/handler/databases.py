@@ -8,8 +8,8 @@ import time
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.confined_fs import local_path
 from hms_cache_proxy.handler.base import DEFAULT_CATALOG, normalize
-from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.handler.names import filter_names
+from hms_cache_proxy.handler.table_drops import TableDropHandlers
 from hms_cache_proxy.handler.validate import validate_name
 from hms_cache_proxy.idl import hms
 
@@ -21,7 +21,7 @@ def database_ref(cat: str, name: str | None) -> str:
     return f"database {cat}.{name}"
 
 
-class DatabaseHandlers(FileRules):
+class DatabaseHandlers(TableDropHandlers):
     # -- catalogs --------------------------------------------------------------------------------
 
     def create_catalog(self, catalog: hms.CreateCatalogRequest) -> None:
@@ -264,10 +264,7 @@ class DatabaseHandlers(FileRules):
                     pass  # dropped meanwhile
             for table_name in self.store.get_table_names(cat, db):
                 try:
-                    # _drop_table comes from TableHandlers (mixed into the same Handler).
-                    self._drop_table(  # type: ignore[attr-defined]
-                        cat, db, table_name, delete_data=delete_data, env=None
-                    )
+                    self._drop_table(cat, db, table_name, delete_data=delete_data, env=None)
                 except hms.NoSuchObjectException:
                     pass  # dropped meanwhile
         try:

@@ -12,7 +12,7 @@ from hms_cache_proxy.handler import basic_stats
 from hms_cache_proxy.handler.base import ThriftError, env_props, normalize
 from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.handler.java_text import java_struct, with_java_defaults
-from hms_cache_proxy.handler.tables import DDL_TIME, data_deletable, is_view
+from hms_cache_proxy.handler.table_rules import DDL_TIME, data_deletable, is_view
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import partnames
 

@@ -21,7 +21,7 @@ from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.utils import deserialize
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.events import messages
+from hms_cache_proxy.store.events import message_base, messages
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
 from tests.support.metastore import (
     cols,
@@ -599,4 +599,4 @@ def test_every_event_embeds_what_the_database_path_reads_right_after_the_write(c
         messages.ALLOC_WRITE_ID_EVENT,
         messages.COMMIT_TXN,
     }
-    assert all(messages.written_by_us(b) and list(b)[-1] == messages.WRITER for _, b in every)
+    assert all(messages.written_by_us(b) and list(b)[-1] == message_base.WRITER for _, b in every)

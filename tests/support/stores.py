@@ -6,7 +6,8 @@ from __future__ import annotations
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog
-from hms_cache_proxy.store.events.messages import WRITER_NAME, MessageBuilder
+from hms_cache_proxy.store.events.message_base import WRITER_NAME
+from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn.txn_service import TxnConfig, TxnService
 

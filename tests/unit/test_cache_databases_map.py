@@ -11,9 +11,9 @@ import pytest
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.cache.cache import Cache
 from hms_cache_proxy.store.cached.apply import EventApplier
-from hms_cache_proxy.store.events import messages
+from hms_cache_proxy.store.events import message_base, messages
 
-OURS = messages.MessageBuilder(writer=messages.WRITER_NAME)
+OURS = messages.MessageBuilder(writer=message_base.WRITER_NAME)
 STOCK = messages.MessageBuilder()  # a stock metastore's messages: no writer marker
 
 

@@ -4,7 +4,7 @@ objects; an unreadable message is reported as unknown (None), so it can be hidde
 from __future__ import annotations
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.events import messages
+from hms_cache_proxy.store.events import message_base, messages
 from hms_cache_proxy.store.events.databases import event_databases
 
 
@@ -36,10 +36,10 @@ def test_transaction_messages_name_their_databases() -> None:
 def test_commit_txn_own_fields_name_their_databases() -> None:
     """Hive's lists stay null in our COMMIT_TXN: its writes and altered tables name them."""
     commit = messages.commit_txn(9)
-    commit.update({messages.TXN_WRITES: [["Secret", "t", 1]]})
-    commit.update({messages.TABLES_ALTERED: [["hive", "other", "u"]]})
+    commit.update({message_base.TXN_WRITES: [["Secret", "t", 1]]})
+    commit.update({message_base.TABLES_ALTERED: [["hive", "other", "u"]]})
     assert event_databases(_event(commit)) == {"secret", "other"}
-    commit.update({messages.TXN_WRITES: [["secret"], 7]})
+    commit.update({message_base.TXN_WRITES: [["secret"], 7]})
     assert event_databases(_event(commit)) is None
 
 

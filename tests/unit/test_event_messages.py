@@ -16,7 +16,7 @@ import json
 import pytest
 
 from hms_cache_proxy.idl import hms
-from hms_cache_proxy.store.events import messages, tjson
+from hms_cache_proxy.store.events import message_base, messages, tjson
 
 NOW = 1700000123
 SERVER = "thrift://hms-1:9083"
@@ -480,7 +480,7 @@ def test_commit_txn_leaves_hives_lists_null_for_repl_dump(mb: messages.MessageBu
     body = mb.commit_txn(10, [info])
     hive_lists = ["writeIds", "databases", "tables", "partitions", "tableObjs", "partitionObjs"]
     assert all(body[k] is None for k in [*hive_lists, "files"])
-    assert body[messages.TXN_WRITES] == [["sales", "events", 6]]
+    assert body[message_base.TXN_WRITES] == [["sales", "events", 6]]
     assert messages.commit_writes(body) == [("sales", "events", 6)]
 
 
@@ -613,17 +613,19 @@ def test_module_level_shortcuts_build_with_hives_unset_defaults() -> None:
 
 @pytest.mark.parametrize("event_type", sorted(LAYOUTS))
 def test_our_store_marks_every_message_last_with_its_writer(event_type: str) -> None:
-    ours = messages.MessageBuilder(server=SERVER, clock=lambda: NOW, writer=messages.WRITER_NAME)
+    ours = messages.MessageBuilder(
+        server=SERVER, clock=lambda: NOW, writer=message_base.WRITER_NAME
+    )
     body = build_all(ours, VWIL)[event_type]
     extra = ["validWriteIdList"] if event_type in TABLE_EVENTS else []
-    assert list(body) == [*LAYOUTS[event_type], *extra, messages.WRITER]
+    assert list(body) == [*LAYOUTS[event_type], *extra, message_base.WRITER]
     assert messages.written_by_us(body) and not messages.written_by_us(
         build_all(messages.MessageBuilder())[event_type]
     )
 
 
 def test_extra_fields_of_writes_in_transactions() -> None:
-    ours = messages.MessageBuilder(writer=messages.WRITER_NAME)
+    ours = messages.MessageBuilder(writer=message_base.WRITER_NAME)
     t, p = table(), partition("2024-01-01", "1")
     created = ours.create_table(t, valid_write_ids=VWIL, write_id=5)
     assert list(created)[-3:] == ["validWriteIdList", "writeId", "writer"]
@@ -641,5 +643,7 @@ def test_extra_fields_of_writes_in_transactions() -> None:
     assert messages.partition_obj(stats_body) == p
     assert list(stats_body)[-2:] == ["partitionObjJson", "writer"]
     # Filtered parameters are not what the database reads back: no writer mark then.
-    filtered = messages.MessageBuilder(writer=messages.WRITER_NAME, exclude_parameters=["secret"])
+    filtered = messages.MessageBuilder(
+        writer=message_base.WRITER_NAME, exclude_parameters=["secret"]
+    )
     assert not messages.written_by_us(filtered.create_table(t))
