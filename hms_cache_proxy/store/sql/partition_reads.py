@@ -142,11 +142,11 @@ class PartitionReads(SqlPart):
             .where(d.c.CTLG_NAME == cat, d.c.NAME == db, t.c.TBL_NAME == name)
             .order_by(k.c.INTEGER_IDX)
         )
+        if lock:  # the table's row only (the same row lock, taken by the same read)
+            stmt = stmt.with_for_update(of=t)
         rows = conn.execute(stmt).all()
         if not rows:
             raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, name)} table not found")
-        if lock:
-            conn.execute(select(t.c.TBL_ID).where(t.c.TBL_ID == rows[0].TBL_ID).with_for_update())
         keys = [
             hms.FieldSchema(name=r.PKEY_NAME, type=r.PKEY_TYPE, comment=r.PKEY_COMMENT)
             for r in rows

@@ -324,6 +324,23 @@ class WriteIds(TxnPart):
 
         Raises MetaException naming the write id, or the txn and its state.
         """
+        # The usual case in one round trip: the write id's txn, its row share-locked while
+        # open (the same row and lock as below; READ COMMITTED re-checks the state after a
+        # wait, so a txn that ended meanwhile is not returned).
+        t = schema.TXNS
+        found = conn.execute(
+            select(t.c.TXN_ID)
+            .select_from(_T2W.join(t, t.c.TXN_ID == _T2W.c.T2W_TXNID))
+            .where(
+                _T2W.c.T2W_DATABASE == db,
+                _T2W.c.T2W_TABLE == table,
+                _T2W.c.T2W_WRITEID == write_id,
+                t.c.TXN_STATE == OPEN,
+            )
+            .with_for_update(read=True, of=t)
+        ).scalar()
+        if found is not None:
+            return int(found)
         txn = self._txn_of_write_id(conn, db, table, write_id)
         if txn is None:
             raise hms.MetaException(message=f"invalid write id {write_id} for table {db}.{table}")
