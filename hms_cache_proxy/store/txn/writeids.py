@@ -392,6 +392,12 @@ class WriteIds(TxnPart):
     def txn_table_write_ids(self, conn: Connection, db: str, table: str, txn_id: int) -> Any:
         """TableValidWriteIds of ``db.table`` as txn ``txn_id`` sees it (its own writes valid):
         what a write's events carry as their validWriteIdList."""
+        if one_statement(conn):
+            # One statement takes the snapshot and reads the write ids (the writer's own
+            # statement snapshot, READ COMMITTED, as two statements would each take).
+            listed, hwm, found, rows = self.txns.open_txn_list_with_write_ids(conn, db, table)
+            snapshot = ValidReadTxnList.from_open_txns_response(listed.response(), txn_id)
+            return _valid_write_ids(f"{db}.{table}", snapshot, hwm, rows, found)
         return self.table_write_ids(conn, f"{db}.{table}", self.txn_snapshot(conn, txn_id))
 
     def txn_write_id_list(self, conn: Connection, db: str, table: str, txn_id: int) -> str:
