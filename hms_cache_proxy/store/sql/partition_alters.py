@@ -25,7 +25,7 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
-from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.events.log import NewEvent, one_statement
 from hms_cache_proxy.store.sql.partition_reads import PartitionReads, ResolvedTable
 from hms_cache_proxy.store.sql.partition_writes import (
     copy_partition,
@@ -103,6 +103,7 @@ class PartitionAlters(SqlPart):
                 valid_write_id_list=valid_write_id_list,
                 prepare=prepare,
                 is_truncate=is_truncate,
+                last=True,
             )
         )
 
@@ -119,8 +120,10 @@ class PartitionAlters(SqlPart):
         valid_write_id_list: str | None = None,
         prepare: Callable[[hms.Partition, hms.Partition], None] | None = None,
         is_truncate: bool = False,
+        last: bool = False,
     ) -> list[tuple[hms.Partition, hms.Partition]]:
-        """``alter_partitions`` inside the caller's write transaction ``conn``."""
+        """``alter_partitions`` inside the caller's write transaction ``conn``; ``last``: the
+        caller runs nothing after it on ``conn`` (its COMMIT may go with the events)."""
         tk = self.reads.resolve_table(conn, cat, db, tbl, lock=True)
         table = self.tables.load_table_by_id(conn, tk.tbl_id)
         names = [self.reads.name_for(tk, p.values) for p in new_parts]
@@ -170,6 +173,7 @@ class PartitionAlters(SqlPart):
                 )
                 for (_, old, _), new in zip(pairs, stored, strict=True)
             ],
+            last=last,
         )
         return [(old, new) for (_, old, _), new in zip(pairs, stored, strict=True)]
 
@@ -326,27 +330,35 @@ class PartitionAlters(SqlPart):
         by_name = {r.PART_NAME: r for r in rows}
         part_ids = [by_name[n].PART_ID for n, _, _ in pairs]
         old_sds = [by_name[n].SD_ID for n, _, _ in pairs if by_name[n].SD_ID is not None]
-        for part in chunks(part_ids):
-            conn.execute(
-                delete(schema.PARTITION_PARAMS).where(schema.PARTITION_PARAMS.c.PART_ID.in_(part))
-            )
-            conn.execute(delete(_KV).where(_KV.c.PART_ID.in_(part)))
-            conn.execute(update(_P).where(_P.c.PART_ID.in_(part)).values(SD_ID=None))
-        # New descriptors first, so a column descriptor the old and new share stays alive.
         table_cd = None
-        if tk.sd_id is not None:
-            table_cd = conn.execute(
-                select(schema.SDS.c.CD_ID).where(schema.SDS.c.SD_ID == tk.sd_id)
-            ).scalar()
-        old_cd = {
-            r.SD_ID: r.CD_ID
-            for r in fetch_in(
-                conn,
-                schema.SDS.c.SD_ID,
-                old_sds,
-                lambda cond: select(schema.SDS.c.SD_ID, schema.SDS.c.CD_ID).where(cond),
-            )
-        }
+        if one_statement(conn):
+            table_sd = [] if tk.sd_id is None else [tk.sd_id]
+            cds = _clear_partitions_pg(conn, part_ids, old_sds + table_sd)
+            table_cd = cds.get(tk.sd_id) if tk.sd_id is not None else None
+            old_cd = {sd: cds.get(sd) for sd in old_sds}
+        else:
+            for part in chunks(part_ids):
+                conn.execute(
+                    delete(schema.PARTITION_PARAMS).where(
+                        schema.PARTITION_PARAMS.c.PART_ID.in_(part)
+                    )
+                )
+                conn.execute(delete(_KV).where(_KV.c.PART_ID.in_(part)))
+                conn.execute(update(_P).where(_P.c.PART_ID.in_(part)).values(SD_ID=None))
+            if tk.sd_id is not None:
+                table_cd = conn.execute(
+                    select(schema.SDS.c.CD_ID).where(schema.SDS.c.SD_ID == tk.sd_id)
+                ).scalar()
+            old_cd = {
+                r.SD_ID: r.CD_ID
+                for r in fetch_in(
+                    conn,
+                    schema.SDS.c.SD_ID,
+                    old_sds,
+                    lambda cond: select(schema.SDS.c.SD_ID, schema.SDS.c.CD_ID).where(cond),
+                )
+            }
+        # New descriptors first, so a column descriptor the old and new share stays alive.
         table_cols = table.sd.cols if table.sd is not None else []
         cd_ids: list[int | None] = []
         new_lists: list[list[hms.FieldSchema]] = []
@@ -393,9 +405,12 @@ class PartitionAlters(SqlPart):
                 for i, v in enumerate(new.values)
             )
             prm.extend(param_rows("PART_ID", pid, new.parameters))
-        _update_partition_rows(conn, part_rows)
-        insert_rows(conn, _KV, kv_rows)
-        insert_rows(conn, schema.PARTITION_PARAMS, prm)
+        if one_statement(conn):
+            _rewrite_partitions_pg(conn, part_rows, kv_rows, prm)
+        else:
+            _update_partition_rows(conn, part_rows)
+            insert_rows(conn, _KV, kv_rows)
+            insert_rows(conn, schema.PARTITION_PARAMS, prm)
         delete_storage_descriptors(conn, old_sds)
         return {n: by_name[n].PART_ID for n, _, _ in pairs}
 
@@ -525,3 +540,68 @@ def _update_partition_rows(conn: Connection, rows: list[tuple[Any, ...]]) -> Non
 
 
 _V_NAMES = tuple(f"v_{c}" for c in _ROW_COLUMNS[1:])
+
+
+# -- PostgreSQL through psycopg2: the same statements, several in one message -----------------
+
+_CLEAR_SQL = (
+    'DELETE FROM "PARTITION_PARAMS" WHERE "PART_ID" = ANY(%(ids)s::bigint[]); '
+    'DELETE FROM "PARTITION_KEY_VALS" WHERE "PART_ID" = ANY(%(ids)s::bigint[]); '
+    'UPDATE "PARTITIONS" SET "SD_ID" = NULL WHERE "PART_ID" = ANY(%(ids)s::bigint[])'
+)
+_READ_CDS_SQL = '; SELECT "SD_ID", "CD_ID" FROM "SDS" WHERE "SD_ID" = ANY(%(sds)s::bigint[])'
+
+
+def _clear_partitions_pg(
+    conn: Connection, part_ids: Sequence[int], sd_ids: Sequence[int]
+) -> dict[int, int | None]:
+    """``_replace_partitions``' first steps in one round trip per thousand partitions (the
+    statements, their order and rows as on the general path): delete the partitions'
+    parameters and key values, detach their descriptors; the last message also reads the
+    column descriptors of ``sd_ids``, returned by SD_ID."""
+    parts = list(chunks(list(part_ids))) or [[]]
+    for n, part in enumerate(parts):
+        last = n == len(parts) - 1
+        sql = (_CLEAR_SQL if part else "SELECT 1") + (_READ_CDS_SQL if last else "")
+        result = conn.exec_driver_sql(sql, {"ids": list(part), "sds": list(sd_ids)})
+    return {int(r[0]): r[1] for r in result}
+
+
+_REWRITE_SQL = (
+    'UPDATE "PARTITIONS" AS p SET "SD_ID" = v.sd, "CREATE_TIME" = v.created, '
+    '"LAST_ACCESS_TIME" = v.accessed, "WRITE_ID" = v.write_id '
+    "FROM unnest(%(pid)s::bigint[], %(sd)s::bigint[], %(created)s::bigint[], "
+    "%(accessed)s::bigint[], %(write_id)s::bigint[]) AS v(pid, sd, created, accessed, write_id) "
+    'WHERE p."PART_ID" = v.pid; '
+    'INSERT INTO "PARTITION_KEY_VALS" ("PART_ID", "PART_KEY_VAL", "INTEGER_IDX") '
+    "SELECT * FROM unnest(%(kv_id)s::bigint[], %(kv_val)s::text[], %(kv_idx)s::bigint[]); "
+    'INSERT INTO "PARTITION_PARAMS" ("PART_ID", "PARAM_KEY", "PARAM_VALUE") '
+    "SELECT * FROM unnest(%(p_id)s::bigint[], %(p_key)s::text[], %(p_value)s::text[])"
+)
+
+
+def _rewrite_partitions_pg(
+    conn: Connection,
+    part_rows: Sequence[tuple[Any, ...]],
+    kv_rows: Sequence[dict[str, Any]],
+    params: Sequence[dict[str, Any]],
+) -> None:
+    """``_replace_partitions``' writes in one round trip: the PARTITIONS rows (PART_ID, SD_ID,
+    CREATE_TIME, LAST_ACCESS_TIME, WRITE_ID), then their key values and parameters, as the
+    general path's update and two inserts do, in that order."""
+    conn.exec_driver_sql(
+        _REWRITE_SQL,
+        {
+            "pid": [r[0] for r in part_rows],
+            "sd": [r[1] for r in part_rows],
+            "created": [r[2] for r in part_rows],
+            "accessed": [r[3] for r in part_rows],
+            "write_id": [r[4] for r in part_rows],
+            "kv_id": [r["PART_ID"] for r in kv_rows],
+            "kv_val": [r["PART_KEY_VAL"] for r in kv_rows],
+            "kv_idx": [r["INTEGER_IDX"] for r in kv_rows],
+            "p_id": [r["PART_ID"] for r in params],
+            "p_key": [r["PARAM_KEY"] for r in params],
+            "p_value": [r["PARAM_VALUE"] for r in params],
+        },
+    )

@@ -104,6 +104,23 @@ def _partitions_by_id(dialect: str) -> Any:
     return stmt
 
 
+def _partitions_by_name() -> Any:
+    """PostgreSQL: ``_partitions_by_id``'s columns for the partitions named in ``names``."""
+    key = ("postgresql", "by_name")
+    stmt = _statements.get(key)
+    if stmt is None:
+        stmt = (
+            select(*PARTITION_COLUMNS)
+            .select_from(sd_join(_P, _P.c.SD_ID))
+            .where(
+                _P.c.TBL_ID == bindparam("tbl_id"),
+                _P.c.PART_NAME == any_(bindparam("names", type_=ARRAY(_P.c.PART_NAME.type))),
+            )
+        )
+        _statements[key] = stmt
+    return stmt
+
+
 class ResolvedTable:
     """What partition calls need to know about their table: id, keys and (lazily) itself."""
 
@@ -142,11 +159,11 @@ class PartitionReads(SqlPart):
             .where(d.c.CTLG_NAME == cat, d.c.NAME == db, t.c.TBL_NAME == name)
             .order_by(k.c.INTEGER_IDX)
         )
+        if lock:  # the table's row only (the same row lock, taken by the same read)
+            stmt = stmt.with_for_update(of=t)
         rows = conn.execute(stmt).all()
         if not rows:
             raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, name)} table not found")
-        if lock:
-            conn.execute(select(t.c.TBL_ID).where(t.c.TBL_ID == rows[0].TBL_ID).with_for_update())
         keys = [
             hms.FieldSchema(name=r.PKEY_NAME, type=r.PKEY_TYPE, comment=r.PKEY_COMMENT)
             for r in rows
@@ -179,6 +196,12 @@ class PartitionReads(SqlPart):
             for part in chunks(sorted(set(part_ids)), 30_000):
                 rows.extend(conn.execute(stmt, {"tbl_id": tk.tbl_id, "ids": list(part)}).all())
             rows.sort(key=lambda r: r.PART_NAME)
+        return self._built(conn, tk, rows)
+
+    def _built(
+        self, conn: Connection, tk: ResolvedTable, rows: Sequence[Any]
+    ) -> list[hms.Partition]:
+        """Partitions from their PARTITION_COLUMNS rows (in that order), details read at once."""
         if not rows:
             return []
         details = load_details(
@@ -312,6 +335,14 @@ class PartitionReads(SqlPart):
         self, conn: Connection, tk: ResolvedTable, names: Sequence[str]
     ) -> list[hms.Partition]:
         wanted = sorted(set(names))
+        if self.db.dialect == "postgresql" and wanted:
+            # By name in the same read that loads them (no separate lookup of their ids).
+            stmt = _partitions_by_name()
+            rows: list[Any] = []
+            for part in chunks(wanted, 30_000):
+                rows.extend(conn.execute(stmt, {"tbl_id": tk.tbl_id, "names": list(part)}).all())
+            rows.sort(key=lambda r: r.PART_NAME)
+            return self._built(conn, tk, rows)
         ids = (
             [
                 r[0]

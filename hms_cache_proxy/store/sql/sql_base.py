@@ -200,9 +200,13 @@ class SqlPart:
             valid_write_id_list = txn_service.txn_write_id_list(conn, db, tbl, txn)
         return TxnWrite(write_id=write_id, txn_id=txn, valid_write_ids=valid_write_id_list)
 
-    def _emit(self, conn: Connection, events: Sequence[NewEvent]) -> list[int]:
-        """Append this call's notification events: the last step of every write transaction."""
-        return self.events.append(conn, events)
+    def _emit(
+        self, conn: Connection, events: Sequence[NewEvent], *, last: bool = False
+    ) -> list[int]:
+        """Append this call's notification events: the last step of every write transaction.
+        ``last``: nothing follows on ``conn`` (the transaction's own function ends here), so
+        on psycopg2 its COMMIT travels with the events (``EventLog.append``)."""
+        return self.events.append(conn, events, last=last)
 
 
 def java_list(items: Sequence[Any] | None) -> str:

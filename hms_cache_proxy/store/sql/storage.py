@@ -261,13 +261,18 @@ def insert_storage_descriptors(
                 for i, c in enumerate(info.skewedColNames or [])
             )
             skewed.append((sd_id, info))
-    insert_rows(conn, schema.SERDES, serde_rows)
-    insert_rows(conn, schema.SERDE_PARAMS, serde_params)
-    insert_rows(conn, schema.SDS, sd_rows)
-    insert_rows(conn, schema.SD_PARAMS, sd_params)
-    insert_rows(conn, schema.BUCKETING_COLS, buckets)
-    insert_rows(conn, schema.SORT_COLS, sorts)
-    insert_rows(conn, schema.SKEWED_COL_NAMES, skew_names)
+    insert_rows_together(
+        conn,
+        [
+            (schema.SERDES, serde_rows),
+            (schema.SERDE_PARAMS, serde_params),
+            (schema.SDS, sd_rows),
+            (schema.SD_PARAMS, sd_params),
+            (schema.BUCKETING_COLS, buckets),
+            (schema.SORT_COLS, sorts),
+            (schema.SKEWED_COL_NAMES, skew_names),
+        ],
+    )
     if skewed:
         _insert_skew_values(conn, alloc, skewed)
     return sd_ids
@@ -452,3 +457,33 @@ def insert_rows(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> Non
     """executemany insert, skipped when there are no rows."""
     if rows:
         conn.execute(insert(table), rows)
+
+
+_ROWS_PER_INSERT = 1000
+
+
+def insert_rows_together(
+    conn: Connection, parts: Sequence[tuple[Any, list[dict[str, Any]]]]
+) -> None:
+    """``insert_rows`` of each (table, rows) in turn; on PostgreSQL through psycopg2 (which
+    binds parameters on the client, so one message may hold several statements) all of them
+    in one round trip, as multi-row INSERTs in the same order. Each table's rows share their
+    keys (the columns written)."""
+    if conn.dialect.name != "postgresql" or conn.dialect.driver != "psycopg2":
+        for table, rows in parts:
+            insert_rows(conn, table, rows)
+        return
+    statements: list[str] = []
+    values: list[Any] = []
+    for table, rows in parts:
+        if not rows:
+            continue
+        columns = list(rows[0])
+        head = f'INSERT INTO "{table.name}" (' + ", ".join(f'"{c}"' for c in columns) + ") VALUES "
+        row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            batch = rows[start : start + _ROWS_PER_INSERT]
+            statements.append(head + ", ".join([row_sql] * len(batch)))
+            values.extend(r[c] for r in batch for c in columns)
+    if statements:
+        conn.exec_driver_sql("; ".join(statements), tuple(values))

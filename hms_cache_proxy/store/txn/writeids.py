@@ -322,6 +322,23 @@ class WriteIds(TxnPart):
 
         Raises MetaException naming the write id, or the txn and its state.
         """
+        # The usual case in one round trip: the write id's txn, its row share-locked while
+        # open (the same row and lock as below; READ COMMITTED re-checks the state after a
+        # wait, so a txn that ended meanwhile is not returned).
+        t = schema.TXNS
+        found = conn.execute(
+            select(t.c.TXN_ID)
+            .select_from(_T2W.join(t, t.c.TXN_ID == _T2W.c.T2W_TXNID))
+            .where(
+                _T2W.c.T2W_DATABASE == db,
+                _T2W.c.T2W_TABLE == table,
+                _T2W.c.T2W_WRITEID == write_id,
+                t.c.TXN_STATE == OPEN,
+            )
+            .with_for_update(read=True, of=t)
+        ).scalar()
+        if found is not None:
+            return int(found)
         txn = self._txn_of_write_id(conn, db, table, write_id)
         if txn is None:
             raise hms.MetaException(message=f"invalid write id {write_id} for table {db}.{table}")
@@ -373,6 +390,12 @@ class WriteIds(TxnPart):
     def txn_table_write_ids(self, conn: Connection, db: str, table: str, txn_id: int) -> Any:
         """TableValidWriteIds of ``db.table`` as txn ``txn_id`` sees it (its own writes valid):
         what a write's events carry as their validWriteIdList."""
+        if one_statement(conn):
+            # One statement takes the snapshot and reads the write ids (the writer's own
+            # statement snapshot, READ COMMITTED, as two statements would each take).
+            listed, hwm, found, rows = self.txns.open_txn_list_with_write_ids(conn, db, table)
+            snapshot = ValidReadTxnList.from_open_txns_response(listed.response(), txn_id)
+            return _valid_write_ids(f"{db}.{table}", snapshot, hwm, rows, found)
         return self.table_write_ids(conn, f"{db}.{table}", self.txn_snapshot(conn, txn_id))
 
     def txn_write_id_list(self, conn: Connection, db: str, table: str, txn_id: int) -> str:
