@@ -15,6 +15,7 @@ from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.sql.bootstrap import init_db
 from hms_cache_proxy.store.sql.sql_store import SqlStore
 from tests.integration.test_stats_store import CAT, DB, WAREHOUSE, make_table
+from tests.support.stores import sql_store as compose_sql_store
 
 pytestmark = [pytest.mark.postgres]
 
@@ -30,7 +31,7 @@ was 29."""
 def store(pg_url: str) -> Iterator[SqlStore]:
     db = Database(pg_url)
     init_db(db, WAREHOUSE)
-    sql_store = SqlStore(db, warehouse_uri=WAREHOUSE)
+    sql_store = compose_sql_store(db, WAREHOUSE)
     sql_store.create_database(hms.Database(name=DB, parameters={}, catalogName=CAT))
     yield sql_store
     db.dispose()
