@@ -53,11 +53,11 @@ _CONSTRAINTS = frozenset(
         messages.ADD_CHECKCONSTRAINT,
         messages.DROP_CONSTRAINT,
         messages.DROP_TABLE,  # its constraints go, foreign keys into it too
-        messages.DROP_DATABASE,
     }
 )
 """Events that change constraints (a table's own, or foreign keys naming it, of any table);
-a table created with constraints logs their ADD_* events too. ALTER_TABLE: see _drop_altered."""
+a table created with constraints logs their ADD_* events too. ALTER_TABLE: see _drop_altered;
+an event about a whole database (DROP_DATABASE, one not known): see _drop."""
 
 
 class UpstreamEvents:
@@ -260,7 +260,10 @@ class UpstreamEvents:
                 if kind in _TABLE_LIST:
                     cache.drop_table_names(cat, db)
             else:
-                cache.drop_database(cat, db, tables=kind not in _DATABASE_ONLY)
+                tables = kind not in _DATABASE_ONLY
+                cache.drop_database(cat, db, tables=tables)
+                if tables:  # its tables' constraints, and foreign keys naming them, may go
+                    cache.drop_constraints()
         elif kind in _CATALOG:
             cache.flush()
         if kind in _CONSTRAINTS:
