@@ -320,6 +320,7 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         pool_wait_seconds=settings.upstream_pool_wait_seconds,
         tls=tls.client_context(settings.upstream_tls_ca_file) if settings.upstream_tls else None,
         sasl=_upstream_login(settings),
+        sasl_as_caller=settings.upstream_sasl_as_caller,
         on_count=metrics.UPSTREAM_CONNECTIONS.set,
     )
     sidecar = _sidecar_cache(settings, pool)
@@ -330,7 +331,7 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         "on, coherent from the upstream's notification log" if sidecar else "off",
         settings.upstream_max_connections,
         "on" if settings.upstream_tls else "off",
-        f"as {settings.upstream_sasl_user!r}" if settings.upstream_sasl_user else "off",
+        _upstream_login_text(settings),
     )
     processor = PassThrough(
         service,
@@ -339,7 +340,11 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         observer=metrics.observe_call,
         upstream_observer=metrics.observe_upstream_call,
         cache=sidecar,
+        login_as_caller=settings.upstream_sasl_as_caller,
     )
+    if settings.upstream_sasl_as_caller:
+        assert opener is not None  # sasl_enabled: the settings check it
+        opener.on_login = processor.remember_login
     readiness = Readiness()
     if sidecar is not None:
         readiness.add_detail("upstream_cache", sidecar.describe)
@@ -400,6 +405,14 @@ def _sidecar_cache(settings: Settings, pool: UpstreamPool) -> SidecarCache | Non
     return SidecarCache(
         service, cache, events, catch_up_seconds=settings.upstream_catch_up_seconds, ttl_seconds=ttl
     )
+
+
+def _upstream_login_text(settings: Settings) -> str:
+    if settings.upstream_sasl_user is None:
+        return "off"
+    if settings.upstream_sasl_as_caller:
+        return f"as each caller (the poller as {settings.upstream_sasl_user!r})"
+    return f"as {settings.upstream_sasl_user!r}"
 
 
 def _upstream_login(settings: Settings) -> tuple[str, str] | None:

@@ -90,6 +90,7 @@ class Settings(BaseSettings):
     upstream_tls_ca_file: str | None = None
     upstream_sasl_user: str | None = None
     upstream_sasl_password: SecretStr | None = None
+    upstream_sasl_as_caller: bool = False
     upstream_cache: bool = True
     upstream_poll_interval_seconds: float = Field(0.2, gt=0)
     upstream_wait_seconds: float = Field(1.0, ge=0, le=5)
@@ -309,6 +310,14 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"upstream_sasl_user and upstream_sasl_password must be set together: {missing} "
                 "is missing"
+            )
+        if self.upstream_sasl_as_caller and not (
+            self.sasl_enabled and self.upstream_sasl_user is not None
+        ):
+            raise ValueError(
+                "upstream_sasl_as_caller needs sasl_enabled (the callers' PLAIN logins are "
+                "what it passes on) and upstream_sasl_user with upstream_sasl_password (the "
+                "proxy's own login, for its poller and health checks)"
             )
         if self.upstream_sasl_user is not None and self.upstream_transport != "buffered":
             raise ValueError(

@@ -77,4 +77,5 @@ class StopOnSignal:
 
     def _stop(self) -> None:
         self._service.stop(self._grace)
-        self._log.info("stopped: calls finished, database connections closed")
+        closed = "upstream" if getattr(self._service, "upstream", None) is not None else "database"
+        self._log.info("stopped: calls finished, %s connections closed", closed)

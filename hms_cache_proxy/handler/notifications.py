@@ -18,7 +18,7 @@ class NotificationHandlers(HandlerBase):
         return hms.NotificationEventResponse(events=events)
 
     def get_current_notificationEventId(self) -> hms.CurrentNotificationEventId:
-        return hms.CurrentNotificationEventId(eventId=self.store.current_notification_event_id())
+        return hms.CurrentNotificationEventId(eventId=self.store.notification_event_id())
 
     def get_notification_events_count(
         self, rqst: hms.NotificationEventsCountRequest

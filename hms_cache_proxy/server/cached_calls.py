@@ -1,9 +1,12 @@
-"""Which calls the upstream-mode cache answers, and the table each request is about.
+"""Which calls the upstream-mode cache answers, and what each request is about (its
+``Subject``: the events that change the answer drop the entry, see ``upstream_events.py``).
 
-Only reads whose answer changes with nothing but the named table's metadata (every change of
-which Hive logs as an event naming that table) are cached: the database, the table and its
-partitions. Requests asking for column statistics or file metadata pass through (Hive before
-4.0 logs no statistics events). ``get_valid_write_ids`` and every other call pass through.
+Only reads whose every change Hive logs as an event are cached: the database, the table and its
+partitions (events naming the table), a database's table names (tables created, dropped,
+renamed) and table objects (events naming a table of the database), and the constraints (the
+constraint events, tables dropped or renamed or their columns changed). Requests asking for
+column statistics or file metadata pass through (Hive before 4.0 logs no statistics events).
+``get_valid_write_ids`` and every other call pass through.
 """
 
 from __future__ import annotations
@@ -13,7 +16,14 @@ from typing import Any
 from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.utils import deserialize
 
-from hms_cache_proxy.server.reply_cache import TableKey
+from hms_cache_proxy.server.reply_cache import (
+    CONSTRAINTS,
+    DATABASE,
+    TABLE,
+    TABLE_NAMES,
+    TABLE_OBJECTS,
+    Subject,
+)
 
 DEFAULT_CATALOG = "hive"
 
@@ -41,7 +51,25 @@ TABLE_CALLS = frozenset(
     }
 )
 DATABASE_CALLS = frozenset({"get_database", "get_database_req"})
-CACHED = TABLE_CALLS | DATABASE_CALLS
+TABLE_NAME_CALLS = frozenset({"get_tables", "get_all_tables"})
+TABLE_OBJECT_CALLS = frozenset({"get_table_objects_by_name", "get_table_objects_by_name_req"})
+CONSTRAINT_CALLS = frozenset(
+    {
+        "get_primary_keys",
+        "get_foreign_keys",
+        "get_unique_constraints",
+        "get_not_null_constraints",
+        "get_check_constraints",
+        "get_default_constraints",
+        "get_all_table_constraints",
+    }
+)
+CACHED = TABLE_CALLS | DATABASE_CALLS | TABLE_NAME_CALLS | TABLE_OBJECT_CALLS | CONSTRAINT_CALLS
+_DATABASE_KINDS = {
+    **dict.fromkeys(DATABASE_CALLS, DATABASE),
+    **dict.fromkeys(TABLE_NAME_CALLS, TABLE_NAMES),
+    **dict.fromkeys(TABLE_OBJECT_CALLS, TABLE_OBJECTS),
+}
 
 _DB_FIELDS = ("dbname", "db_name", "dbName")
 _TABLE_FIELDS = ("tbl_name", "tblName")
@@ -50,29 +78,32 @@ _UNCACHED_FLAGS = ("getColumnStats", "get_col_stats", "getFileMetadata")
 _BINARY = TBinaryProtocolFactory()
 
 
-def subject(service: Any, api: str, body: bytes) -> TableKey | None:
-    """The (catalog, database, table) a cached call's request is about (table "" for a
-    database call); None when this request is not to be cached or cannot be read."""
+def subject(service: Any, api: str, body: bytes) -> Subject | None:
+    """What a cached call's request is about; None when this request is not to be cached or
+    cannot be read."""
     try:
         args = deserialize(getattr(service, api + "_args")(), body, _BINARY)
     except Exception:
         return None  # the upstream will say what is wrong with it
+    if api in CONSTRAINT_CALLS:
+        return Subject(CONSTRAINTS)
     first = args.thrift_spec[min(args.thrift_spec)][1]
     request = getattr(args, first, None)
     source = request if hasattr(request, "thrift_spec") else args
     if any(getattr(source, flag, None) for flag in _UNCACHED_FLAGS):
         return None
     cat = _first(source, _CAT_FIELDS)
+    kind = _DATABASE_KINDS.get(api, TABLE)
     if api in DATABASE_CALLS:
         db = getattr(source, "name", None)
         table: str | None = ""
     else:
         db = _first(source, _DB_FIELDS)
-        table = _first(source, _TABLE_FIELDS)
+        table = _first(source, _TABLE_FIELDS) if kind == TABLE else ""
     if not isinstance(db, str) or not db or table is None:
         return None
     cat, db = split_catalog(cat, db)
-    return cat, db, table.lower()
+    return Subject(kind, cat, db, table.lower())
 
 
 def split_catalog(cat: str | None, db: str) -> tuple[str, str]:

@@ -9,8 +9,10 @@ travels unchanged, so the reply's is the client's.
 The caller's identity reaches the upstream: ``set_ugi`` and ``setMetaConf`` are kept as the
 connection's session state and every call runs on an upstream connection in that state
 (``upstream.UpstreamPool``); a SASL-authenticated client that never calls ``set_ugi`` has one
-made for its user. An upstream that cannot answer gives the client the method's MetaException
-when the IDL declares one, else an INTERNAL_ERROR TApplicationException, naming the upstream.
+made for its user. With ``login_as_caller`` each call runs on an upstream connection logged in
+with the caller's own SASL PLAIN user and password (``remember_login``). An upstream that
+cannot answer gives the client the method's MetaException when the IDL declares one, else an
+INTERNAL_ERROR TApplicationException, naming the upstream.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.server import message_bytes
 from hms_cache_proxy.server.cached_calls import CACHED
 from hms_cache_proxy.server.sidecar_cache import Load, SidecarCache, succeeded
-from hms_cache_proxy.server.upstream import State, UpstreamError, UpstreamPool
+from hms_cache_proxy.server.upstream import Login, State, UpstreamError, UpstreamPool
 from hms_cache_proxy.server.wire import Message
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,7 @@ class _Session(threading.local):
     """One client connection's session state (one thread serves each connection)."""
 
     state: State | None = None
+    login: Login | None = None  # the caller's SASL PLAIN login (with login_as_caller)
 
 
 class PassThrough:
@@ -60,9 +63,12 @@ class PassThrough:
         observer: CallObserver | None = None,
         upstream_observer: CallObserver | None = None,
         cache: SidecarCache | None = None,
+        login_as_caller: bool = False,
     ) -> None:
-        """``cache``: answer the hot reads from the upstream-mode cache (binary protocol)."""
+        """``cache``: answer the hot reads from the upstream-mode cache (binary protocol);
+        ``login_as_caller``: log in to the upstream as each caller (``remember_login``)."""
         self._service = service
+        self._login_as_caller = login_as_caller
         self._cache = None if compact else cache
         self._pool = pool
         self._compact = compact
@@ -80,6 +86,13 @@ class PassThrough:
     @property
     def args_classes(self) -> list[type]:
         return []  # arguments are never decoded here
+
+    def remember_login(self, user: str, password: str) -> None:
+        """The SASL PLAIN login this connection proved (called in its thread after the
+        negotiation): its calls log in to the upstream with it. Kept for the connection's
+        life only, in its thread."""
+        if self._login_as_caller:
+            self._session.login = (user, password)
 
     def note(self, api: str, outcome: str) -> None:
         """Count a message the server refused before forwarding it (a limit, malformed bytes)."""
@@ -119,7 +132,7 @@ class PassThrough:
         request = self._header(api, msg.mtype, seqid) + msg.body
         sent = time.perf_counter()
         try:
-            reply = self._pool.call(state, request, not oneway, after)
+            reply = self._pool.call(state, request, not oneway, after, self._session.login)
             if reply is not None and reply.seqid != seqid:
                 raise UpstreamError(
                     f"upstream {self._pool.uri}: reply seqid {reply.seqid} for call seqid {seqid}"

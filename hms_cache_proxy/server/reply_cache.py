@@ -2,13 +2,15 @@
 
 An entry is one reply the upstream gave to one request: keyed by the connection's session
 state, the method and the arguments' exact bytes, holding the result struct's bytes. It is
-answered again only to the same request from the same session. Each entry names the table (or
-the database) it is about; the event poller (``upstream_events.py``) drops the entries of every
-table an event names, so an entry is never older than the events the poller has applied.
+answered again only to the same request from the same session. Each entry names its
+``Subject``, what it is about: a table, a database, a database's list of table names, a
+database's table objects, or the constraints (which name other tables: foreign keys); the event
+poller (``upstream_events.py``) drops the entries of every subject an event changes, so an
+entry is never older than the events the poller has applied.
 
 Loads race with events the same way as in database mode: a load takes a ``Ticket`` before it
-forwards the call, and installs only if no event touched its table (or database, or the whole
-cache) after that. Pure code: no I/O.
+forwards the call, and installs only if no event touched its subject (or its whole database,
+or the whole cache) after that. Pure code: no I/O.
 """
 
 from __future__ import annotations
@@ -16,16 +18,31 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
-TableKey = tuple[str, str, str]
-"""(catalog, database, table) in lower case; table ``""`` for an entry about the database."""
+TABLE = "table"  # one table (its object, its partitions)
+DATABASE = "database"  # one database's object
+TABLE_NAMES = "table_names"  # a database's table names (get_tables, get_all_tables)
+TABLE_OBJECTS = "table_objects"  # tables of a database by name (get_table_objects_by_name)
+CONSTRAINTS = "constraints"  # any table's constraints: a foreign key names another table
+_WHOLE = "whole"  # the touch mark of a whole database (a drop): every subject in it
+
+
+class Subject(NamedTuple):
+    """What an entry is about: its ``kind`` and, in lower case, the catalog, database and table
+    it names (table "" for a database's kinds; all "" for the constraints)."""
+
+    kind: str
+    cat: str = ""
+    db: str = ""
+    table: str = ""
+
 
 Key = tuple[tuple[bytes, ...], str, bytes]
 """(session state, method, arguments' bytes)."""
 
-_WHOLE = "*"  # the touch mark of a whole database (a drop): every table of it
 _ENTRY_OVERHEAD = 200  # bytes counted per entry beyond its key and reply
 _MAX_TOUCHED = 100_000  # touch marks kept while loads are under way before starting over
 
@@ -36,13 +53,13 @@ class Ticket:
 
     epoch: int
     clock: int
-    table: TableKey
+    subject: Subject
 
 
 @dataclass
 class _Entry:
     reply: bytes
-    table: TableKey
+    subject: Subject
     size: int
     expires: float | None
 
@@ -70,7 +87,7 @@ class ReplyCache:
         self._bytes = 0
         self._epoch = 0
         self._clock = 0  # counts touches; a ticket remembers its value
-        self._touched: dict[TableKey, int] = {}
+        self._touched: dict[Subject, int] = {}
         self._loads = 0
 
     # -- reads -----------------------------------------------------------------------------------
@@ -94,19 +111,19 @@ class ReplyCache:
 
     # -- loads -----------------------------------------------------------------------------------
 
-    def ticket(self, table: TableKey) -> Ticket:
+    def ticket(self, subject: Subject) -> Ticket:
         """Taken before the upstream is asked for the reply that ``install`` may keep."""
         with self._lock:
             self._loads += 1
-            return Ticket(self._epoch, self._clock, table)
+            return Ticket(self._epoch, self._clock, subject)
 
     def install(self, ticket: Ticket, key: Key, reply: bytes) -> bool:
-        """Keep ``reply`` unless an event touched its table (or all) since ``ticket``."""
-        cat, db, table = ticket.table
+        """Keep ``reply`` unless an event touched its subject (or all) since ``ticket``."""
+        subject = ticket.subject
         with self._lock:
             overtaken = ticket.epoch != self._epoch or any(
                 self._touched.get(mark, -1) > ticket.clock
-                for mark in ((cat, db, table), (cat, db, _WHOLE))
+                for mark in (subject, Subject(_WHOLE, subject.cat, subject.db))
             )
             self._end_load()  # after the check: the last load's end forgets the touches
             if overtaken:
@@ -118,8 +135,8 @@ class ReplyCache:
             if size > self.max_bytes:
                 return False
             expires = None if self.ttl_seconds is None else self._now() + self.ttl_seconds
-            self._entries[key] = _Entry(reply, ticket.table, size, expires)
-            self._by_db.setdefault((cat, db), set()).add(key)
+            self._entries[key] = _Entry(reply, subject, size, expires)
+            self._by_db.setdefault((subject.cat, subject.db), set()).add(key)
             self._bytes += size
             while self._bytes > self.max_bytes:
                 self._remove(next(iter(self._entries)))
@@ -133,21 +150,30 @@ class ReplyCache:
     # -- events ----------------------------------------------------------------------------------
 
     def drop_table(self, cat: str, db: str, table: str) -> None:
-        """An event about ``table``: its entries go, and loads under way of it install nothing."""
-        mark = (cat.lower(), db.lower(), table.lower())
-        with self._lock:
-            self._touch(mark)
-            keys = self._by_db.get(mark[:2], ())
-            for key in [k for k in keys if self._entries[k].table == mark]:
-                self._remove(key)
+        """An event about ``table``: its entries go, and the table objects of its database
+        (they hold it, or would); loads under way of them install nothing."""
+        cat, db = cat.lower(), db.lower()
+        self._drop((Subject(TABLE, cat, db, table.lower()), Subject(TABLE_OBJECTS, cat, db)))
+
+    def drop_table_names(self, cat: str, db: str) -> None:
+        """A table of ``db`` was created, dropped or renamed: the lists of its names go."""
+        self._drop((Subject(TABLE_NAMES, cat.lower(), db.lower()),))
+
+    def drop_constraints(self) -> None:
+        """A constraint was added or dropped, or a table dropped or renamed (a foreign key of
+        any table may name it): every constraints entry goes."""
+        self._drop((Subject(CONSTRAINTS),))
 
     def drop_database(self, cat: str, db: str, *, tables: bool) -> None:
-        """An event about database ``db``: its entries go; with ``tables``, its tables' too."""
+        """An event about database ``db``: its entry goes; with ``tables``, every entry about
+        anything in it."""
         cat, db = cat.lower(), db.lower()
+        if not tables:
+            self._drop((Subject(DATABASE, cat, db),))
+            return
         with self._lock:
-            self._touch((cat, db, _WHOLE if tables else ""))
-            keys = self._by_db.get((cat, db), ())
-            for key in [k for k in keys if tables or self._entries[k].table[2] == ""]:
+            self._touch(Subject(_WHOLE, cat, db))
+            for key in list(self._by_db.get((cat, db), ())):
                 self._remove(key)
 
     def flush(self) -> None:
@@ -162,7 +188,16 @@ class ReplyCache:
 
     # -- inside the lock -------------------------------------------------------------------------
 
-    def _touch(self, mark: TableKey) -> None:
+    def _drop(self, subjects: Iterable[Subject]) -> None:
+        """Entries about any of ``subjects`` go; loads under way of them install nothing."""
+        with self._lock:
+            for subject in subjects:
+                self._touch(subject)
+                keys = self._by_db.get((subject.cat, subject.db), ())
+                for key in [k for k in keys if self._entries[k].subject == subject]:
+                    self._remove(key)
+
+    def _touch(self, mark: Subject) -> None:
         if self._loads == 0:
             return  # no load to refuse: nothing to remember
         self._clock += 1
@@ -179,7 +214,7 @@ class ReplyCache:
     def _remove(self, key: Key) -> None:
         entry = self._entries.pop(key)
         self._bytes -= entry.size
-        db = entry.table[:2]
+        db = (entry.subject.cat, entry.subject.db)
         keys = self._by_db.get(db)
         if keys is not None:
             keys.discard(key)

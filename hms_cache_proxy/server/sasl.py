@@ -41,6 +41,11 @@ class PlainAuthenticator:
         """Run the server side of the negotiation on ``sock``; the authenticated user name.
 
         Raises SaslError (after telling the client) or OSError/TimeoutError."""
+        return self.negotiate_login(sock)[0]
+
+    def negotiate_login(self, sock: socket.socket) -> tuple[str, str]:
+        """As ``negotiate``; the user and the password it proved (upstream mode logs in to the
+        upstream with them when ``upstream_sasl_as_caller`` is on)."""
         status, mechanism = _receive(sock)
         if status != START:
             _fail(sock, ERROR, f"expected a SASL START message, got status {status}")
@@ -62,7 +67,7 @@ class PlainAuthenticator:
         if authzid and authzid != user_b:
             _fail(sock, BAD, f"user {user!r} may not act as {authzid.decode('utf-8', 'replace')!r}")
         _send(sock, COMPLETE, b"")
-        return user
+        return user, password.decode("utf-8", "replace")
 
 
 def plain_login(sock: socket.socket, user: str, password: str) -> None:

@@ -29,11 +29,15 @@ class SecureOpener:
         sasl: PlainAuthenticator | None,
         timeout_seconds: float | None,
         on_user: Callable[[str], None] | None = None,
+        on_login: Callable[[str, str], None] | None = None,
     ) -> None:
+        """``on_user``: told the SASL user of the connection (in its thread); ``on_login``:
+        told the user and the password too (upstream mode, ``upstream_sasl_as_caller``)."""
         self.tls = tls
         self.sasl = sasl
         self.timeout = timeout_seconds or None
         self.on_user = on_user
+        self.on_login = on_login
 
     def __call__(
         self,
@@ -47,11 +51,13 @@ class SecureOpener:
             sock = tls_mod.handshake(self.tls, sock, self.timeout, adopt)
         if self.sasl is not None:
             sock.settimeout(self.timeout)
-            user = self.sasl.negotiate(sock)
+            user, password = self.sasl.negotiate_login(sock)
             sock.settimeout(None)
             log.debug("%s authenticated as %r (SASL PLAIN)", peer, user)
             if self.on_user is not None:
                 self.on_user(user)
+            if self.on_login is not None:
+                self.on_login(user, password)
         return sock
 
 

@@ -6,6 +6,11 @@ connection whose state is its client's; a connection with another state is repla
 right one (opened fresh when it cannot be), so clients of the same identity share connections
 and no client's identity or session settings reach another client's calls.
 
+With ``upstream_sasl_as_caller`` a call may name the SASL login its connection must have (the
+caller's user and password): a connection is then also keyed by the user it logged in as, and
+one logged in as another user (or as the proxy's own account) is never used for it: at the
+limit an idle one is closed and its slot opened again with the caller's login.
+
 An idle connection the upstream closed (a restart) is noticed before it is used and replaced,
 so only calls in flight at the moment of the cut fail. Every failure is an ``UpstreamError``
 naming the upstream; the connection it happened on is closed.
@@ -38,6 +43,9 @@ log = logging.getLogger(__name__)
 State = tuple[bytes, ...]
 """The connection-scoped messages a connection has been sent, in order (seqid 0)."""
 
+Login = tuple[str, str]
+"""(user, password) for SASL PLAIN."""
+
 _HUGE = 2**31 - 1  # replies are the upstream's business: only their framing is checked
 
 
@@ -48,10 +56,13 @@ class UpstreamError(Exception):
 class UpstreamConnection:
     """One socket to the upstream and the reader of its replies."""
 
-    def __init__(self, sock: socket.socket, reader: MessageReader, framed: bool) -> None:
+    def __init__(
+        self, sock: socket.socket, reader: MessageReader, framed: bool, user: str | None
+    ) -> None:
         self.sock = sock
         self.reader = reader
         self.framed = framed
+        self.user = user  # the caller it logged in as; None: the pool's own login, or none
         self.state: State = ()
 
     def call(self, request: bytes, expect_reply: bool) -> Message | None:
@@ -93,16 +104,18 @@ class UpstreamPool:
         timeout_seconds: float = 600.0,
         pool_wait_seconds: float = 10.0,
         tls: ssl.SSLContext | None = None,
-        sasl: tuple[str, str] | None = None,
+        sasl: Login | None = None,
+        sasl_as_caller: bool = False,
         on_count: Callable[[int], None] | None = None,
     ) -> None:
         """``tls``: speak TLS with this client context (the host name is checked); ``sasl``:
         (user, password) to log in with SASL PLAIN, after which every message is framed;
+        ``sasl_as_caller``: calls name their own login (``call(login=...)``);
         ``pool_wait_seconds``: how long a call waits for a connection when all are busy."""
         self.host = host
         self.port = port
         self.uri = f"thrift://{host}:{port}"
-        self.framed = framed or sasl is not None
+        self.framed = framed or sasl is not None or sasl_as_caller
         self.compact = compact
         self.tls = tls
         self.sasl = sasl
@@ -131,16 +144,22 @@ class UpstreamPool:
     # -- borrowing -------------------------------------------------------------------------------
 
     def call(
-        self, state: State, request: bytes, expect_reply: bool, after: State
+        self,
+        state: State,
+        request: bytes,
+        expect_reply: bool,
+        after: State,
+        login: Login | None = None,
     ) -> Message | None:
         """Send ``request`` on a connection in ``state``; it is in ``after`` once sent.
+        ``login``: on a connection logged in with it (None: the pool's own login).
 
         Raises UpstreamError (the connection is then closed) when the upstream cannot answer.
         """
-        conn = self._borrow(state)
+        conn = self._borrow(state, login)
         try:
-            if conn.state != state:
-                self._replay(conn, state)
+            if conn.state != state or conn.user != _user(login):
+                self._replay(conn, state, login)
             reply = conn.call(request, expect_reply)
         except Exception as exc:
             self._discard(conn)
@@ -155,7 +174,7 @@ class UpstreamPool:
         with self._cond:
             if self._open >= self.max_connections and not self._idle:
                 return
-        conn = self._borrow(())
+        conn = self._borrow((), None)
         self._give_back(conn)
 
     def close(self) -> None:
@@ -168,13 +187,13 @@ class UpstreamPool:
             conn.close()
         self._counted()
 
-    def _borrow(self, state: State) -> UpstreamConnection:
+    def _borrow(self, state: State, login: Login | None) -> UpstreamConnection:
         deadline = time.monotonic() + self.pool_wait
         while True:
             with self._cond:
                 if self._closed:
                     raise UpstreamError(f"upstream {self.uri}: the service is stopping")
-                conn = self._take_idle(state)
+                conn = self._take_idle(state, _user(login))
                 if conn is None:
                     if self._open < self.max_connections:
                         self._open += 1
@@ -196,7 +215,7 @@ class UpstreamPool:
                 self._discard(conn)
                 continue
             try:
-                return self._connect()
+                return self._connect(login)
             except Exception:
                 with self._cond:
                     self._open -= 1
@@ -204,16 +223,19 @@ class UpstreamPool:
                 self._counted()
                 raise
 
-    def _take_idle(self, state: State) -> UpstreamConnection | None:
-        """An idle connection in ``state``; at the limit, any idle one (replayed to it)."""
+    def _take_idle(self, state: State, user: str | None) -> UpstreamConnection | None:
+        """An idle connection in ``state`` logged in as ``user``; at the limit, any idle one
+        (replayed to it, or opened again for another login)."""
         for i in range(len(self._idle) - 1, -1, -1):
-            if self._idle[i].state == state:
+            conn = self._idle[i]
+            if conn.state == state and conn.user == user:
                 return self._idle.pop(i)
         return self._idle.pop(0) if self._idle and self._open >= self.max_connections else None
 
-    def _connect(self) -> UpstreamConnection:
-        """A new connection: TCP, then TLS and SASL PLAIN when configured, each within the
-        connect time-out."""
+    def _connect(self, login: Login | None = None) -> UpstreamConnection:
+        """A new connection: TCP, then TLS and SASL PLAIN when configured (as ``login`` when
+        given), each within the connect time-out."""
+        credentials = login or self.sasl
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
         except OSError as exc:
@@ -223,8 +245,8 @@ class UpstreamPool:
         try:
             if self.tls is not None:
                 sock = self.tls.wrap_socket(sock, server_hostname=self.host)
-            if self.sasl is not None:
-                plain_login(sock, *self.sasl)
+            if credentials is not None:
+                plain_login(sock, *credentials)
         except (ssl.SSLError, ssl.CertificateError) as exc:
             sock.close()
             raise UpstreamError(f"upstream {self.uri}: {describe_failure(exc)}") from None
@@ -237,14 +259,16 @@ class UpstreamPool:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         reader = MessageReader(sock, self._limits, framed=self.framed, compact=self.compact)
         self._counted()
-        return UpstreamConnection(sock, reader, self.framed)
+        return UpstreamConnection(sock, reader, self.framed, _user(login))
 
-    def _replay(self, conn: UpstreamConnection, state: State) -> None:
-        """Bring ``conn`` to ``state``: a fresh session when needed, then each message sent."""
-        if conn.state != state[: len(conn.state)]:
+    def _replay(self, conn: UpstreamConnection, state: State, login: Login | None) -> None:
+        """Bring ``conn`` to ``state`` under ``login``: a fresh session when needed (another
+        login is always one), then each message sent."""
+        if conn.user != _user(login) or conn.state != state[: len(conn.state)]:
             conn.close()  # a session cannot be undone: start another in the same slot
-            fresh = self._connect()
+            fresh = self._connect(login)
             conn.sock, conn.reader, conn.state = fresh.sock, fresh.reader, ()
+            conn.user = fresh.user
         for message in state[len(conn.state) :]:
             conn.call(message, True)  # its reply was the first client's business
         conn.state = state
@@ -283,3 +307,7 @@ class UpstreamPool:
         else:
             why = f"{type(exc).__name__}: {exc}"
         return UpstreamError(f"upstream {self.uri}: {why}")
+
+
+def _user(login: Login | None) -> str | None:
+    return None if login is None else login[0]

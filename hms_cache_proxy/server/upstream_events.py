@@ -41,6 +41,23 @@ _DATABASE_ONLY = frozenset(
     {"CREATE_DATABASE", "ALTER_DATABASE", "CREATE_FUNCTION", "DROP_FUNCTION"}
 )
 _CATALOG = frozenset({"CREATE_CATALOG", "ALTER_CATALOG", "DROP_CATALOG"})
+_TABLE_LIST = frozenset({messages.CREATE_TABLE, messages.DROP_TABLE})
+"""Events that add a table to its database's names or take one away (renames: ALTER_TABLE)."""
+_CONSTRAINTS = frozenset(
+    {
+        messages.ADD_PRIMARYKEY,
+        messages.ADD_FOREIGNKEY,
+        messages.ADD_UNIQUECONSTRAINT,
+        messages.ADD_NOTNULLCONSTRAINT,
+        messages.ADD_DEFAULTCONSTRAINT,
+        messages.ADD_CHECKCONSTRAINT,
+        messages.DROP_CONSTRAINT,
+        messages.DROP_TABLE,  # its constraints go, foreign keys into it too
+    }
+)
+"""Events that change constraints (a table's own, or foreign keys naming it, of any table);
+a table created with constraints logs their ADD_* events too. ALTER_TABLE: see _drop_altered;
+an event about a whole database (DROP_DATABASE, one not known): see _drop."""
 
 
 class UpstreamEvents:
@@ -235,34 +252,60 @@ class UpstreamEvents:
     def _drop(self, event: Any) -> None:
         kind = str(event.eventType)
         metrics.EVENTS_APPLIED.labels(kind).inc()
+        cache = self._cache
         if event.dbName:
             cat, db = split_catalog(event.catName, event.dbName)
             if event.tableName:
-                self._cache.drop_table(cat, db, event.tableName)
+                cache.drop_table(cat, db, event.tableName)
+                if kind in _TABLE_LIST:
+                    cache.drop_table_names(cat, db)
             else:
-                self._cache.drop_database(cat, db, tables=kind not in _DATABASE_ONLY)
+                tables = kind not in _DATABASE_ONLY
+                cache.drop_database(cat, db, tables=tables)
+                if tables:  # its tables' constraints, and foreign keys naming them, may go
+                    cache.drop_constraints()
         elif kind in _CATALOG:
-            self._cache.flush()
-        if kind == "ALTER_TABLE":
-            self._drop_renamed(event)
+            cache.flush()
+        if kind in _CONSTRAINTS:
+            cache.drop_constraints()
+        if kind == messages.ALTER_TABLE:
+            self._drop_altered(event)
         elif kind == "COMMIT_TXN" and event.message:
             try:
                 body = messages.decode(event.message, event.messageFormat)
             except Exception:
                 return
             for cat, db, table in messages.tables_altered(body):
-                self._cache.drop_table(cat, db, table)
+                cache.drop_table(cat, db, table)
 
-    def _drop_renamed(self, event: Any) -> None:
+    def _drop_altered(self, event: Any) -> None:
         """ALTER_TABLE names the table after the change: a rename's old name is in the
-        message (unreadable: every table of the database goes)."""
+        message, and a rename takes the name from its database's names and puts it in the new
+        one's; a rename or a change of columns changes constraints (foreign keys name tables,
+        constraints name columns by position). An unreadable message empties the cache (a
+        rename's old database is not known)."""
+        cache = self._cache
         cat, db = split_catalog(event.catName, event.dbName or "")
         try:
-            before = messages.table_before(messages.decode(event.message, event.messageFormat))
+            body = messages.decode(event.message, event.messageFormat)
+            before, after = messages.table_before(body), messages.table_after(body)
             old_cat, old_db = split_catalog(before.catName or cat, before.dbName)
-            self._cache.drop_table(old_cat, old_db, before.tableName)
+            old_name = before.tableName.lower()
         except Exception:
-            self._cache.drop_database(cat, db, tables=True)
+            log.warning(
+                "upstream %s: ALTER_TABLE event %s unreadable: the cache starts over",
+                self._client.uri,
+                event.eventId,
+            )
+            cache.flush()
+            return
+        if (old_cat, old_db, old_name) != (cat, db, str(event.tableName).lower()):
+            cache.drop_table(old_cat, old_db, old_name)
+            cache.drop_table_names(old_cat, old_db)
+            cache.drop_table_names(cat, db)
+            cache.drop_constraints()
+        elif _columns(before) != _columns(after):
+            cache.drop_constraints()
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -299,6 +342,11 @@ class UpstreamEvents:
         metrics.UPSTREAM_LOG.set(1 if state == FOLLOWING else 0)
         if self._on_state is not None:
             self._on_state(state)
+
+
+def _columns(table: Any) -> tuple[Any, Any]:
+    """What constraints name by position: the columns and the partition keys."""
+    return (table.sd.cols if table.sd else None), table.partitionKeys
 
 
 def _request(last: int, batch: int, wait: float) -> Any:

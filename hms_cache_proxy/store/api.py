@@ -1072,3 +1072,8 @@ class HandlerStore(Metadata, TableReads, Events, Protocol):
     def flush_all(self) -> int:
         """Empty the cache (flushCache); the number of entries dropped."""
         ...
+
+    def notification_event_id(self) -> int:
+        """What ``get_current_notificationEventId`` answers: the newest event id the answers
+        of ``next_notifications`` reach, never below an event this process committed."""
+        ...

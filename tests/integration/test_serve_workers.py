@@ -193,3 +193,87 @@ def test_a_worker_that_cannot_start_stops_the_supervisor_with_status_2(
     assert done.returncode == 2, done.stderr
     assert f"cannot listen for HTTP (metrics) on 127.0.0.1:{http + 1}" in done.stderr
     assert "worker 1 could not start (exited with status 2): stopping the others" in done.stderr
+
+
+def _labelled(url: str, name: str, **labels: str) -> float:
+    """One labelled sample of a worker's /metrics (0 when absent)."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return sample.value
+    return 0.0
+
+
+def test_two_upstream_mode_workers_in_front_of_a_central_instance(
+    pg_url: str, tmp_path: Path, T: Any
+) -> None:
+    """What docs/operations.md promises: each worker is a pass-through instance with its own
+    reply cache; a write through one worker is read back at once on its connection, and read
+    through the other worker once that worker's poller has applied its event (the held read
+    brings it within moments; no wait is timed here)."""
+    central = ServerProcess(pg_url, tmp_path / "wh", tmp_path / "central.log")
+    log_path = tmp_path / "sidecar.log"
+    sidecar = None
+    held: list[Any] = []
+    try:
+        seed, trans = apache_client("127.0.0.1", central.port, timeout=30)
+        seed.create_database(T.Database(name="seed"))  # a log with an event: followed
+        trans.close()
+        sidecar = ServerProcess(
+            pg_url, tmp_path / "unused", log_path, "--workers", "2", "--metrics-port", "0",
+            upstream=central.uri,
+        )  # fmt: skip
+        urls = _until(lambda: len(_worker_urls(log_path)) == 2 and _worker_urls(log_path), "2")
+        on: dict[int, Any] = {}  # worker index -> a client connected to it
+        for _ in range(40):
+            before = _connections(urls)
+            client, trans = apache_client("127.0.0.1", sidecar.port, timeout=30)
+            held.append(trans)
+            assert "default" in client.get_all_databases()
+            after = _connections(urls)
+            (grew,) = [i for i in urls if after[i] == before[i] + 1]
+            on.setdefault(grew, client)
+            if len(on) == 2:
+                break
+        assert set(on) == {0, 1}, f"40 connections all went to worker {set(on)}"
+
+        def reads(worker: int, value: str) -> bool:
+            try:
+                return on[worker].get_database("shared").parameters == {"v": value}
+            except T.NoSuchObjectException:
+                return False
+
+        on[0].create_database(T.Database(name="shared", parameters={"v": "1"}))
+        assert reads(0, "1")  # its own write, on its connection, at once
+        _until(lambda: reads(1, "1"), "worker 1 reads worker 0's new database")
+        hits = _labelled(urls[1], "hms_cache_hits_total", method="get_database")
+        assert reads(1, "1") and reads(1, "1")
+        assert _labelled(urls[1], "hms_cache_hits_total", method="get_database") == hits + 2
+        on[0].alter_database("shared", T.Database(name="shared", parameters={"v": "2"}))
+        assert reads(0, "2")
+        _until(lambda: reads(1, "2"), "worker 1 drops its entry on worker 0's write's event")
+        on[1].alter_database("shared", T.Database(name="shared", parameters={"v": "3"}))
+        assert reads(1, "3")
+        _until(lambda: reads(0, "3"), "worker 0 reads worker 1's write")
+        for trans in held:
+            trans.close()
+        held.clear()
+
+        workers = _children(sidecar.proc.pid)
+        assert len(workers) == 2
+        sidecar.proc.send_signal(signal.SIGTERM)
+        assert sidecar.proc.wait(timeout=60) == 0
+        for pid in workers:
+            assert not Path(f"/proc/{pid}").exists(), f"worker {pid} outlived the supervisor"
+        log = log_path.read_text()
+        assert "all workers stopped" in log
+        assert log.count("stopped: calls finished, upstream connections closed") == 2
+        assert "Traceback" not in log
+    finally:
+        for trans in held:
+            trans.close()
+        if sidecar is not None:
+            sidecar.stop()
+        central.stop()

@@ -316,18 +316,24 @@ def test_an_unreachable_upstream_stops_the_cache_and_its_missed_events_are_appli
 
 
 class _Statements:
-    """SQL statements the central instance runs on threads other than its poller's."""
+    """SQL statements the central instance runs on threads other than its poller's; ``log_reads``
+    counts those reading the notification log or its sequence (a write's own events excepted:
+    they lock the sequence row with an UPDATE and insert)."""
 
     def __init__(self, svc: Service) -> None:
         assert svc.database is not None
         self.engines = svc.database.engines()
         self.count = 0
+        self.log_reads = 0
         for engine in self.engines:
             sa.event.listen(engine, "before_cursor_execute", self._seen)
 
-    def _seen(self, *_: Any) -> None:
+    def _seen(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         if threading.current_thread().name != "hms-cache-poller":
             self.count += 1
+            text = statement.lstrip().upper()
+            if text.startswith(("SELECT", "EXECUTE")) and "NOTIFICATION_" in text:
+                self.log_reads += 1
 
     def close(self) -> None:
         for engine in self.engines:
@@ -352,8 +358,9 @@ def test_the_central_instance_answers_notification_reads_from_its_pollers_events
         skipped = client.get_next_notification(
             T.NotificationEventRequest(lastEvent=start, eventTypeSkipList=["ADD_PARTITION"])
         )
-        assert statements.count == 0  # not one statement for 22 reads of the log
-        client.get_current_notificationEventId()
+        assert client.get_current_notificationEventId().eventId == from_database[-1].eventId
+        assert statements.count == 0  # not one statement for 23 reads of the log
+        client.get_notification_events_count(T.NotificationEventsCountRequest(fromEventId=0))
         assert statements.count > 0  # (the count sees the statements there are)
     finally:
         statements.close()
@@ -363,6 +370,63 @@ def test_the_central_instance_answers_notification_reads_from_its_pollers_events
     assert [e.eventType for e in answer][-1] == "ALTER_TABLE"
     assert [e.eventId for e in tail.events] == [e.eventId for e in answer][2:]
     assert "ADD_PARTITION" not in [e.eventType for e in skipped.events]
+
+
+def _newest_logged(pg_url: str) -> int:
+    """The newest event id in the database's log, read past the central instance."""
+    engine = sa.create_engine(pg_url)
+    try:
+        with engine.connect() as conn:
+            value = conn.execute(sa.text('SELECT max("EVENT_ID") FROM "NOTIFICATION_LOG"'))
+            return int(value.scalar_one())
+    finally:
+        engine.dispose()
+
+
+def _central_reads(method: str) -> float:
+    value = metrics.REGISTRY.get_sample_value(
+        "hms_requests_total", {"method": method, "outcome": "ok"}
+    )
+    return value or 0.0
+
+
+def test_a_sidecar_following_the_central_instance_costs_it_no_read_of_its_log(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any, pg_url: str
+) -> None:
+    direct = connect(central.port)
+    _orders(direct, T)
+    statements = _Statements(central)
+    try:
+        asked = _central_reads("get_current_notificationEventId")
+        sidecar = start_sidecar(upstream_poll_interval_seconds=0.02, upstream_wait_seconds=0)
+        assert sidecar.sidecar is not None
+        polls = _central_reads("get_next_notification")
+        until(lambda: _central_reads("get_next_notification") >= polls + 20, "20 polls")
+        assert statements.count == 0  # its start and its polling: not one statement
+        client = connect(sidecar.port)
+        for n in range(5):  # each read after a write asks the central for its event id
+            _set_param(client, "n", str(n))
+            assert client.get_table("sales", "orders").parameters["n"] == str(n)
+            assert direct.get_current_notificationEventId().eventId == _newest_logged(pg_url)
+        assert _central_reads("get_current_notificationEventId") >= asked + 6
+        assert statements.log_reads == 0 < statements.count  # the writes' own statements only
+    finally:
+        statements.close()
+
+
+def test_the_central_instances_event_id_includes_its_writes_before_its_poller_applies_them(
+    central: Service, connect: Any, T: Any, pg_url: str
+) -> None:
+    client, other = connect(central.port), connect(central.port)
+    assert central.cache is not None
+    assert central.cache.poller.stall(30)  # nothing is applied until stop ends the stall
+    position = central.cache.poller.position
+    for _ in range(3):
+        open_txns(client, T, 1)  # its OPEN_TXN is left to the poller (which is stalled)
+        newest = _newest_logged(pg_url)
+        assert newest > position == central.cache.poller.position
+        assert client.get_current_notificationEventId().eventId == newest
+        assert other.get_current_notificationEventId().eventId == newest
 
 
 def test_upstream_cache_off_forwards_every_read(central: Service, connect: Any, T: Any) -> None:

@@ -8,9 +8,17 @@ from thriftpy2.utils import serialize
 
 from hms_cache_proxy.idl import hms, service
 from hms_cache_proxy.server.cached_calls import split_catalog, subject
-from hms_cache_proxy.server.reply_cache import ReplyCache
+from hms_cache_proxy.server.reply_cache import (
+    CONSTRAINTS,
+    DATABASE,
+    TABLE,
+    TABLE_NAMES,
+    TABLE_OBJECTS,
+    ReplyCache,
+    Subject,
+)
 
-ORDERS = ("hive", "sales", "orders")
+ORDERS = Subject(TABLE, "hive", "sales", "orders")
 
 
 def key(n: int = 0) -> tuple[tuple[bytes, ...], str, bytes]:
@@ -32,7 +40,7 @@ def test_a_reply_is_answered_again_for_the_same_request_only() -> None:
 def test_an_event_about_the_table_drops_its_entries_and_no_other() -> None:
     cache = ReplyCache(1 << 20)
     loaded(cache, key(1))
-    loaded(cache, key(2), ("hive", "sales", "other"))
+    loaded(cache, key(2), Subject(TABLE, "hive", "sales", "other"))
     cache.drop_table("HIVE", "Sales", "ORDERS")
     assert cache.get(key(1)) is None
     assert cache.get(key(2)) == b"reply"
@@ -41,7 +49,7 @@ def test_an_event_about_the_table_drops_its_entries_and_no_other() -> None:
 def test_a_load_an_event_overtook_installs_nothing() -> None:
     cache = ReplyCache(1 << 20)
     ticket = cache.ticket(ORDERS)
-    cache.drop_table(*ORDERS)  # the event arrives while the upstream answers
+    cache.drop_table(*ORDERS[1:])  # the event arrives while the upstream answers
     assert not cache.install(ticket, key(), b"old")
     assert cache.get(key()) is None
     assert loaded(cache, key())  # a load begun after it installs
@@ -90,12 +98,56 @@ def test_the_subject_of_each_kind_of_request() -> None:
     )
     req = hms.GetTableRequest(dbName="sales", tblName="orders", catName="spark")
     assert subject(service, "get_table_req", _args("get_table_req", req=req)) == (
+        TABLE,
         "spark",
         "sales",
         "orders",
     )
-    assert subject(service, "get_database", _args("get_database", name="@c#D")) == ("c", "d", "")
+    assert subject(service, "get_database", _args("get_database", name="@c#D")) == (
+        Subject(DATABASE, "c", "d")
+    )
+    names = _args("get_tables", db_name="Sales", pattern="o*")
+    assert subject(service, "get_tables", names) == Subject(TABLE_NAMES, "hive", "sales")
+    assert subject(service, "get_all_tables", _args("get_all_tables", db_name="s")) == (
+        Subject(TABLE_NAMES, "hive", "s")
+    )
+    objects = hms.GetTablesRequest(dbName="Sales", tblNames=["orders"], catName="spark")
+    assert subject(
+        service,
+        "get_table_objects_by_name_req",
+        _args("get_table_objects_by_name_req", req=objects),
+    ) == Subject(TABLE_OBJECTS, "spark", "sales")
+    by_name = _args("get_table_objects_by_name", dbname="sales", tbl_names=["orders"])
+    assert subject(service, "get_table_objects_by_name", by_name) == (
+        Subject(TABLE_OBJECTS, "hive", "sales")
+    )
+    pk = hms.PrimaryKeysRequest(db_name="sales", tbl_name="orders")
+    assert subject(service, "get_primary_keys", _args("get_primary_keys", request=pk)) == (
+        Subject(CONSTRAINTS)
+    )
     stats = hms.GetTableRequest(dbName="sales", tblName="orders", getColumnStats=True)
     assert subject(service, "get_table_req", _args("get_table_req", req=stats)) is None
     assert subject(service, "get_table", b"\xff garbage") is None
     assert split_catalog(None, "x") == ("hive", "x")
+
+
+def test_table_names_objects_and_constraints_go_by_their_own_events() -> None:
+    cache = ReplyCache(1 << 20)
+    names, objects = Subject(TABLE_NAMES, "hive", "sales"), Subject(TABLE_OBJECTS, "hive", "sales")
+    for n, about in enumerate((ORDERS, names, objects, Subject(CONSTRAINTS))):
+        loaded(cache, key(n), about)
+    cache.drop_table("hive", "sales", "other")  # a table's event: the database's objects
+    assert [cache.get(key(n)) is not None for n in range(4)] == [True, True, False, True]
+    cache.drop_table_names("hive", "sales")
+    assert cache.get(key(1)) is None and cache.get(key(0)) is not None
+    cache.drop_constraints()
+    assert cache.get(key(3)) is None and cache.get(key(0)) is not None
+    ticket = cache.ticket(names)
+    cache.drop_table_names("hive", "other")
+    assert cache.install(ticket, key(1), b"reply")  # another database's names
+    ticket = cache.ticket(names)
+    cache.drop_database("hive", "sales", tables=True)
+    assert not cache.install(ticket, key(1), b"old")
+    ticket = cache.ticket(Subject(CONSTRAINTS))
+    cache.drop_constraints()
+    assert not cache.install(ticket, key(3), b"old")

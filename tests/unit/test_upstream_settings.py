@@ -107,6 +107,15 @@ def test_an_upstream_sasl_user_needs_its_password_and_buffered_transport() -> No
         )
 
 
+def test_logging_in_as_each_caller_needs_the_callers_logins_and_the_proxys_own() -> None:
+    own = {"upstream_sasl_user": "proxy", "upstream_sasl_password": "pw"}
+    callers = {"sasl_enabled": True, "sasl_users": {"alice": "pw"}}
+    for given in (own, callers):
+        with pytest.raises(ValueError, match="upstream_sasl_as_caller needs sasl_enabled"):
+            Settings(upstream_uri="thrift://hms:9083", upstream_sasl_as_caller=True, **given)
+    Settings(upstream_uri="thrift://hms:9083", upstream_sasl_as_caller=True, **own, **callers)
+
+
 def test_the_upstream_sasl_password_is_a_secret() -> None:
     settings = Settings(upstream_sasl_user="proxy", upstream_sasl_password="s3cret-pw")
     assert "s3cret-pw" in settings.secrets()

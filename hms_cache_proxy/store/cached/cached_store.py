@@ -161,6 +161,16 @@ class CachedStore(StatsReads, PartitionReads, ForwardingStore):
                 return answer
         return self.sql.next_notifications(last_event, max_events, skip_types)
 
+    def notification_event_id(self) -> int:
+        """The poller's position, or the newest event this process committed if that is later
+        (a write whose events the poller has not applied yet), without a database statement:
+        an id the log held at some moment, never below this process's writes, never going
+        back (docs/cache.md, "The central instance's side"). Strong mode reads the database."""
+        recent = self._recent
+        if recent is None or self._barrier is not None:
+            return self.sql.current_notification_event_id()
+        return max(recent.end, self._newest_here())
+
     # -- delegation -----------------------------------------------------------------------------
 
     def _forward(self, name: str) -> Callable[..., Any]:

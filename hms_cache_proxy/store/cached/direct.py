@@ -32,6 +32,9 @@ class DirectStore(ForwardingStore):
     def flush_all(self) -> int:
         return 0
 
+    def notification_event_id(self) -> int:
+        return self.sql.current_notification_event_id()
+
     def get_table_constraints(self, cat: str, db: str, name: str, **_: Any) -> Any:
         return self.sql.get_table_constraints(cat, db, name)
 
