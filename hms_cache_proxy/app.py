@@ -37,7 +37,7 @@ from hms_cache_proxy.server.thrift_server import ThriftServer
 from hms_cache_proxy.server.upstream import UpstreamPool
 from hms_cache_proxy.server.upstream_client import UpstreamClient
 from hms_cache_proxy.server.upstream_events import NO_LOG, UpstreamEvents
-from hms_cache_proxy.server.wire import Limits
+from hms_cache_proxy.server.wire_limits import Limits
 from hms_cache_proxy.store.cached.cache_service import CacheService
 from hms_cache_proxy.store.cached.direct import DirectStore
 from hms_cache_proxy.store.db.engine import Database, refused_connection

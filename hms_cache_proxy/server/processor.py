@@ -32,7 +32,7 @@ CallObserver = Callable[[str, float, str], None]
 """Called after every call with (method, seconds, outcome); outcome is "ok" or an error name."""
 
 Decoder = Callable[[bytes, Any], Any]
-"""Fills an arguments struct from its bytes (``wire.decode`` with the server's limits)."""
+"""Fills an arguments struct from its bytes (``wire_decode.decode`` with the server's limits)."""
 
 
 class _MethodInfo:

@@ -43,14 +43,14 @@ from hms_cache_proxy.admission import (
     QuietLog,
     client_address,
 )
-from hms_cache_proxy.server import wire
+from hms_cache_proxy.server import wire_decode
 from hms_cache_proxy.server.processor import Processor
-from hms_cache_proxy.server.wire import (
+from hms_cache_proxy.server.wire import MessageReader
+from hms_cache_proxy.server.wire_limits import (
     ClientGone,
     ClientTimeout,
     LimitExceeded,
     Limits,
-    MessageReader,
     WireError,
 )
 
@@ -125,10 +125,10 @@ class ThriftServer:
         self.proto_factory = (
             TCompactProtocolFactory() if self.compact else TCyBinaryProtocolFactory()
         )
-        self.engine = wire.ENGINE
-        wire.prepare(processor.args_classes)
+        self.engine = wire_decode.ENGINE
+        wire_decode.prepare(processor.args_classes)
         self._decode = functools.partial(
-            wire.decode, limits=limits, compact=self.compact, engine=self.engine
+            wire_decode.decode, limits=limits, compact=self.compact, engine=self.engine
         )
         self._listener: socket.socket | None = None
         self._connections: set[_Connection] = set()

@@ -29,14 +29,8 @@ from collections.abc import Callable
 from hms_cache_proxy.server import message_bytes
 from hms_cache_proxy.server.sasl import SaslError, plain_login
 from hms_cache_proxy.server.tls import describe_failure
-from hms_cache_proxy.server.wire import (
-    ClientGone,
-    ClientTimeout,
-    Limits,
-    Message,
-    MessageReader,
-    WireError,
-)
+from hms_cache_proxy.server.wire import Message, MessageReader
+from hms_cache_proxy.server.wire_limits import ClientGone, ClientTimeout, Limits, WireError
 
 log = logging.getLogger(__name__)
 

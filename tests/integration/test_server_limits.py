@@ -21,7 +21,7 @@ from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TSocket, TTransport
 
-from hms_cache_proxy.server import wire
+from hms_cache_proxy.server import wire_decode
 from tests.support.apache_thrift import apache_client, load_apache_modules
 from tests.support.server import running_service
 
@@ -415,7 +415,7 @@ def test_limits_hold_for_framed_and_compact(
 def test_engine_is_the_c_decoder() -> None:
     """The suite's machine has thrift's C extension; without it the server still works
     (pure Python, tested in tests/unit/test_wire.py) but much slower."""
-    assert wire.ENGINE == "fastbinary"
+    assert wire_decode.ENGINE == "fastbinary"
 
 
 def test_client_that_does_not_read_replies_is_closed(

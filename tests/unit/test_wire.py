@@ -1,4 +1,4 @@
-"""The request reader and decoder (hms_cache_proxy/server/wire.py), without a server.
+"""The request reader and decoder (hms_cache_proxy/server/wire.py and its wire_*.py), no server.
 
 - Every struct of the IDL, filled with random values and encoded by thriftpy2 (binary and
   compact), decodes to an equal object with both engines (the C one and the pure-Python one).
@@ -22,10 +22,12 @@ from thriftpy2.thrift import TPayload, TType
 from thriftpy2.transport.memory import TCyMemoryBuffer, TMemoryBuffer
 
 from hms_cache_proxy.idl import hms, service
-from hms_cache_proxy.server import wire
+from hms_cache_proxy.server import wire, wire_decode, wire_limits
 
-ENGINES = ["fastbinary", "python"] if wire.ENGINE == "fastbinary" else ["python"]
-LIMITS = wire.Limits(max_message_bytes=64 * 1024, max_string_bytes=2048, max_container_elements=50)
+ENGINES = ["fastbinary", "python"] if wire_decode.ENGINE == "fastbinary" else ["python"]
+LIMITS = wire_limits.Limits(
+    max_message_bytes=64 * 1024, max_string_bytes=2048, max_container_elements=50
+)
 
 STRUCTS = sorted(
     (
@@ -116,8 +118,8 @@ def _encode(obj: Any, compact: bool) -> bytes:
 def test_every_struct_round_trips(engine: str, compact: bool, data: st.DataObject) -> None:
     cls = data.draw(st.sampled_from(STRUCTS))
     obj = data.draw(_struct(cls))
-    big = wire.Limits()
-    out = wire.decode(_encode(obj, compact), cls(), big, compact, engine)
+    big = wire_limits.Limits()
+    out = wire_decode.decode(_encode(obj, compact), cls(), big, compact, engine)
     assert _plain(out) == _plain(obj)
 
 
@@ -132,7 +134,9 @@ def test_skewed_value_locations_decode_with_tuple_keys(engine: str, compact: boo
     args = service.create_table_args(
         tbl=hms.Table(tableName="t", dbName="d", sd=hms.StorageDescriptor(skewedInfo=skew))
     )
-    out = wire.decode(_encode(args, compact), service.create_table_args(), LIMITS, compact, engine)
+    out = wire_decode.decode(
+        _encode(args, compact), service.create_table_args(), LIMITS, compact, engine
+    )
     assert out == args
     assert set(out.tbl.sd.skewedInfo.skewedColValueLocationMaps) == {("1", "x"), ("2", "y")}
 
@@ -148,18 +152,18 @@ def _read(data: bytes, engine: str, compact: bool = False) -> tuple[str, Any]:
         reader = wire.MessageReader(b, LIMITS, compact=compact, engine=engine)
         try:
             msg = reader.read_message()
-        except wire.LimitExceeded as exc:
+        except wire_limits.LimitExceeded as exc:
             return "limit", exc.limit
-        except wire.Malformed:
+        except wire_limits.Malformed:
             return "malformed", None
-        except wire.ClientGone:
+        except wire_limits.ClientGone:
             return "eof", None
         info = getattr(service, msg.name + "_args", None)
         if info is None:
             return "read", msg.body
         try:
-            return "decoded", wire.decode(msg.body, info(), LIMITS, compact, engine)
-        except wire.WireError as exc:
+            return "decoded", wire_decode.decode(msg.body, info(), LIMITS, compact, engine)
+        except wire_limits.WireError as exc:
             return "undecodable", type(exc).__name__
     finally:
         a.close()
@@ -237,16 +241,16 @@ def test_compact_header_and_limits() -> None:
 def test_structs_past_max_decoded_structures_are_refused(engine: str, compact: bool) -> None:
     parts = [hms.Partition(values=[str(i)], sd=hms.StorageDescriptor()) for i in range(10)]
     body = _encode(service.add_partitions_args(new_parts=parts), compact)
-    tight = wire.Limits(max_decoded_structures=19)  # 10 partitions + 10 storage descriptors
-    with pytest.raises(wire.LimitExceeded, match="max_decoded_structures = 19") as refused:
-        wire.decode(body, service.add_partitions_args(), tight, compact, engine)
+    tight = wire_limits.Limits(max_decoded_structures=19)  # 10 partitions + 10 storage descriptors
+    with pytest.raises(wire_limits.LimitExceeded, match="max_decoded_structures = 19") as refused:
+        wire_decode.decode(body, service.add_partitions_args(), tight, compact, engine)
     assert refused.value.limit == "max_decoded_structures"
 
-    enough = wire.Limits(max_decoded_structures=20)
-    out = wire.decode(body, service.add_partitions_args(), enough, compact, engine)
+    enough = wire_limits.Limits(max_decoded_structures=20)
+    out = wire_decode.decode(body, service.add_partitions_args(), enough, compact, engine)
     assert out.new_parts == parts
     assert {type(p) for p in out.new_parts} == {hms.Partition}  # plain structs, not subclasses
     assert type(out.new_parts[0].sd) is hms.StorageDescriptor
     # the budget is per request: the next one starts afresh
-    again = wire.decode(body, service.add_partitions_args(), enough, compact, engine)
+    again = wire_decode.decode(body, service.add_partitions_args(), enough, compact, engine)
     assert again.new_parts == parts
