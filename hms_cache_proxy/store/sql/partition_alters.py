@@ -124,10 +124,15 @@ class PartitionAlters(SqlPart):
     ) -> list[tuple[hms.Partition, hms.Partition]]:
         """``alter_partitions`` inside the caller's write transaction ``conn``; ``last``: the
         caller runs nothing after it on ``conn`` (its COMMIT may go with the events)."""
-        tk = self.reads.resolve_table(conn, cat, db, tbl, lock=True)
+        # The table's row FOR SHARE: every writer of the table or of its set of partitions
+        # (alter_table, drop_table, add/drop/rename/exchange partitions, statistics, truncate)
+        # locks it FOR UPDATE and so waits for this alter, while alters of other partitions of
+        # the table go on at once; the partitions' own rows serialize alters of one partition.
+        tk = self.reads.resolve_table(conn, cat, db, tbl, share=True)
         table = self.tables.load_table_by_id(conn, tk.tbl_id)
         names = [self.reads.name_for(tk, p.values) for p in new_parts]
-        before = {p_name(tk, p): p for p in self.reads.load_by_names(conn, tk, names)}
+        loaded = self.reads.load_by_names(conn, tk, names, lock=True)
+        before = {p_name(tk, p): p for p in loaded}
         for name, p in zip(names, new_parts, strict=True):
             if name not in before:
                 raise hms.NoSuchObjectException(message=f"partition values={java_list(p.values)}")
@@ -333,10 +338,11 @@ class PartitionAlters(SqlPart):
         table_cd = None
         if one_statement(conn):
             table_sd = [] if tk.sd_id is None else [tk.sd_id]
-            cds = _clear_partitions_pg(conn, part_ids, old_sds + table_sd)
+            cds = _clear_partitions_pg(conn, part_ids, old_sds, table_sd)
             table_cd = cds.get(tk.sd_id) if tk.sd_id is not None else None
             old_cd = {sd: cds.get(sd) for sd in old_sds}
         else:
+            _lock_freeable_cds(conn, old_sds, tk.sd_id)
             for part in chunks(part_ids):
                 conn.execute(
                     delete(schema.PARTITION_PARAMS).where(
@@ -550,21 +556,51 @@ _CLEAR_SQL = (
     'UPDATE "PARTITIONS" SET "SD_ID" = NULL WHERE "PART_ID" = ANY(%(ids)s::bigint[])'
 )
 _READ_CDS_SQL = '; SELECT "SD_ID", "CD_ID" FROM "SDS" WHERE "SD_ID" = ANY(%(sds)s::bigint[])'
+_LOCK_CDS_SQL = (
+    'SELECT 1 FROM "CDS" WHERE "CD_ID" IN (SELECT "CD_ID" FROM "SDS" '
+    'WHERE "SD_ID" = ANY(%(old)s::bigint[])) AND "CD_ID" NOT IN (SELECT "CD_ID" FROM "SDS" '
+    'WHERE "SD_ID" = ANY(%(tsd)s::bigint[]) AND "CD_ID" IS NOT NULL) '
+    'ORDER BY "CD_ID" FOR NO KEY UPDATE; '
+)
 
 
 def _clear_partitions_pg(
-    conn: Connection, part_ids: Sequence[int], sd_ids: Sequence[int]
+    conn: Connection, part_ids: Sequence[int], old_sds: Sequence[int], table_sd: Sequence[int]
 ) -> dict[int, int | None]:
     """``_replace_partitions``' first steps in one round trip per thousand partitions (the
-    statements, their order and rows as on the general path): delete the partitions'
-    parameters and key values, detach their descriptors; the last message also reads the
-    column descriptors of ``sd_ids``, returned by SD_ID."""
+    statements, their order and rows as on the general path): lock the column descriptors
+    the old descriptors may free (``_lock_freeable_cds``), delete the partitions' parameters
+    and key values, detach their descriptors; the last message also reads the column
+    descriptors of ``old_sds`` and ``table_sd``, returned by SD_ID."""
     parts = list(chunks(list(part_ids))) or [[]]
     for n, part in enumerate(parts):
-        last = n == len(parts) - 1
-        sql = (_CLEAR_SQL if part else "SELECT 1") + (_READ_CDS_SQL if last else "")
-        result = conn.exec_driver_sql(sql, {"ids": list(part), "sds": list(sd_ids)})
+        first, last = n == 0, n == len(parts) - 1
+        sql = (
+            (_LOCK_CDS_SQL if first else "")
+            + (_CLEAR_SQL if part else "SELECT 1")
+            + (_READ_CDS_SQL if last else "")
+        )
+        params = {"ids": list(part), "old": list(old_sds), "tsd": list(table_sd)}
+        result = conn.exec_driver_sql(sql, {**params, "sds": list(old_sds) + list(table_sd)})
     return {int(r[0]): r[1] for r in result}
+
+
+def _lock_freeable_cds(conn: Connection, old_sds: Sequence[int], table_sd_id: int | None) -> None:
+    """Lock (FOR NO KEY UPDATE, in CD_ID order) the column descriptors of the partitions' old
+    storage descriptors, except the table's own (which stays in use): alters of different
+    partitions of one table run at once, and two of them leaving one shared descriptor would
+    each still see the other's old descriptor and keep it, leaving it unused for good. Under
+    the lock the later one's unused-check runs after the earlier committed. Inserts referencing
+    the descriptor (its foreign key's KEY SHARE) do not wait for this lock."""
+    if not old_sds:
+        return
+    sds, cds = schema.SDS.c, schema.CDS.c
+    used = select(sds.CD_ID).where(sds.SD_ID.in_(old_sds))
+    stmt = select(cds.CD_ID).where(cds.CD_ID.in_(used))
+    if table_sd_id is not None:
+        table_cd = select(sds.CD_ID).where(sds.SD_ID == table_sd_id, sds.CD_ID.is_not(None))
+        stmt = stmt.where(cds.CD_ID.not_in(table_cd))
+    conn.execute(stmt.order_by(cds.CD_ID).with_for_update(key_share=True)).all()
 
 
 _REWRITE_SQL = (

@@ -104,9 +104,10 @@ def _partitions_by_id(dialect: str) -> Any:
     return stmt
 
 
-def _partitions_by_name() -> Any:
-    """PostgreSQL: ``_partitions_by_id``'s columns for the partitions named in ``names``."""
-    key = ("postgresql", "by_name")
+def _partitions_by_name(*, lock: bool = False) -> Any:
+    """PostgreSQL: ``_partitions_by_id``'s columns for the partitions named in ``names``;
+    ``lock``: their PARTITIONS rows locked FOR UPDATE in PART_ID order by the same read."""
+    key = ("postgresql", "by_name_locked" if lock else "by_name")
     stmt = _statements.get(key)
     if stmt is None:
         stmt = (
@@ -117,6 +118,8 @@ def _partitions_by_name() -> Any:
                 _P.c.PART_NAME == any_(bindparam("names", type_=ARRAY(_P.c.PART_NAME.type))),
             )
         )
+        if lock:
+            stmt = stmt.order_by(_P.c.PART_ID).with_for_update(of=_P)
         _statements[key] = stmt
     return stmt
 
@@ -149,9 +152,19 @@ class PartitionReads(SqlPart):
     # -- helpers ---------------------------------------------------------------------------------
 
     def resolve_table(
-        self, conn: Connection, cat: str, db: str, name: str, *, lock: bool = False
+        self,
+        conn: Connection,
+        cat: str,
+        db: str,
+        name: str,
+        *,
+        lock: bool = False,
+        share: bool = False,
     ) -> ResolvedTable:
-        """The table's row and partition keys in one query (NoSuchObjectException if absent)."""
+        """The table's row and partition keys in one query (NoSuchObjectException if absent).
+        ``lock``: the table's row FOR UPDATE (writers of the table or of its set of partitions);
+        ``share``: FOR SHARE, which excludes those writers but not other sharers (alters of
+        partitions, which lock the partitions' own rows: ``lock_partitions``)."""
         t, d, k = schema.TBLS, schema.DBS, schema.PARTITION_KEYS
         stmt = (
             select(t.c.TBL_ID, t.c.SD_ID, k.c.PKEY_NAME, k.c.PKEY_TYPE, k.c.PKEY_COMMENT)
@@ -159,8 +172,8 @@ class PartitionReads(SqlPart):
             .where(d.c.CTLG_NAME == cat, d.c.NAME == db, t.c.TBL_NAME == name)
             .order_by(k.c.INTEGER_IDX)
         )
-        if lock:  # the table's row only (the same row lock, taken by the same read)
-            stmt = stmt.with_for_update(of=t)
+        if lock or share:  # the table's row only (the same row lock, taken by the same read)
+            stmt = stmt.with_for_update(of=t, read=not lock)
         rows = conn.execute(stmt).all()
         if not rows:
             raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, name)} table not found")
@@ -332,17 +345,31 @@ class PartitionReads(SqlPart):
             return self.load_by_names(conn, tk, names)
 
     def load_by_names(
-        self, conn: Connection, tk: ResolvedTable, names: Sequence[str]
+        self, conn: Connection, tk: ResolvedTable, names: Sequence[str], *, lock: bool = False
     ) -> list[hms.Partition]:
+        """The named partitions (absent ones left out), in name order. ``lock``: their rows
+        locked FOR UPDATE in PART_ID order (one order for every writer, so alters of
+        overlapping partitions wait rather than deadlock); the caller holds the table's row
+        at least FOR SHARE, so no partition of the table comes or goes meanwhile."""
         wanted = sorted(set(names))
         if self.db.dialect == "postgresql" and wanted:
-            # By name in the same read that loads them (no separate lookup of their ids).
-            stmt = _partitions_by_name()
+            # By name in the same read that loads them (no separate lookup of their ids). A
+            # locking read is one statement (an array parameter has no size limit), so the
+            # rows are locked in one PART_ID order.
+            stmt = _partitions_by_name(lock=lock)
             rows: list[Any] = []
-            for part in chunks(wanted, 30_000):
+            for part in [wanted] if lock else chunks(wanted, 30_000):
                 rows.extend(conn.execute(stmt, {"tbl_id": tk.tbl_id, "names": list(part)}).all())
             rows.sort(key=lambda r: r.PART_NAME)
             return self._built(conn, tk, rows)
+        if lock and wanted:
+            for part in chunks(wanted, 30_000):
+                conn.execute(
+                    select(_P.c.PART_ID)
+                    .where(_P.c.TBL_ID == tk.tbl_id, _P.c.PART_NAME.in_(part))
+                    .order_by(_P.c.PART_ID)
+                    .with_for_update()
+                ).all()
         ids = (
             [
                 r[0]
