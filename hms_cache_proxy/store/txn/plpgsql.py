@@ -1,0 +1,243 @@
+"""open_txns and commit_txn on PostgreSQL as one server-side function call each.
+
+``pgsql.py`` sends a call's steps as a few messages; here the same steps, in the same order
+and on the same rows, run inside a PL/pgSQL function in this project's own schema (``install``
+creates it), called as one autocommit statement: one round trip per Thrift call, the
+statement's implicit transaction committing before the answer comes back.
+
+The OPEN_TXN and COMMIT_TXN events are written by the function in the same transaction, under
+the NOTIFICATION_SEQUENCE row lock as ``events.log`` takes it. PL/pgSQL cannot gzip, so these
+rows are written in Hive's plain JSON format (MESSAGE_FORMAT ``json-0.2``, which every reader
+of the log decodes per row, Hive's too). The body is built in Python as today's and sent as a
+template: the values only the database knows (the new txn ids, the txn's write ids) replace
+placeholders that name their key (``"fromTxnId":-7000000000000000001``), which no JSON string
+value can contain. Function names carry the version, so instances of several versions can
+share one database.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA = "hms_cache_proxy"
+VERSION = 1
+"""Bump with any change of the functions' text or signatures (new names, old ones stay)."""
+
+OPEN_FN = f"{SCHEMA}.open_txns_v{VERSION}"
+COMMIT_FN = f"{SCHEMA}.commit_txn_v{VERSION}"
+
+FROM_MARK = '"fromTxnId":-7000000000000000001'
+TO_MARK = '"toTxnId":-7000000000000000002'
+WRITES_MARK = '"txnWrites":[["@","@",-7000000000000000003]]'
+"""The placeholders in the bodies' JSON text (sentinel values of the keys they stand for)."""
+FROM_SENTINEL, TO_SENTINEL, WRITE_ID_SENTINEL = (
+    -7000000000000000001,
+    -7000000000000000002,
+    -7000000000000000003,
+)
+
+_NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
+
+# The event steps shared by both functions: events.log's reserve (the sequence row's lock,
+# then in a new statement the previous event's time) and write (row, notify).
+_WRITE_EVENT = """
+  UPDATE "NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = "NEXT_EVENT_ID" + 1;
+  SELECT max("NEXT_EVENT_ID") INTO v_next FROM "NOTIFICATION_SEQUENCE";
+  IF v_next IS NULL THEN
+    INSERT INTO "NOTIFICATION_SEQUENCE" ("NNI_ID", "NEXT_EVENT_ID") VALUES (1, 1)
+      ON CONFLICT DO NOTHING;
+    UPDATE "NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = "NEXT_EVENT_ID" + 1;
+    SELECT max("NEXT_EVENT_ID") INTO v_next FROM "NOTIFICATION_SEQUENCE";
+  END IF;
+  v_event := v_next - 1;
+  SELECT "EVENT_TIME" INTO v_prev FROM "NOTIFICATION_LOG" WHERE "EVENT_ID" = v_event - 1;
+  v_time := GREATEST(floor(extract(epoch FROM clock_timestamp()))::bigint, COALESCE(v_prev, 0));
+  INSERT INTO "NOTIFICATION_LOG" ("NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", "CAT_NAME",
+    "DB_NAME", "TBL_NAME", "MESSAGE", "MESSAGE_FORMAT")
+    VALUES (p_nl_id, v_event, v_time, v_type_name, NULL, NULL, NULL, v_body, p_format);
+  IF p_channel IS NOT NULL THEN
+    PERFORM pg_notify(p_channel, v_event::text);
+  END IF;
+"""
+
+OPEN_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION {OPEN_FN}(
+  p_n integer, p_user text, p_host text, p_agent text, p_type integer, p_min_history boolean,
+  p_floor bigint, p_unsettled bigint[], p_window bigint,
+  p_nl_id bigint, p_message text, p_format text, p_channel text)
+RETURNS TABLE (txn_ids bigint[], lock_wait double precision, event_id bigint,
+  event_time bigint, message text)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_ids bigint[]; v_wait double precision; v_next bigint; v_event bigint; v_prev bigint;
+  v_time bigint; v_body text; v_type_name text := 'OPEN_TXN';
+BEGIN
+  -- pgsql.open_sql: TXN_LOCK_TBL shared, then the TXNS rows and (with the level switch) their
+  -- MIN_HISTORY_LEVEL rows in one statement, the watermark as pgsql._OPEN_MIN_HISTORY has it.
+  LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE;
+  v_wait := extract(epoch FROM clock_timestamp() - statement_timestamp());
+  IF p_min_history THEN
+    WITH now AS (SELECT {_NOW_MS} AS ms),
+    new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER",
+        "TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE")
+      SELECT 'o', now.ms, now.ms, p_user, p_host, p_agent, p_type
+      FROM now, generate_series(1, p_n) RETURNING "TXN_ID"),
+    first AS (SELECT min("TXN_ID") AS id FROM new),
+    mark AS (SELECT LEAST(
+      COALESCE(LEAST((SELECT min("TXN_ID") FROM "TXNS"
+          WHERE "TXN_STATE" = 'o' AND "TXN_ID" >= p_floor),
+        (SELECT min("TXN_ID") FROM "TXNS"
+          WHERE "TXN_STATE" = 'o' AND "TXN_ID" = ANY(p_unsettled))), first.id),
+      COALESCE((SELECT max("TXN_ID") + 1 FROM "TXNS"
+        WHERE "TXN_STARTED" < (SELECT ms FROM now) - p_window), first.id)) AS m FROM first),
+    mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID")
+      SELECT new."TXN_ID", mark.m FROM new, mark)
+    SELECT array_agg("TXN_ID" ORDER BY "TXN_ID") INTO v_ids FROM new;
+  ELSE
+    WITH now AS (SELECT {_NOW_MS} AS ms),
+    new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER",
+        "TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE")
+      SELECT 'o', now.ms, now.ms, p_user, p_host, p_agent, p_type
+      FROM now, generate_series(1, p_n) RETURNING "TXN_ID")
+    SELECT array_agg("TXN_ID" ORDER BY "TXN_ID") INTO v_ids FROM new;
+  END IF;
+  IF p_message IS NULL THEN  -- READ_ONLY: no event
+    RETURN QUERY SELECT v_ids, v_wait, NULL::bigint, NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  v_body := replace(replace(p_message, '{FROM_MARK}', '"fromTxnId":' || v_ids[1]),
+    '{TO_MARK}', '"toTxnId":' || v_ids[cardinality(v_ids)]);
+{_WRITE_EVENT}
+  RETURN QUERY SELECT v_ids, v_wait, v_event, v_time, v_body;
+END
+$fn$
+"""
+
+COMMIT_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION {COMMIT_FN}(
+  p_txn bigint, p_min_history_level boolean, p_min_history_write_id boolean,
+  p_nl_id bigint, p_message text, p_format text, p_channel text)
+RETURNS TABLE (outcome text, event_id bigint, event_time bigint, message text)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_txn_type integer; v_ops text[]; v_writes text; v_read_only boolean; v_move boolean;
+  v_next bigint; v_event bigint; v_prev bigint; v_time bigint; v_body text;
+  v_type_name text := 'COMMIT_TXN';
+BEGIN
+  -- pgsql.lock_and_read_commit: the open txn's row locked, then (new statements, snapshots
+  -- taken with the lock held) its type, operation types and write ids.
+  SELECT COALESCE("TXN_TYPE", 0) INTO v_txn_type FROM "TXNS"
+    WHERE "TXN_ID" = p_txn AND "TXN_STATE" = 'o' FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'general'::text, NULL::bigint, NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  SELECT COALESCE(array_agg(DISTINCT "TC_OPERATION_TYPE"::text), '{{}}') INTO v_ops
+    FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = p_txn;
+  -- Only DEFAULT (0) and READ_ONLY (2) txns, and no update or delete but in a READ_ONLY one:
+  -- the rest (write set, TXN_LOCK_TBL exclusive, conflicts) is the general path's.
+  IF v_txn_type NOT IN (0, 2) OR (v_txn_type <> 2 AND v_ops && ARRAY['u', 'd']) THEN
+    RETURN QUERY SELECT 'general'::text, NULL::bigint, NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  v_read_only := v_txn_type = 2;
+  IF NOT v_read_only THEN
+    SELECT '[' || string_agg('[' || to_json(t."T2W_DATABASE")::text || ','
+        || to_json(t."T2W_TABLE")::text || ',' || t."T2W_WRITEID" || ']', ','
+        ORDER BY t."T2W_DATABASE", t."T2W_TABLE") || ']' INTO v_writes
+      FROM "NEXT_WRITE_ID" n JOIN "TXN_TO_WRITE_ID" t ON t."T2W_DATABASE" = n."NWI_DATABASE"
+      AND t."T2W_TABLE" = n."NWI_TABLE" AND t."T2W_TXNID" = p_txn;
+  END IF;
+  -- pgsql.finish_commit_sql
+  v_move := cardinality(v_ops) > 0 AND NOT v_read_only;
+  IF v_move AND NOT p_min_history_level THEN
+    INSERT INTO "WRITE_SET" ("WS_DATABASE", "WS_TABLE", "WS_PARTITION", "WS_TXNID",
+        "WS_COMMIT_ID", "WS_OPERATION_TYPE")
+      SELECT DISTINCT "TC_DATABASE", "TC_TABLE", "TC_PARTITION", "TC_TXNID",
+        (SELECT max("TXN_ID") FROM "TXNS"), "TC_OPERATION_TYPE"
+      FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = p_txn AND "TC_OPERATION_TYPE" <> 'c';
+  END IF;
+  IF v_move THEN
+    INSERT INTO "COMPLETED_TXN_COMPONENTS" ("CTC_TXNID", "CTC_DATABASE", "CTC_TABLE",
+        "CTC_PARTITION", "CTC_WRITEID", "CTC_UPDATE_DELETE")
+      (SELECT "TC_TXNID", "TC_DATABASE", "TC_TABLE", "TC_PARTITION", "TC_WRITEID", 'N'
+       FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = p_txn AND "TC_OPERATION_TYPE" <> 'c');
+    DELETE FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = p_txn;
+  END IF;
+  DELETE FROM "HIVE_LOCKS" WHERE "HL_TXNID" = p_txn;
+  UPDATE "TXNS" SET "TXN_STATE" = 'c' WHERE "TXN_ID" = p_txn;
+  IF p_min_history_level THEN
+    DELETE FROM "MIN_HISTORY_LEVEL" WHERE "MHL_TXNID" = p_txn;
+  END IF;
+  IF p_min_history_write_id THEN
+    DELETE FROM "MIN_HISTORY_WRITE_ID" WHERE "MH_TXNID" = p_txn;
+  END IF;
+  IF v_read_only THEN  -- no event
+    RETURN QUERY SELECT 'done'::text, NULL::bigint, NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  v_body := CASE WHEN v_writes IS NULL THEN replace(p_message, ',{WRITES_MARK}', '')
+    ELSE replace(p_message, '{WRITES_MARK}', '"txnWrites":' || v_writes) END;
+{_WRITE_EVENT}
+  RETURN QUERY SELECT 'done'::text, v_event, v_time, v_body;
+END
+$fn$
+"""
+
+FUNCTIONS = (OPEN_FUNCTION, COMMIT_FUNCTION)
+"""Every function of this version, in creation order."""
+FUNCTION_SIGNATURES = (
+    f"{OPEN_FN}(integer, text, text, text, integer, boolean, bigint, bigint[], bigint, "
+    "bigint, text, text, text)",
+    f"{COMMIT_FN}(bigint, boolean, boolean, bigint, text, text, text)",
+)
+
+OPEN_CALL = (
+    f"SELECT txn_ids, lock_wait, event_id, event_time, message FROM {OPEN_FN}("
+    "%(n)s, %(user)s, %(host)s, %(agent)s, %(type)s, %(min_history)s, %(floor)s, "
+    "%(unsettled)s::bigint[], %(window)s, %(nl_id)s, %(message)s, %(format)s, %(channel)s)"
+)
+COMMIT_CALL = (
+    f"SELECT outcome, event_id, event_time, message FROM {COMMIT_FN}("
+    "%(txn)s, %(level)s, %(write_id)s, %(nl_id)s, %(message)s, %(format)s, %(channel)s)"
+)
+
+
+def open_values(
+    params: dict[str, Any],
+    min_history: bool,
+    nl_id: int | None,
+    message: str | None,
+    fmt: str,
+    channel: str | None,
+) -> dict[str, Any]:
+    """OPEN_CALL's values: ``pgsql.open_params``' and the event's (``message`` None: none)."""
+    return {
+        **params,
+        "min_history": min_history,
+        "nl_id": nl_id,
+        "message": message,
+        "format": fmt,
+        "channel": channel,
+    }
+
+
+def commit_values(
+    txn_id: int,
+    level: bool,
+    write_id: bool,
+    nl_id: int,
+    message: str,
+    fmt: str,
+    channel: str | None,
+) -> dict[str, Any]:
+    """COMMIT_CALL's values."""
+    return {
+        "txn": txn_id,
+        "level": level,
+        "write_id": write_id,
+        "nl_id": nl_id,
+        "message": message,
+        "format": fmt,
+        "channel": channel,
+    }
