@@ -94,6 +94,18 @@ def _calls(svc: TxnService) -> list[Any]:
         except (hms.TxnAbortedException, hms.NoSuchTxnException) as exc:
             out.append(type(exc).__name__ + ": " + str(exc.message))
     svc.commit_txn(b[2])
+    m = svc.open_txns(2, USER, HOST)
+    out.append(svc.allocate_table_write_ids("default", "t3", [m[1], m[0]]))
+    out.append(svc.allocate_table_write_ids("default", "t3", m))  # reused: no event
+    out.append(svc.allocate_table_write_ids("default", "t1", [m[1]]))
+    out.append(svc.allocate_table_write_ids("default", "t1", m))  # one new, one reused
+    ro = svc.open_txns(1, USER, HOST, txn_type=hms.TxnType.READ_ONLY)
+    for bad in ([b[1]], [m[0], 10_000], ro):
+        try:
+            svc.allocate_table_write_ids("default", "t1", bad)
+        except (hms.TxnAbortedException, hms.NoSuchTxnException, hms.MetaException) as exc:
+            out.append(type(exc).__name__ + ": " + str(exc.message))
+    svc.commit_txn(m[0])
     return out
 
 
@@ -125,14 +137,22 @@ def _rows(svc: TxnService) -> dict[str, Any]:
             found[name] = sorted(tuple(r) for r in conn.execute(select(*columns)).all())
         nl = schema.NOTIFICATION_LOG
         events = []
-        for event_id, kind, cat, body, fmt in conn.execute(
+        for event_id, kind, cat, db, tbl, body, fmt in conn.execute(
             select(
-                nl.c.EVENT_ID, nl.c.EVENT_TYPE, nl.c.CAT_NAME, nl.c.MESSAGE, nl.c.MESSAGE_FORMAT
+                nl.c.EVENT_ID,
+                nl.c.EVENT_TYPE,
+                nl.c.CAT_NAME,
+                nl.c.DB_NAME,
+                nl.c.TBL_NAME,
+                nl.c.MESSAGE,
+                nl.c.MESSAGE_FORMAT,
             ).order_by(nl.c.EVENT_ID)
         ):
             decoded = messages.decode(body, fmt)
+            # The very text the Python encoder writes (Jackson's compact form).
+            assert messages.encode(decoded, fmt) == body
             decoded.pop("timestamp")
-            events.append((event_id, kind, cat, decoded))
+            events.append((event_id, kind, cat, db, tbl, decoded))
         found["events"] = events
     return found
 
@@ -148,7 +168,8 @@ def test_functions_leave_the_rows_and_events_the_statements_leave(
         assert _calls(new) == _calls(old)
         before, after = _rows(old), _rows(new)
         assert after == before
-        assert [e[1] for e in after["events"]].count("COMMIT_TXN") == 4
+        kinds = [e[1] for e in after["events"]]
+        assert kinds.count("COMMIT_TXN") == 5 and kinds.count("ALLOC_WRITE_ID_EVENT") == 6
         with new.db.read() as conn:
             formats = set(conn.execute(select(schema.NOTIFICATION_LOG.c.MESSAGE_FORMAT)).scalars())
         assert messages.JSON_FORMAT in formats  # the functions' rows

@@ -2,9 +2,10 @@
 
 Each call is one autocommit statement: its implicit transaction does every step of the Thrift
 call, events included, and commits before the answer returns. Used on PostgreSQL through
-psycopg2 when ``TxnConfig.server_functions`` is set (the functions are installed), without a
-transaction-mode pooler (whose sessions take the timeouts per BEGIN) and without armed
-failpoints (``write.before_commit`` must run between the steps and the commit).
+psycopg2 when ``TxnConfig.server_functions`` is set (the functions are installed) and
+failpoint ``write.before_commit`` is off (it must run between the steps and the commit). Behind
+a transaction-mode pooler the call is a single statement like the other autocommit ones: the
+role's own timeouts apply (docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -37,8 +38,7 @@ class FunctionCalls(TxnPart):
         return (
             self.config.server_functions
             and db.folds_round_trips
-            and db.pooler != "transaction"
-            and not failpoints.ACTIVE
+            and "write.before_commit" not in failpoints.ACTIVE
         )
 
     def _call(self, fn: Callable[[Connection], T]) -> T:
@@ -55,7 +55,9 @@ class FunctionCalls(TxnPart):
                 log.info("retrying a transaction function call (attempt %d)", attempt)
                 time.sleep(min(0.5, 0.01 * (2**attempt)))
 
-    def _recorded(self, event_type: str, row: Any) -> None:
+    def _recorded(
+        self, event_type: str, row: Any, db: str | None = None, table: str | None = None
+    ) -> None:
         """Hand the event the function wrote to the writer's cache (``record_commits``)."""
         event_id, event_time, body = row
         self.events.record_committed(
@@ -65,8 +67,8 @@ class FunctionCalls(TxnPart):
                     eventTime=int(event_time),
                     eventType=event_type,
                     catName=None,
-                    dbName=None,
-                    tableName=None,
+                    dbName=db,
+                    tableName=table,
                     message=body,
                     messageFormat=msg.JSON_FORMAT,
                 )
@@ -155,3 +157,38 @@ class FunctionCalls(TxnPart):
             return True
 
         return self._call(run)
+
+    def allocate_write_ids(
+        self, db: str, table: str, txn_ids: list[int]
+    ) -> list[tuple[int, int]] | None:
+        """WriteIds._allocate's steps and its ALLOC_WRITE_ID_EVENT (``txn_ids`` ascending,
+        distinct); None when a txn is not open or is read-only (the function then changed
+        nothing and the general path names the error)."""
+        message = msg.to_json(
+            self.messages.alloc_write_id(
+                [(t, plpgsql.WRITE_ID_LIST_SENTINEL) for t in txn_ids[:1]], db, table
+            )
+        ).replace('"txnIdList":[' + str(txn_ids[0]) + "]", _txn_id_list(txn_ids), 1)
+
+        def run(conn: Connection) -> list[tuple[int, int]] | None:
+            values = {
+                "txns": txn_ids,
+                "db": db,
+                "tbl": table,
+                "nl_id": self._nl_id(conn),
+                "message": message,
+                "format": msg.JSON_FORMAT,
+                "channel": self.events.notify_channel,
+            }
+            row = conn.exec_driver_sql(plpgsql.ALLOCATE_CALL, values).one()
+            if row[0] != "done":
+                return None
+            if row[3] is not None:
+                self._recorded(msg.ALLOC_WRITE_ID_EVENT, row[3:], db, table)
+            return [(int(t), int(w)) for t, w in zip(row[1], row[2], strict=True)]
+
+        return self._call(run)
+
+
+def _txn_id_list(txn_ids: list[int]) -> str:
+    return '"txnIdList":[' + ",".join(str(t) for t in txn_ids) + "]"

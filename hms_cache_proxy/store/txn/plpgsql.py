@@ -25,15 +25,18 @@ VERSION = 1
 
 OPEN_FN = f"{SCHEMA}.open_txns_v{VERSION}"
 COMMIT_FN = f"{SCHEMA}.commit_txn_v{VERSION}"
+ALLOCATE_FN = f"{SCHEMA}.allocate_write_ids_v{VERSION}"
 
 FROM_MARK = '"fromTxnId":-7000000000000000001'
 TO_MARK = '"toTxnId":-7000000000000000002'
 WRITES_MARK = '"txnWrites":[["@","@",-7000000000000000003]]'
+WRITE_ID_LIST_MARK = '"writeIdList":[-7000000000000000004]'
 """The placeholders in the bodies' JSON text (sentinel values of the keys they stand for)."""
-FROM_SENTINEL, TO_SENTINEL, WRITE_ID_SENTINEL = (
+FROM_SENTINEL, TO_SENTINEL, WRITE_ID_SENTINEL, WRITE_ID_LIST_SENTINEL = (
     -7000000000000000001,
     -7000000000000000002,
     -7000000000000000003,
+    -7000000000000000004,
 )
 
 _NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
@@ -54,7 +57,7 @@ _WRITE_EVENT = """
   v_time := GREATEST(floor(extract(epoch FROM clock_timestamp()))::bigint, COALESCE(v_prev, 0));
   INSERT INTO "NOTIFICATION_LOG" ("NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", "CAT_NAME",
     "DB_NAME", "TBL_NAME", "MESSAGE", "MESSAGE_FORMAT")
-    VALUES (p_nl_id, v_event, v_time, v_type_name, NULL, NULL, NULL, v_body, p_format);
+    VALUES (p_nl_id, v_event, v_time, v_type_name, NULL, v_db, v_tbl, v_body, p_format);
   IF p_channel IS NOT NULL THEN
     PERFORM pg_notify(p_channel, v_event::text);
   END IF;
@@ -71,6 +74,7 @@ LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
   v_ids bigint[]; v_wait double precision; v_next bigint; v_event bigint; v_prev bigint;
   v_time bigint; v_body text; v_type_name text := 'OPEN_TXN';
+  v_db text; v_tbl text;
 BEGIN
   -- pgsql.open_sql: TXN_LOCK_TBL shared, then the TXNS rows and (with the level switch) their
   -- MIN_HISTORY_LEVEL rows in one statement, the watermark as pgsql._OPEN_MIN_HISTORY has it.
@@ -122,7 +126,7 @@ LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
   v_txn_type integer; v_ops text[]; v_writes text; v_read_only boolean; v_move boolean;
   v_next bigint; v_event bigint; v_prev bigint; v_time bigint; v_body text;
-  v_type_name text := 'COMMIT_TXN';
+  v_type_name text := 'COMMIT_TXN'; v_db text; v_tbl text;
 BEGIN
   -- pgsql.lock_and_read_commit: the open txn's row locked, then (new statements, snapshots
   -- taken with the lock held) its type, operation types and write ids.
@@ -184,12 +188,66 @@ END
 $fn$
 """
 
-FUNCTIONS = (OPEN_FUNCTION, COMMIT_FUNCTION)
+ALLOCATE_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION {ALLOCATE_FN}(
+  p_txns bigint[], p_db text, p_tbl text,
+  p_nl_id bigint, p_message text, p_format text, p_channel text)
+RETURNS TABLE (outcome text, txn_ids bigint[], write_ids bigint[], event_id bigint,
+  event_time bigint, message text)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_bad boolean; v_missing bigint[]; v_k integer; v_first bigint; v_txns bigint[];
+  v_wids bigint[]; v_next bigint; v_event bigint; v_prev bigint; v_time bigint; v_body text;
+  v_type_name text := 'ALLOC_WRITE_ID_EVENT'; v_db text := p_db; v_tbl text := p_tbl;
+BEGIN
+  -- pgsql.lock_and_read_allocation: the txns' rows locked in id order, then their states.
+  PERFORM 1 FROM "TXNS" WHERE "TXN_ID" = ANY(p_txns) ORDER BY "TXN_ID" FOR UPDATE;
+  SELECT count(*) < cardinality(p_txns) OR bool_or("TXN_STATE" <> 'o'
+      OR COALESCE("TXN_TYPE", 0) = 2) INTO v_bad
+    FROM "TXNS" WHERE "TXN_ID" = ANY(p_txns);
+  IF v_bad THEN  -- the general path names the txn and its state
+    RETURN QUERY SELECT 'general'::text, NULL::bigint[], NULL::bigint[], NULL::bigint,
+      NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  SELECT COALESCE(array_agg(x ORDER BY x), '{{}}') INTO v_missing FROM unnest(p_txns) x
+    WHERE NOT EXISTS (SELECT 1 FROM "TXN_TO_WRITE_ID" WHERE "T2W_DATABASE" = p_db
+      AND "T2W_TABLE" = p_tbl AND "T2W_TXNID" = x);
+  v_k := cardinality(v_missing);
+  IF v_k > 0 THEN
+    -- pgsql.ALLOCATE_WRITE_IDS_SQL
+    WITH n AS (INSERT INTO "NEXT_WRITE_ID" AS w ("NWI_DATABASE", "NWI_TABLE", "NWI_NEXT")
+        VALUES (p_db, p_tbl, 1 + v_k) ON CONFLICT ("NWI_DATABASE", "NWI_TABLE")
+        DO UPDATE SET "NWI_NEXT" = w."NWI_NEXT" + v_k RETURNING "NWI_NEXT" - v_k AS first),
+    ins AS (INSERT INTO "TXN_TO_WRITE_ID" ("T2W_TXNID", "T2W_DATABASE", "T2W_TABLE",
+        "T2W_WRITEID") SELECT m.txn, p_db, p_tbl, n.first + m.ord - 1
+      FROM n, unnest(v_missing) WITH ORDINALITY AS m (txn, ord))
+    SELECT first INTO v_first FROM n;
+  END IF;
+  SELECT array_agg(x ORDER BY x), array_agg(COALESCE(
+      (SELECT "T2W_WRITEID" FROM "TXN_TO_WRITE_ID" WHERE "T2W_DATABASE" = p_db
+        AND "T2W_TABLE" = p_tbl AND "T2W_TXNID" = x),
+      v_first + array_position(v_missing, x) - 1) ORDER BY x)
+    INTO v_txns, v_wids FROM unnest(p_txns) x;
+  IF v_k = 0 THEN  -- nothing new: no event
+    RETURN QUERY SELECT 'done'::text, v_txns, v_wids, NULL::bigint, NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  v_body := replace(p_message, '{WRITE_ID_LIST_MARK}',
+    '"writeIdList":[' || array_to_string(v_wids, ',') || ']');
+{_WRITE_EVENT}
+  RETURN QUERY SELECT 'done'::text, v_txns, v_wids, v_event, v_time, v_body;
+END
+$fn$
+"""
+
+FUNCTIONS = (OPEN_FUNCTION, COMMIT_FUNCTION, ALLOCATE_FUNCTION)
 """Every function of this version, in creation order."""
 FUNCTION_SIGNATURES = (
     f"{OPEN_FN}(integer, text, text, text, integer, boolean, bigint, bigint[], bigint, "
     "bigint, text, text, text)",
     f"{COMMIT_FN}(bigint, boolean, boolean, bigint, text, text, text)",
+    f"{ALLOCATE_FN}(bigint[], text, text, bigint, text, text, text)",
 )
 
 OPEN_CALL = (
@@ -200,6 +258,11 @@ OPEN_CALL = (
 COMMIT_CALL = (
     f"SELECT outcome, event_id, event_time, message FROM {COMMIT_FN}("
     "%(txn)s, %(level)s, %(write_id)s, %(nl_id)s, %(message)s, %(format)s, %(channel)s)"
+)
+
+ALLOCATE_CALL = (
+    f"SELECT outcome, txn_ids, write_ids, event_id, event_time, message FROM {ALLOCATE_FN}("
+    "%(txns)s::bigint[], %(db)s, %(tbl)s, %(nl_id)s, %(message)s, %(format)s, %(channel)s)"
 )
 
 
