@@ -106,6 +106,18 @@ def _calls(svc: TxnService) -> list[Any]:
         except (hms.TxnAbortedException, hms.NoSuchTxnException, hms.MetaException) as exc:
             out.append(type(exc).__name__ + ": " + str(exc.message))
     svc.commit_txn(m[0])
+    svc.allocate_table_write_ids("db2", "t9", [m[1]])
+    _lock(svc, m[1], "t1", hms.DataOperationType.INSERT)
+    svc.abort_txn(m[1], error_code=1)  # write ids in two databases, a lock, a reason
+    svc.abort_txn(m[1])  # again: a no-op
+    svc.abort_txn(ro[0])  # read-only: no event
+    e = svc.open_txns(1, USER, HOST)
+    svc.abort_txn(e[0])  # no write ids: dbsUpdated []
+    for bad in (a[0], 10_000):
+        try:
+            svc.abort_txn(bad)
+        except (hms.TxnAbortedException, hms.NoSuchTxnException, hms.MetaException) as exc:
+            out.append(type(exc).__name__ + ": " + str(exc.message))
     return out
 
 
@@ -113,7 +125,15 @@ def _rows(svc: TxnService) -> dict[str, Any]:
     """The txn tables' rows (no clocks) and the events (bodies decoded, no timestamps)."""
     found: dict[str, Any] = {}
     tables = {
-        "TXNS": ("TXN_ID", "TXN_STATE", "TXN_USER", "TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE"),
+        "TXNS": (
+            "TXN_ID",
+            "TXN_STATE",
+            "TXN_USER",
+            "TXN_HOST",
+            "TXN_AGENT_INFO",
+            "TXN_TYPE",
+            "TXN_META_INFO",
+        ),
         "MIN_HISTORY_LEVEL": ("MHL_TXNID", "MHL_MIN_OPEN_TXNID"),
         "TXN_COMPONENTS": None,
         "COMPLETED_TXN_COMPONENTS": (
@@ -169,7 +189,8 @@ def test_functions_leave_the_rows_and_events_the_statements_leave(
         before, after = _rows(old), _rows(new)
         assert after == before
         kinds = [e[1] for e in after["events"]]
-        assert kinds.count("COMMIT_TXN") == 5 and kinds.count("ALLOC_WRITE_ID_EVENT") == 6
+        assert kinds.count("COMMIT_TXN") == 5 and kinds.count("ALLOC_WRITE_ID_EVENT") == 7
+        assert kinds.count("ABORT_TXN") == 3
         with new.db.read() as conn:
             formats = set(conn.execute(select(schema.NOTIFICATION_LOG.c.MESSAGE_FORMAT)).scalars())
         assert messages.JSON_FORMAT in formats  # the functions' rows
@@ -196,19 +217,15 @@ def test_installing_is_idempotent_and_concurrent_starts_wait_for_each_other(
     with dbs[0].read() as conn:
         rows = conn.execute(text(f"SELECT version, digest FROM {install.VERSIONS_TABLE}")).all()
         assert rows == [(plpgsql.VERSION, install.DIGEST)]
-        # Hive's tables are untouched: the functions live in their own schema.
-        found = (
-            conn.execute(
-                text(
-                    "SELECT routine_schema FROM information_schema.routines "
-                    "WHERE routine_name LIKE '%txn%_v' || :v"
-                ),
-                {"v": str(plpgsql.VERSION)},
+        # The functions live in their own schema, none among Hive's tables.
+        found = conn.execute(
+            text(
+                "SELECT routine_schema || '.' || routine_name FROM information_schema.routines "
+                "WHERE routine_schema NOT IN ('pg_catalog', 'information_schema')"
             )
-            .scalars()
-            .all()
-        )
-        assert sorted(found) == [plpgsql.SCHEMA, plpgsql.SCHEMA]
+        ).scalars()
+        wanted = {sig.split("(", 1)[0] for sig in plpgsql.FUNCTION_SIGNATURES}
+        assert set(found) == wanted and len(wanted) == 4
     # A changed text (another build of this version) is replaced under the same version.
     with dbs[0].write_engine.connect() as conn, conn.begin():
         conn.execute(text(f"UPDATE {install.VERSIONS_TABLE} SET digest = 'old'"))

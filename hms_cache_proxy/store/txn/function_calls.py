@@ -189,6 +189,31 @@ class FunctionCalls(TxnPart):
 
         return self._call(run)
 
+    def abort_txn(self, txn_id: int, reason: str) -> bool:
+        """Abort._abort_txn_txn's steps and its ABORT_TXN; False when the txn is not open or
+        was replayed (the general path then answers; the function changed nothing)."""
+        message = msg.to_json(self.messages.abort_txn(txn_id, ["@"]))
+
+        def run(conn: Connection) -> bool:
+            values = {
+                "txn": txn_id,
+                "reason": reason,
+                "level": self.config.use_min_history_level,
+                "write_id": self.config.use_min_history_write_id,
+                "nl_id": self._nl_id(conn),
+                "message": message,
+                "format": msg.JSON_FORMAT,
+                "channel": self.events.notify_channel,
+            }
+            row = conn.exec_driver_sql(plpgsql.ABORT_CALL, values).one()
+            if row[0] != "done":
+                return False
+            if row[1] is not None:
+                self._recorded(msg.ABORT_TXN, row[1:])
+            return True
+
+        return self._call(run)
+
 
 def _txn_id_list(txn_ids: list[int]) -> str:
     return '"txnIdList":[' + ",".join(str(t) for t in txn_ids) + "]"

@@ -26,11 +26,13 @@ VERSION = 1
 OPEN_FN = f"{SCHEMA}.open_txns_v{VERSION}"
 COMMIT_FN = f"{SCHEMA}.commit_txn_v{VERSION}"
 ALLOCATE_FN = f"{SCHEMA}.allocate_write_ids_v{VERSION}"
+ABORT_FN = f"{SCHEMA}.abort_txn_v{VERSION}"
 
 FROM_MARK = '"fromTxnId":-7000000000000000001'
 TO_MARK = '"toTxnId":-7000000000000000002'
 WRITES_MARK = '"txnWrites":[["@","@",-7000000000000000003]]'
 WRITE_ID_LIST_MARK = '"writeIdList":[-7000000000000000004]'
+DBS_UPDATED_MARK = '"dbsUpdated":["@"]'
 """The placeholders in the bodies' JSON text (sentinel values of the keys they stand for)."""
 FROM_SENTINEL, TO_SENTINEL, WRITE_ID_SENTINEL, WRITE_ID_LIST_SENTINEL = (
     -7000000000000000001,
@@ -241,13 +243,58 @@ END
 $fn$
 """
 
-FUNCTIONS = (OPEN_FUNCTION, COMMIT_FUNCTION, ALLOCATE_FUNCTION)
+ABORT_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION {ABORT_FN}(
+  p_txn bigint, p_reason text, p_min_history_level boolean, p_min_history_write_id boolean,
+  p_nl_id bigint, p_message text, p_format text, p_channel text)
+RETURNS TABLE (outcome text, event_id bigint, event_time bigint, message text)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_txn_type integer; v_dbs text; v_next bigint; v_event bigint; v_prev bigint;
+  v_time bigint; v_body text; v_type_name text := 'ABORT_TXN'; v_db text; v_tbl text;
+BEGIN
+  -- Abort._abort_txn_txn: the open txn's row locked; a txn not open, or a replayed one
+  -- (its database becomes repl.incompatible), is the general path's.
+  SELECT COALESCE("TXN_TYPE", 0) INTO v_txn_type FROM "TXNS"
+    WHERE "TXN_ID" = p_txn AND "TXN_STATE" = 'o' FOR UPDATE;
+  IF NOT FOUND OR EXISTS (SELECT 1 FROM "REPL_TXN_MAP" WHERE "RTM_TARGET_TXN_ID" = p_txn) THEN
+    RETURN QUERY SELECT 'general'::text, NULL::bigint, NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  -- Abort.abort_in
+  IF p_min_history_level THEN
+    DELETE FROM "MIN_HISTORY_LEVEL" WHERE "MHL_TXNID" = p_txn;
+  END IF;
+  IF p_min_history_write_id THEN
+    DELETE FROM "MIN_HISTORY_WRITE_ID" WHERE "MH_TXNID" = p_txn;
+  END IF;
+  UPDATE "TXNS" SET "TXN_STATE" = 'a', "TXN_META_INFO" = p_reason
+    WHERE "TXN_ID" = p_txn AND "TXN_STATE" = 'o';
+  DELETE FROM "HIVE_LOCKS" WHERE "HL_TXNID" = p_txn;
+  DELETE FROM "REPL_TXN_MAP" WHERE "RTM_TARGET_TXN_ID" = p_txn;
+  IF v_txn_type = 2 THEN  -- READ_ONLY: no event
+    RETURN QUERY SELECT 'done'::text, NULL::bigint, NULL::bigint, NULL::text;
+    RETURN;
+  END IF;
+  -- Abort.emit_aborts: the databases the txn allocated write ids in
+  SELECT COALESCE(string_agg(to_json(d)::text, ',' ORDER BY d), '') INTO v_dbs
+    FROM (SELECT DISTINCT "T2W_DATABASE" AS d FROM "TXN_TO_WRITE_ID"
+      WHERE "T2W_TXNID" = p_txn) x;
+  v_body := replace(p_message, '{DBS_UPDATED_MARK}', '"dbsUpdated":[' || v_dbs || ']');
+{_WRITE_EVENT}
+  RETURN QUERY SELECT 'done'::text, v_event, v_time, v_body;
+END
+$fn$
+"""
+
+FUNCTIONS = (OPEN_FUNCTION, COMMIT_FUNCTION, ALLOCATE_FUNCTION, ABORT_FUNCTION)
 """Every function of this version, in creation order."""
 FUNCTION_SIGNATURES = (
     f"{OPEN_FN}(integer, text, text, text, integer, boolean, bigint, bigint[], bigint, "
     "bigint, text, text, text)",
     f"{COMMIT_FN}(bigint, boolean, boolean, bigint, text, text, text)",
     f"{ALLOCATE_FN}(bigint[], text, text, bigint, text, text, text)",
+    f"{ABORT_FN}(bigint, text, boolean, boolean, bigint, text, text, text)",
 )
 
 OPEN_CALL = (
@@ -263,6 +310,12 @@ COMMIT_CALL = (
 ALLOCATE_CALL = (
     f"SELECT outcome, txn_ids, write_ids, event_id, event_time, message FROM {ALLOCATE_FN}("
     "%(txns)s::bigint[], %(db)s, %(tbl)s, %(nl_id)s, %(message)s, %(format)s, %(channel)s)"
+)
+
+ABORT_CALL = (
+    f"SELECT outcome, event_id, event_time, message FROM {ABORT_FN}("
+    "%(txn)s, %(reason)s, %(level)s, %(write_id)s, %(nl_id)s, %(message)s, %(format)s, "
+    "%(channel)s)"
 )
 
 
