@@ -111,6 +111,21 @@ def _calls(svc: TxnService) -> list[Any]:
     svc.abort_txn(m[1], error_code=1)  # write ids in two databases, a lock, a reason
     svc.abort_txn(m[1])  # again: a no-op
     svc.abort_txn(ro[0])  # read-only: no event
+    d = svc.open_txns(2, USER, HOST)
+    svc.allocate_table_write_ids("default", "t1", d)
+    _lock(svc, d[0], "t1", hms.DataOperationType.DELETE)
+    _lock(svc, d[1], "t1", hms.DataOperationType.UPDATE)
+    _lock(svc, d[1], "t2", hms.DataOperationType.INSERT)
+    svc.commit_txn(d[0], excl_write_enabled=False)  # the general path: the conflict check
+    try:
+        svc.commit_txn(d[1], excl_write_enabled=False)  # first committer wins: aborted
+    except hms.TxnAbortedException as exc:
+        out.append("TxnAbortedException: " + str(exc.message))
+    w = svc.open_txns(1, USER, HOST)
+    svc.allocate_table_write_ids("default", "t2", w)
+    _lock(svc, w[0], "t2", hms.DataOperationType.DELETE)
+    _lock(svc, w[0], "t1", hms.DataOperationType.INSERT)
+    svc.commit_txn(w[0])  # a delete and an insert: write set, commit id, 'Y'
     e = svc.open_txns(1, USER, HOST)
     svc.abort_txn(e[0])  # no write ids: dbsUpdated []
     for bad in (a[0], 10_000):
@@ -189,8 +204,8 @@ def test_functions_leave_the_rows_and_events_the_statements_leave(
         before, after = _rows(old), _rows(new)
         assert after == before
         kinds = [e[1] for e in after["events"]]
-        assert kinds.count("COMMIT_TXN") == 5 and kinds.count("ALLOC_WRITE_ID_EVENT") == 7
-        assert kinds.count("ABORT_TXN") == 3
+        assert kinds.count("COMMIT_TXN") == 7 and kinds.count("ALLOC_WRITE_ID_EVENT") == 9
+        assert kinds.count("ABORT_TXN") == 4
         with new.db.read() as conn:
             formats = set(conn.execute(select(schema.NOTIFICATION_LOG.c.MESSAGE_FORMAT)).scalars())
         assert messages.JSON_FORMAT in formats  # the functions' rows

@@ -61,7 +61,11 @@ class Commit(TxnPart):
         excl_write_enabled: bool = True,
     ) -> None:
         """Commit ``txn_id`` (a second commit of a committed txn is a no-op, as in Hive)."""
-        if key_value is None and self.functions.usable() and self.functions.commit_txn(txn_id):
+        if (
+            key_value is None
+            and self.functions.usable()
+            and self.functions.commit_txn(txn_id, excl_write_enabled)
+        ):
             return  # one round trip: plpgsql.COMMIT_FUNCTION
         deferred = self.db.transaction(
             lambda conn: self._commit(conn, txn_id, key_value, excl_write_enabled)

@@ -11,6 +11,7 @@ role's own timeouts apply (docs/deployment.md).
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -124,10 +125,12 @@ class FunctionCalls(TxnPart):
 
         return self._call(run)
 
-    def commit_txn(self, txn_id: int) -> bool:
-        """Commit._commit_plain's steps and its event; False when the txn needs the general
-        path (not open, a type other than DEFAULT and READ_ONLY, an update or delete: the
-        function then changed nothing)."""
+    def commit_txn(self, txn_id: int, excl_write_enabled: bool = True) -> bool:
+        """Commit._commit's steps for a DEFAULT or READ_ONLY txn and its event; False when
+        the txn needs the general path (not open, another type, an update or delete without
+        ``excl_write_enabled``, whose write-conflict check may abort it: the function then
+        changed nothing)."""
+        temp_id = -random.randint(1, 2**62) if excl_write_enabled else None
         message = msg.to_json(
             self.messages.commit_txn(
                 txn_id,
@@ -144,6 +147,7 @@ class FunctionCalls(TxnPart):
                 txn_id,
                 self.config.use_min_history_level,
                 self.config.use_min_history_write_id,
+                temp_id,
                 self._nl_id(conn),
                 message,
                 msg.JSON_FORMAT,

@@ -1,18 +1,19 @@
-"""open_txns and commit_txn on PostgreSQL as one server-side function call each.
+"""open_txns, commit_txn, allocate_table_write_ids and abort_txn on PostgreSQL as one
+server-side function call each.
 
 ``pgsql.py`` sends a call's steps as a few messages; here the same steps, in the same order
 and on the same rows, run inside a PL/pgSQL function in this project's own schema (``install``
 creates it), called as one autocommit statement: one round trip per Thrift call, the
 statement's implicit transaction committing before the answer comes back.
 
-The OPEN_TXN and COMMIT_TXN events are written by the function in the same transaction, under
-the NOTIFICATION_SEQUENCE row lock as ``events.log`` takes it. PL/pgSQL cannot gzip, so these
-rows are written in Hive's plain JSON format (MESSAGE_FORMAT ``json-0.2``, which every reader
-of the log decodes per row, Hive's too). The body is built in Python as today's and sent as a
-template: the values only the database knows (the new txn ids, the txn's write ids) replace
-placeholders that name their key (``"fromTxnId":-7000000000000000001``), which no JSON string
-value can contain. Function names carry the version, so instances of several versions can
-share one database.
+The events (OPEN_TXN, COMMIT_TXN, ALLOC_WRITE_ID_EVENT, ABORT_TXN) are written by the function
+in the same transaction, under the NOTIFICATION_SEQUENCE row lock as ``events.log`` takes it.
+PL/pgSQL cannot gzip, so these rows are written in Hive's plain JSON format (MESSAGE_FORMAT
+``json-0.2``, which every reader of the log decodes per row, Hive's too). The body is built in
+Python as today's and sent as a template: the values only the database knows (the new txn ids,
+the txn's write ids) replace placeholders that name their key
+(``"fromTxnId":-7000000000000000001``), which no JSON string value can contain. Function names
+carry the version, so instances of several versions can share one database.
 """
 
 from __future__ import annotations
@@ -122,11 +123,12 @@ $fn$
 COMMIT_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION {COMMIT_FN}(
   p_txn bigint, p_min_history_level boolean, p_min_history_write_id boolean,
-  p_nl_id bigint, p_message text, p_format text, p_channel text)
+  p_temp_id bigint, p_nl_id bigint, p_message text, p_format text, p_channel text)
 RETURNS TABLE (outcome text, event_id bigint, event_time bigint, message text)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
   v_txn_type integer; v_ops text[]; v_writes text; v_read_only boolean; v_move boolean;
+  v_update boolean; v_commit_id bigint;
   v_next bigint; v_event bigint; v_prev bigint; v_time bigint; v_body text;
   v_type_name text := 'COMMIT_TXN'; v_db text; v_tbl text;
 BEGIN
@@ -140,9 +142,11 @@ BEGIN
   END IF;
   SELECT COALESCE(array_agg(DISTINCT "TC_OPERATION_TYPE"::text), '{{}}') INTO v_ops
     FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = p_txn;
-  -- Only DEFAULT (0) and READ_ONLY (2) txns, and no update or delete but in a READ_ONLY one:
-  -- the rest (write set, TXN_LOCK_TBL exclusive, conflicts) is the general path's.
-  IF v_txn_type NOT IN (0, 2) OR (v_txn_type <> 2 AND v_ops && ARRAY['u', 'd']) THEN
+  -- Only DEFAULT (0) and READ_ONLY (2) txns; a DEFAULT one that updated or deleted only with
+  -- exclWriteEnabled (p_temp_id given: no write-conflict check, whose loser is aborted). The
+  -- rest is the general path's (Commit._commit).
+  v_update := v_txn_type = 0 AND v_ops && ARRAY['u', 'd'];
+  IF v_txn_type NOT IN (0, 2) OR (v_update AND p_temp_id IS NULL) THEN
     RETURN QUERY SELECT 'general'::text, NULL::bigint, NULL::bigint, NULL::text;
     RETURN;
   END IF;
@@ -154,9 +158,21 @@ BEGIN
       FROM "NEXT_WRITE_ID" n JOIN "TXN_TO_WRITE_ID" t ON t."T2W_DATABASE" = n."NWI_DATABASE"
       AND t."T2W_TABLE" = n."NWI_TABLE" AND t."T2W_TXNID" = p_txn;
   END IF;
-  -- pgsql.finish_commit_sql
   v_move := cardinality(v_ops) > 0 AND NOT v_read_only;
-  IF v_move AND NOT p_min_history_level THEN
+  IF v_update THEN
+    -- Commit._commit: the write set under a temporary commit id (updates and deletes; without
+    -- MIN_HISTORY_LEVEL every write but compaction), then TXN_LOCK_TBL exclusive (no txn opens
+    -- while the commit is numbered) and the commit id, the txn hwm.
+    INSERT INTO "WRITE_SET" ("WS_DATABASE", "WS_TABLE", "WS_PARTITION", "WS_TXNID",
+        "WS_COMMIT_ID", "WS_OPERATION_TYPE")
+      SELECT DISTINCT "TC_DATABASE", "TC_TABLE", "TC_PARTITION", "TC_TXNID", p_temp_id,
+        "TC_OPERATION_TYPE"
+      FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = p_txn AND CASE WHEN p_min_history_level
+        THEN "TC_OPERATION_TYPE" IN ('u', 'd') ELSE "TC_OPERATION_TYPE" <> 'c' END;
+    LOCK TABLE "TXN_LOCK_TBL" IN EXCLUSIVE MODE;
+    SELECT max("TXN_ID") INTO v_commit_id FROM "TXNS";
+  -- pgsql.finish_commit_sql
+  ELSIF v_move AND NOT p_min_history_level THEN
     INSERT INTO "WRITE_SET" ("WS_DATABASE", "WS_TABLE", "WS_PARTITION", "WS_TXNID",
         "WS_COMMIT_ID", "WS_OPERATION_TYPE")
       SELECT DISTINCT "TC_DATABASE", "TC_TABLE", "TC_PARTITION", "TC_TXNID",
@@ -166,8 +182,13 @@ BEGIN
   IF v_move THEN
     INSERT INTO "COMPLETED_TXN_COMPONENTS" ("CTC_TXNID", "CTC_DATABASE", "CTC_TABLE",
         "CTC_PARTITION", "CTC_WRITEID", "CTC_UPDATE_DELETE")
-      (SELECT "TC_TXNID", "TC_DATABASE", "TC_TABLE", "TC_PARTITION", "TC_WRITEID", 'N'
+      (SELECT "TC_TXNID", "TC_DATABASE", "TC_TABLE", "TC_PARTITION", "TC_WRITEID",
+         CASE WHEN v_update THEN 'Y' ELSE 'N' END
        FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = p_txn AND "TC_OPERATION_TYPE" <> 'c');
+    IF v_update THEN  -- Commit.finish_commit: the write set gets its commit id
+      UPDATE "WRITE_SET" SET "WS_COMMIT_ID" = v_commit_id
+        WHERE "WS_COMMIT_ID" = p_temp_id AND "WS_TXNID" = p_txn;
+    END IF;
     DELETE FROM "TXN_COMPONENTS" WHERE "TC_TXNID" = p_txn;
   END IF;
   DELETE FROM "HIVE_LOCKS" WHERE "HL_TXNID" = p_txn;
@@ -292,7 +313,7 @@ FUNCTIONS = (OPEN_FUNCTION, COMMIT_FUNCTION, ALLOCATE_FUNCTION, ABORT_FUNCTION)
 FUNCTION_SIGNATURES = (
     f"{OPEN_FN}(integer, text, text, text, integer, boolean, bigint, bigint[], bigint, "
     "bigint, text, text, text)",
-    f"{COMMIT_FN}(bigint, boolean, boolean, bigint, text, text, text)",
+    f"{COMMIT_FN}(bigint, boolean, boolean, bigint, bigint, text, text, text)",
     f"{ALLOCATE_FN}(bigint[], text, text, bigint, text, text, text)",
     f"{ABORT_FN}(bigint, text, boolean, boolean, bigint, text, text, text)",
 )
@@ -304,7 +325,8 @@ OPEN_CALL = (
 )
 COMMIT_CALL = (
     f"SELECT outcome, event_id, event_time, message FROM {COMMIT_FN}("
-    "%(txn)s, %(level)s, %(write_id)s, %(nl_id)s, %(message)s, %(format)s, %(channel)s)"
+    "%(txn)s, %(level)s, %(write_id)s, %(temp_id)s, %(nl_id)s, %(message)s, %(format)s, "
+    "%(channel)s)"
 )
 
 ALLOCATE_CALL = (
@@ -342,6 +364,7 @@ def commit_values(
     txn_id: int,
     level: bool,
     write_id: bool,
+    temp_id: int | None,
     nl_id: int,
     message: str,
     fmt: str,
@@ -352,6 +375,7 @@ def commit_values(
         "txn": txn_id,
         "level": level,
         "write_id": write_id,
+        "temp_id": temp_id,
         "nl_id": nl_id,
         "message": message,
         "format": fmt,
