@@ -22,10 +22,10 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.events import messages
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
-from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn import install, plpgsql
 from hms_cache_proxy.store.txn.txn_base import TxnConfig
 from hms_cache_proxy.store.txn.txn_service import TxnService
+from tests.support.stores import sql_store
 
 pytestmark = pytest.mark.postgres
 
@@ -47,8 +47,7 @@ def _service(url: str, tmp_path: Path, made: list[Database], functions: bool, le
     usable = install.install(db).usable if functions else False
     assert usable == functions
     config = TxnConfig(use_min_history_level=level, server_functions=usable)
-    store = SqlStore(db, warehouse_uri=(tmp_path / "wh").as_uri(), txn_config=config)
-    return store.txn
+    return sql_store(db, (tmp_path / "wh").as_uri(), config).txn
 
 
 def _lock(svc: TxnService, txn: int, table: str, op: int) -> None:
@@ -280,7 +279,7 @@ def test_a_role_without_create_falls_back_to_the_statements_and_says_why(
         assert "transaction functions not installed" in caplog.text
         # The calls then take today's statements, and they work.
         config = TxnConfig(server_functions=refused.usable)
-        svc = SqlStore(limited, warehouse_uri=(tmp_path / "wh").as_uri(), txn_config=config).txn
+        svc = sql_store(limited, (tmp_path / "wh").as_uri(), config).txn
         ids = svc.open_txns(2, USER, HOST)
         svc.commit_txn(ids[0])
         with limited.read() as conn:
