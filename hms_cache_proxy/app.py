@@ -48,6 +48,7 @@ from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
 from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn.housekeeping import Housekeeper
+from hms_cache_proxy.store.txn.install import install as install_txn_functions
 from hms_cache_proxy.store.txn.txn_service import TxnConfig, TxnService
 
 if TYPE_CHECKING:
@@ -222,6 +223,7 @@ def build_service(settings: Settings) -> Service:
         lambda: ensure_ready(database, settings.warehouse_uri(), settings.database_auto_create),
         settings.database_start_timeout_seconds,
     )
+    functions = install_txn_functions(database).usable if settings.txn_server_functions else False
     readiness = Readiness()
     readiness.mark_schema_checked()
     database.refusals.listeners.append(metrics.DATABASE_REFUSED.inc)
@@ -233,7 +235,7 @@ def build_service(settings: Settings) -> Service:
         max_event_response=settings.notification_max_events,
     )
     messages = MessageBuilder(server=settings.server_uri, writer=WRITER_NAME)
-    txn = TxnService(database, events, messages, _txn_config(settings))
+    txn = TxnService(database, events, messages, _txn_config(settings, functions))
     store = SqlStore(
         database, txn, events=events, messages=messages, warehouse_uri=settings.warehouse_uri()
     )
@@ -273,8 +275,9 @@ def build_service(settings: Settings) -> Service:
     return svc
 
 
-def _txn_config(settings: Settings) -> TxnConfig:
-    """The transaction service's knobs (Hive's metastore.txn.* settings)."""
+def _txn_config(settings: Settings, functions: bool = False) -> TxnConfig:
+    """The transaction service's knobs (Hive's metastore.txn.* settings); ``functions``: the
+    transaction functions are installed (``store/txn/install.py``)."""
     return TxnConfig(
         timeout_ms=int(settings.txn_timeout_seconds * 1000),
         repl_timeout_ms=int(settings.repl_txn_timeout_seconds * 1000),
@@ -282,6 +285,7 @@ def _txn_config(settings: Settings) -> TxnConfig:
         max_open_batch=settings.txn_max_open_batch,
         use_min_history_level=settings.txn_use_min_history_level,
         use_min_history_write_id=settings.txn_use_min_history_write_id,
+        server_functions=functions,
     )
 
 

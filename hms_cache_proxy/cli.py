@@ -391,6 +391,7 @@ def _serve(args: argparse.Namespace, settings: Any, log: logging.Logger, worker:
 def cmd_init_db(args: argparse.Namespace) -> int:
     from hms_cache_proxy.store.db.engine import Database
     from hms_cache_proxy.store.sql.bootstrap import SchemaError, init_db
+    from hms_cache_proxy.store.txn.install import install as install_txn_functions
 
     notes: list[str] = []
     settings = _settings(args, notes)
@@ -400,6 +401,13 @@ def cmd_init_db(args: argparse.Namespace) -> int:
     db = Database(settings.database_url, timeout_seconds=settings.database_timeout_seconds)
     try:
         print(init_db(db, settings.warehouse_uri()))
+        if settings.txn_server_functions and db.dialect == "postgresql":
+            installed = install_txn_functions(db)
+            print(
+                "Transaction functions: "
+                + (installed.reason if installed.usable else f"not installed ({installed.reason})")
+                + "."
+            )
     except SchemaError as exc:
         print(f"hms-cache-proxy: {exc}", file=sys.stderr)
         return 2

@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     txn_max_open_batch: int = Field(1000, ge=1)
     txn_use_min_history_level: bool = True  # metastore.txn.use.minhistorylevel
     txn_use_min_history_write_id: bool = False  # metastore.txn.use.minhistorywriteid
+    # PostgreSQL: open_txns and commit_txn as one server-side function call each (installed in
+    # schema hms_cache_proxy by init-db and serve); false: several statements per call
+    txn_server_functions: bool = True
 
     # -- HTTP endpoint: /metrics, /healthz, /readyz, /config, /admin (observability/http.py)
     metrics_host: str = "0.0.0.0"

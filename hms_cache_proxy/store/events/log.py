@@ -159,6 +159,13 @@ class EventLog:
     def _on_end(self, conn: Connection, committed: bool) -> None:
         events = self._pending().pop(id(conn), None)
         if events and committed:
+            self.record_committed(events)
+
+    def record_committed(self, events: list[Any]) -> None:
+        """Remember NotificationEvents this thread wrote and committed outside ``Database.
+        transaction`` (a server-side function's, in its own implicit transaction), as
+        ``record_commits`` does for the transaction's; nothing when not recording."""
+        if events and self._recording:
             done = getattr(self._local, "committed", [])
             done.extend(events)
             self._local.committed = done[-_KEEP_COMMITTED:]

@@ -19,10 +19,12 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
 from hms_cache_proxy.store.repl_props import REPL_INCOMPATIBLE
+from hms_cache_proxy.store.txn.function_calls import FunctionCalls
 from hms_cache_proxy.store.txn.txn_base import (
     ABORTED,
     OPEN,
     TxnPart,
+    TxnShared,
     abort_reason,
     raise_unexpected_state,
     txn_type_of,
@@ -34,8 +36,14 @@ _T = schema.TXNS
 class Abort(TxnPart):
     """abort_txn, abort_txns, and the abort steps the other parts share."""
 
+    def __init__(self, shared: TxnShared) -> None:
+        super().__init__(shared)
+        self.functions = FunctionCalls(shared)
+
     def abort_txn(self, txn_id: int, error_code: int | None = None) -> None:
         """Abort one txn; aborting an aborted txn is a no-op, a committed one an error (Hive)."""
+        if self.functions.usable() and self.functions.abort_txn(txn_id, abort_reason(error_code)):
+            return  # one round trip: plpgsql.ABORT_FUNCTION
         self.db.transaction(lambda conn: self._abort_txn_txn(conn, txn_id, error_code))
 
     def _abort_txn_txn(self, conn: Connection, txn_id: int, error_code: int | None) -> None:

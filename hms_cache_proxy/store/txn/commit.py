@@ -27,6 +27,7 @@ from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent, one_statement
 from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.abort import Abort
+from hms_cache_proxy.store.txn.function_calls import FunctionCalls
 from hms_cache_proxy.store.txn.txn_base import (
     COMMITTED,
     COMPACTION_TYPES,
@@ -51,6 +52,7 @@ class Commit(TxnPart):
         super().__init__(shared)
         self.aborts = aborts
         """A write conflict aborts the committing txn."""
+        self.functions = FunctionCalls(shared)
 
     def commit_txn(
         self,
@@ -59,6 +61,12 @@ class Commit(TxnPart):
         excl_write_enabled: bool = True,
     ) -> None:
         """Commit ``txn_id`` (a second commit of a committed txn is a no-op, as in Hive)."""
+        if (
+            key_value is None
+            and self.functions.usable()
+            and self.functions.commit_txn(txn_id, excl_write_enabled)
+        ):
+            return  # one round trip: plpgsql.COMMIT_FUNCTION
         deferred = self.db.transaction(
             lambda conn: self._commit(conn, txn_id, key_value, excl_write_enabled)
         )

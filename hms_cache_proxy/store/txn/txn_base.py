@@ -144,6 +144,9 @@ class TxnConfig:
     """metastore.txn.use.minhistorywriteid: HiveServer2 records each txn's lowest open write id
     per table in MIN_HISTORY_WRITE_ID (add_write_ids_to_min_history), and the Cleaner's
     watermark is per table instead of the global lowest open txn."""
+    server_functions: bool = False
+    """PostgreSQL: call the installed functions of ``plpgsql.py`` (``install``) for open_txns
+    and commit_txn, one round trip each."""
 
 
 @dataclass(frozen=True)

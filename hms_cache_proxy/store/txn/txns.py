@@ -46,6 +46,7 @@ from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent, one_statement
 from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.abort import Abort
+from hms_cache_proxy.store.txn.function_calls import FunctionCalls
 from hms_cache_proxy.store.txn.txn_base import (
     ABORTED,
     COMMITTED,
@@ -141,6 +142,7 @@ class Txns(TxnPart):
         self._settled_lock = threading.Lock()
         self._settled_txns: SettledTxns | None = None
         self._settle_pending: tuple[int, float] | None = None
+        self.functions = FunctionCalls(shared)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -356,7 +358,12 @@ class Txns(TxnPart):
             ) -> list[int]:
                 return self._open(conn, n, user, host, agent_info, txn_type, started, settled)
 
-            ids = self.db.transaction(run)
+            if self.functions.usable():  # one round trip: plpgsql.OPEN_FUNCTION
+                ids = self.functions.open_txns(
+                    n, user, host, agent_info, txn_type, started, settled
+                )
+            else:
+                ids = self.db.transaction(run)
             slow = started and time.monotonic() - started[-1] >= timeout_s
             if not slow or txn_type == hms.TxnType.READ_ONLY or self.db.dialect != "postgresql":
                 return ids

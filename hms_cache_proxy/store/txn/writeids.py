@@ -28,6 +28,7 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent, one_statement
 from hms_cache_proxy.store.txn import pgsql
+from hms_cache_proxy.store.txn.function_calls import FunctionCalls
 from hms_cache_proxy.store.txn.txn_base import (
     OPEN,
     TxnPart,
@@ -60,6 +61,7 @@ class WriteIds(TxnPart):
     def __init__(self, shared: TxnShared, txns: Txns) -> None:
         super().__init__(shared)
         self.txns = txns
+        self.functions = FunctionCalls(shared)
 
     # -- allocation ---------------------------------------------------------------------------
 
@@ -70,6 +72,10 @@ class WriteIds(TxnPart):
         ids = sorted(set(txn_ids))
         if not ids:
             raise hms.MetaException(message="allocate_table_write_ids needs at least one txnId")
+        if self.functions.usable():  # one round trip: plpgsql.ALLOCATE_FUNCTION
+            pairs = self.functions.allocate_write_ids(db, table, ids)
+            if pairs is not None:
+                return pairs
         return self.db.transaction(lambda conn: self._allocate(conn, db, table, ids))
 
     def _allocate(

@@ -1,0 +1,223 @@
+"""open_txns and commit_txn as one call of their server-side function (``plpgsql.py``).
+
+Each call is one autocommit statement: its implicit transaction does every step of the Thrift
+call, events included, and commits before the answer returns. Used on PostgreSQL through
+psycopg2 when ``TxnConfig.server_functions`` is set (the functions are installed) and
+failpoint ``write.before_commit`` is off (it must run between the steps and the commit). Behind
+a transaction-mode pooler the call is a single statement like the other autocommit ones: the
+role's own timeouts apply (docs/deployment.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
+
+from hms_cache_proxy import failpoints
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.db import ids as ids_module
+from hms_cache_proxy.store.events import messages as msg
+from hms_cache_proxy.store.txn import pgsql, plpgsql
+from hms_cache_proxy.store.txn.txn_base import SettledTxns, TxnPart
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class FunctionCalls(TxnPart):
+    """The one-round-trip open_txns and commit_txn."""
+
+    def usable(self) -> bool:
+        """Whether this call may take the function now."""
+        db = self.db
+        return (
+            self.config.server_functions
+            and db.folds_round_trips
+            and "write.before_commit" not in failpoints.ACTIVE
+        )
+
+    def _call(self, fn: Callable[[Connection], T]) -> T:
+        """``fn`` on an autocommit connection, retried as ``Database.transaction`` retries."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                with self.db.single_statement(write=True) as conn:
+                    return fn(conn)
+            except DBAPIError as exc:
+                if attempt > self.db.write_retries or not self.db.is_retryable(exc):
+                    raise
+                log.info("retrying a transaction function call (attempt %d)", attempt)
+                time.sleep(min(0.5, 0.01 * (2**attempt)))
+
+    def _recorded(
+        self, event_type: str, row: Any, db: str | None = None, table: str | None = None
+    ) -> None:
+        """Hand the event the function wrote to the writer's cache (``record_commits``)."""
+        event_id, event_time, body = row
+        self.events.record_committed(
+            [
+                hms.NotificationEvent(
+                    eventId=int(event_id),
+                    eventTime=int(event_time),
+                    eventType=event_type,
+                    catName=None,
+                    dbName=db,
+                    tableName=table,
+                    message=body,
+                    messageFormat=msg.JSON_FORMAT,
+                )
+            ]
+        )
+
+    def _nl_id(self, conn: Connection) -> int:
+        return self.events.ids.allocate(conn, ids_module.NOTIFICATION_LOG, 1)[0]
+
+    def open_txns(
+        self,
+        n: int,
+        user: str,
+        host: str,
+        agent_info: str | None,
+        txn_type: int,
+        started: list[float],
+        settled: SettledTxns | None,
+    ) -> list[int]:
+        """Txns._open's steps; ``started`` gets the moment the ids were taken."""
+        params = pgsql.open_params(
+            n,
+            user or "",
+            host or "",
+            agent_info,
+            txn_type,
+            self.config.open_txn_timeout_ms,
+            settled.floor if settled else 0,
+            sorted(settled.unsettled) if settled else [],
+        )
+        with_event = txn_type != hms.TxnType.READ_ONLY
+        message = (
+            msg.to_json(self.messages.open_txn(plpgsql.FROM_SENTINEL, plpgsql.TO_SENTINEL))
+            if with_event
+            else None
+        )
+
+        def run(conn: Connection) -> list[int]:
+            values = plpgsql.open_values(
+                params,
+                self.config.use_min_history_level,
+                self._nl_id(conn) if with_event else None,
+                message,
+                msg.JSON_FORMAT,
+                self.events.notify_channel,
+            )
+            sent = time.monotonic()
+            row = conn.exec_driver_sql(plpgsql.OPEN_CALL, values).one()
+            started.append(sent + float(row[1]))
+            if with_event:
+                self._recorded(msg.OPEN_TXN, row[2:])
+            return [int(i) for i in row[0]]
+
+        return self._call(run)
+
+    def commit_txn(self, txn_id: int, excl_write_enabled: bool = True) -> bool:
+        """Commit._commit's steps for a DEFAULT or READ_ONLY txn and its event; False when
+        the txn needs the general path (not open, another type, an update or delete without
+        ``excl_write_enabled``, whose write-conflict check may abort it: the function then
+        changed nothing)."""
+        temp_id = -random.randint(1, 2**62) if excl_write_enabled else None
+        message = msg.to_json(
+            self.messages.commit_txn(
+                txn_id,
+                [
+                    hms.WriteEventInfo(
+                        writeId=plpgsql.WRITE_ID_SENTINEL, database="@", table="@", files=None
+                    )
+                ],
+            )
+        )
+
+        def run(conn: Connection) -> bool:
+            values = plpgsql.commit_values(
+                txn_id,
+                self.config.use_min_history_level,
+                self.config.use_min_history_write_id,
+                temp_id,
+                self._nl_id(conn),
+                message,
+                msg.JSON_FORMAT,
+                self.events.notify_channel,
+            )
+            row = conn.exec_driver_sql(plpgsql.COMMIT_CALL, values).one()
+            if row[0] != "done":
+                return False
+            if row[1] is not None:
+                self._recorded(msg.COMMIT_TXN, row[1:])
+            return True
+
+        return self._call(run)
+
+    def allocate_write_ids(
+        self, db: str, table: str, txn_ids: list[int]
+    ) -> list[tuple[int, int]] | None:
+        """WriteIds._allocate's steps and its ALLOC_WRITE_ID_EVENT (``txn_ids`` ascending,
+        distinct); None when a txn is not open or is read-only (the function then changed
+        nothing and the general path names the error)."""
+        message = msg.to_json(
+            self.messages.alloc_write_id(
+                [(t, plpgsql.WRITE_ID_LIST_SENTINEL) for t in txn_ids[:1]], db, table
+            )
+        ).replace('"txnIdList":[' + str(txn_ids[0]) + "]", _txn_id_list(txn_ids), 1)
+
+        def run(conn: Connection) -> list[tuple[int, int]] | None:
+            values = {
+                "txns": txn_ids,
+                "db": db,
+                "tbl": table,
+                "nl_id": self._nl_id(conn),
+                "message": message,
+                "format": msg.JSON_FORMAT,
+                "channel": self.events.notify_channel,
+            }
+            row = conn.exec_driver_sql(plpgsql.ALLOCATE_CALL, values).one()
+            if row[0] != "done":
+                return None
+            if row[3] is not None:
+                self._recorded(msg.ALLOC_WRITE_ID_EVENT, row[3:], db, table)
+            return [(int(t), int(w)) for t, w in zip(row[1], row[2], strict=True)]
+
+        return self._call(run)
+
+    def abort_txn(self, txn_id: int, reason: str) -> bool:
+        """Abort._abort_txn_txn's steps and its ABORT_TXN; False when the txn is not open or
+        was replayed (the general path then answers; the function changed nothing)."""
+        message = msg.to_json(self.messages.abort_txn(txn_id, ["@"]))
+
+        def run(conn: Connection) -> bool:
+            values = {
+                "txn": txn_id,
+                "reason": reason,
+                "level": self.config.use_min_history_level,
+                "write_id": self.config.use_min_history_write_id,
+                "nl_id": self._nl_id(conn),
+                "message": message,
+                "format": msg.JSON_FORMAT,
+                "channel": self.events.notify_channel,
+            }
+            row = conn.exec_driver_sql(plpgsql.ABORT_CALL, values).one()
+            if row[0] != "done":
+                return False
+            if row[1] is not None:
+                self._recorded(msg.ABORT_TXN, row[1:])
+            return True
+
+        return self._call(run)
+
+
+def _txn_id_list(txn_ids: list[int]) -> str:
+    return '"txnIdList":[' + ",".join(str(t) for t in txn_ids) + "]"
