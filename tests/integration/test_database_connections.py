@@ -105,7 +105,8 @@ def test_the_safety_check_catches_up_when_a_notification_never_comes(
     ):
         _until(lambda: b.cache.poller._listener is not None, "B listens")
         listener = b.cache.poller._listener
-        with listener.cursor() as cur:
+        # Not while B's poller uses the session (its catch-up after LISTEN, a safety check).
+        with b.cache.poller.listener_lock, listener.cursor() as cur:
             cur.execute("UNLISTEN *")  # B's session stays, its notifications stop
         ca.create_database(T.Database(name="unannounced"))
         target = last_event_id(ca)
