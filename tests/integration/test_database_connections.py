@@ -112,3 +112,26 @@ def test_the_safety_check_catches_up_when_a_notification_never_comes(
         target = last_event_id(ca)
         assert b.cache.poller.wait_for(target, 30), "B did not catch up"
         assert b.cache.poller._listener is listener  # through the safety check, same session
+
+
+def test_an_error_on_the_listen_session_is_counted_like_the_pools_errors(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The LISTEN session is outside SQLAlchemy (whose hook counts the pools' errors): its
+    errors must still reach hms_database_errors_total (``Database.driver_errors``)."""
+    with instances(pg_url, tmp_path, n=1, instance_name="listen-err") as (svc,):
+        poller = svc.cache.poller
+        _until(lambda: poller.listening, "it listens")
+        seen: list[str] = []
+        svc.database.driver_errors.listeners.append(seen.append)
+        pid = poller._listener.get_backend_pid()
+        conn = psycopg2.connect(pg_url.replace("postgresql+psycopg2://", "postgresql://"))
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        finally:
+            conn.close()
+        _until(lambda: bool(seen), "the broken LISTEN session's error was not counted")
+        assert seen[0] == "OperationalError"
+        # It listens again on a new session.
+        _until(lambda: poller.listening and poller._listener.get_backend_pid() != pid, "LISTEN")

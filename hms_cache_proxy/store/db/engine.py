@@ -72,6 +72,7 @@ class Database:
         self.pool_idle_seconds = pool_idle_seconds
         self.application_name = application_name(instance_name)
         self.refusals = Refusals()
+        self.driver_errors = DriverErrors()
         # "transaction": PgBouncer (or alike) in transaction mode between us and PostgreSQL:
         # no session state (no PREPARE, no startup options; timeouts by SET LOCAL per
         # transaction), and LISTEN only on a direct connection (``listen_url``) if any.
@@ -98,6 +99,8 @@ class Database:
                 self.folded_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
                 event.listen(self.folded_engine, "before_cursor_execute", _send_begin, retval=True)
                 self.folded_engine.update_execution_options(**{_BEGIN_TEXT: self._begin_text()})
+        for engine in self.engines():
+            event.listen(engine, "handle_error", self._engine_error)
 
     # -- engines ---------------------------------------------------------------------------------
 
@@ -187,6 +190,30 @@ class Database:
 
         return engine
 
+    # -- errors ----------------------------------------------------------------------------------
+
+    def _engine_error(self, context: Any) -> None:
+        """SQLAlchemy's handle_error hook: every driver error in our engines (connects too)."""
+        exc = context.sqlalchemy_exception or context.original_exception
+        self.driver_errors.record(type(exc).__name__)
+
+    def raw_error(self, exc: BaseException) -> DBAPIError | None:
+        """A driver error raised outside SQLAlchemy's statements (the poller's LISTEN session,
+        a pooled connection's isolation change): counted in ``driver_errors`` under the name
+        SQLAlchemy gives it, and a refused connection recorded in ``refusals``, as the pools'
+        errors are. Returns it as SQLAlchemy's DBAPIError (None: not a driver error)."""
+        dbapi = self.read_engine.dialect.loaded_dbapi
+        if isinstance(exc, DBAPIError):
+            wrapped = exc
+        elif dbapi is not None and isinstance(exc, dbapi.Error):
+            wrapped = DBAPIError.instance(None, None, exc, dbapi.Error)
+        else:
+            return None
+        if refused_connection(wrapped):
+            self.refusals.record(wrapped)
+        self.driver_errors.record(type(wrapped).__name__)
+        return wrapped
+
     # -- use -------------------------------------------------------------------------------------
 
     @contextmanager
@@ -194,9 +221,26 @@ class Database:
         """A connection inside one read snapshot; rolled back (nothing to keep) on exit."""
         with self.read_engine.connect() as conn:
             if self.dialect == "postgresql":
-                conn.execution_options(isolation_level="REPEATABLE READ")  # until returned
+                self._repeatable_read(conn)
             with conn.begin():
                 yield conn
+
+    def _repeatable_read(self, conn: Connection) -> None:
+        """REPEATABLE READ on ``conn`` until it is returned. The driver may talk to the server
+        here, outside any statement SQLAlchemy wraps: a connection that broke meanwhile (the
+        server restarted, the database was dropped) is discarded and its error raised as a
+        statement's would be (a DBAPIError, counted in ``driver_errors``)."""
+        try:
+            conn.execution_options(isolation_level="REPEATABLE READ")
+        except DBAPIError:
+            raise
+        except Exception as exc:
+            wrapped = self.raw_error(exc)
+            if wrapped is None:
+                raise
+            conn.invalidate()
+            wrapped.connection_invalidated = True
+            raise wrapped from exc
 
     @contextmanager
     def single_statement(self, *, write: bool = False) -> Iterator[Connection]:
@@ -392,6 +436,19 @@ class Refusals:
             return None
         ago = time.monotonic() - self.last
         return ago if ago <= within else None
+
+
+class DriverErrors:
+    """Who wants to know of every error the database driver raises for us (``listeners``,
+    e.g. a metric; each gets the name of SQLAlchemy's class for it, e.g. OperationalError),
+    whether in the pools' statements and connects or on connections of our own."""
+
+    def __init__(self) -> None:
+        self.listeners: list[Callable[[str], None]] = []
+
+    def record(self, name: str) -> None:
+        for listener in self.listeners:
+            listener(name)
 
 
 class IdleClosingPool(QueuePool):

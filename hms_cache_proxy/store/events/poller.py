@@ -263,8 +263,8 @@ class Poller:
                         )
                 finally:
                     cur.execute("ROLLBACK")  # nothing to keep
-        except Exception:
-            self._close_listener()
+        except Exception as exc:
+            self._listener_failed(exc)
             raise
         return current, rows
 
@@ -320,8 +320,8 @@ class Poller:
                 try:
                     if self._check_on_listener(listener) <= self._position:
                         continue
-                except Exception:  # noqa: BLE001 - the connection broke: poll meanwhile
-                    self._close_listener()
+                except Exception as exc:  # noqa: BLE001 - the connection broke: poll meanwhile
+                    self._listener_failed(exc)
             if self._wake_r in ready:
                 try:
                     while os.read(self._wake_r, 4096):
@@ -335,8 +335,8 @@ class Poller:
                         listener.poll()
                         announced = _last_announced(listener.notifies)
                         listener.notifies.clear()
-                except Exception:  # noqa: BLE001 - the connection broke: poll meanwhile
-                    self._close_listener()
+                except Exception as exc:  # noqa: BLE001 - the connection broke: poll meanwhile
+                    self._listener_failed(exc)
             if announced is not None and self._wake_r not in ready:
                 if announced <= self._position:
                     # Only events already applied were announced (this instance's own writes,
@@ -368,8 +368,8 @@ class Poller:
             self._try_lease(self._listener)
             # Events committed while nobody listened were announced to nobody: read them.
             self.wake()
-        except Exception:  # noqa: BLE001 - fall back to polling, try again later
-            self._close_listener()
+        except Exception as exc:  # noqa: BLE001 - fall back to polling, try again later
+            self._listener_failed(exc)
             if now - self._listen_warned >= 60.0:  # once a minute while it lasts
                 self._listen_warned = now
                 log.warning(
@@ -379,6 +379,13 @@ class Poller:
                 )
             self._retry_at = now + 5.0
         return self._listener
+
+    def _listener_failed(self, exc: BaseException) -> None:
+        """An error on the LISTEN session (or opening it): counted and, when PostgreSQL
+        refused the connection, recorded as the pools' errors are (the session is outside
+        SQLAlchemy, whose hook counts theirs); the session is closed."""
+        self.db.raw_error(exc)
+        self._close_listener()
 
     def _close_listener(self) -> None:
         if self._listener is not None:
