@@ -1,7 +1,9 @@
 """A PostgreSQL server with every connection slot taken (max_connections 20, filled by the test)
 does not wedge an instance: cache hits go on, a call that needs a new connection fails with a
 MetaException that says so, /readyz and a metric report it, and once slots are free again the
-instance recovers by itself. A start while the server is full waits for a slot."""
+instance recovers by itself. A start while the server is full waits for a slot. Eight
+instances that each read and write fit in those 20 slots (LISTEN plus one pooled connection
+each)."""
 
 from __future__ import annotations
 
@@ -141,3 +143,49 @@ def test_a_start_on_a_full_server_waits_for_a_slot(
         assert not started.is_set()
     thread.join(120)
     assert not failed and started.is_set(), failed
+
+
+def test_eight_instances_that_read_and_write_fit_in_twenty_connections(
+    small_pg: PostgresServer, tmp_path: Path, T: Any
+) -> None:
+    """Without a pooler, every instance holds its LISTEN session and, reading and writing,
+    one pooled connection (kept here for a minute, as if every call came within
+    database_pool_idle_seconds of the last): 16 of the 20 slots, so every call succeeds.
+    Each with a pooled connection per kind (read snapshots, id blocks, write transactions)
+    needed 32."""
+    url = small_pg.new_database()
+    n = 8
+    with instances(
+        url,
+        tmp_path,
+        n=n,
+        instance_name="few-slots",
+        database_pool_size=1,
+        database_pool_idle_seconds=60,
+        database_timeout_seconds=5.0,
+        txn_housekeeping="off",
+    ) as services:
+        with clients(services[0]) as (first,):
+            first.create_database(T.Database(name="d"))
+        errors: list[str] = []
+
+        def read_and_write(i: int) -> None:
+            try:
+                with clients(services[i]) as (client,):
+                    client.get_all_databases()
+                    client.get_database("d")
+                    client.create_table(table(T, "d", f"t{i}"))
+                    assert client.get_table("d", f"t{i}").tableName == f"t{i}"
+            except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                errors.append(f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}")
+
+        threads = [threading.Thread(target=read_and_write, args=(i,)) for i in range(n)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not errors, errors
+        settle(*services)
+        with clients(services[-1]) as (last,):
+            assert sorted(last.get_all_tables("d")) == sorted(f"t{i}" for i in range(n))
+        assert _sessions(url, "few-slots") <= 2 * n

@@ -42,10 +42,12 @@ def application_name(instance: str | None) -> str:
 
 
 class Database:
-    """One metastore database. On PostgreSQL three pools over the same URL: ``read`` (read
-    snapshots and single statements, in autocommit), ``write`` (READ COMMITTED: id blocks,
-    and write transactions with drivers other than psycopg2) and, with psycopg2, ``folded``
-    (write transactions); one shared pool on SQLite."""
+    """One metastore database. On PostgreSQL two pools over the same URL: ``read`` (read
+    snapshots and single statements, in autocommit; with psycopg2 the write transactions too,
+    their BEGIN folded into their first statement) and ``write`` (READ COMMITTED: the write
+    transactions of other drivers, and what a call inside a transaction takes next to it);
+    one shared pool on SQLite. An instance whose calls read and write one after the other
+    thus opens (and keeps idle for ``pool_idle_seconds``) one connection, not one per kind."""
 
     def __init__(
         self,
@@ -80,6 +82,8 @@ class Database:
         self.listen_url = dburl.resolve(listen_url) if listen_url else None
         self._set_local = ""
         self._end_listeners: list[Callable[[Connection, bool], None]] = []
+        # The engine whose connection this thread's write transaction holds, if any.
+        self._local = threading.local()
         self.folds_round_trips = False
         self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
         if self.dialect == "sqlite":
@@ -94,9 +98,11 @@ class Database:
             self.write_engine = self._pg_engine(pool_size, "READ COMMITTED")
             self.folds_round_trips = self.url.get_driver_name() == "psycopg2"
             if self.folds_round_trips:
-                # Write transactions keep a pool of their own, as before: a call inside one
-                # that also takes a single-statement connection cannot starve the pool.
-                self.folded_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
+                # Write transactions share the read pool: their connections are the same
+                # autocommit ones (BEGIN travels with the first statement), so a write after a
+                # read reuses its connection. What a transaction takes next to itself (a read
+                # nested in it) comes from the write pool, so nesting cannot starve this one.
+                self.folded_engine = self.read_engine
                 event.listen(self.folded_engine, "before_cursor_execute", _send_begin, retval=True)
                 self.folded_engine.update_execution_options(**{_BEGIN_TEXT: self._begin_text()})
         for engine in self.engines():
@@ -203,11 +209,10 @@ class Database:
         SQLAlchemy gives it, and a refused connection recorded in ``refusals``, as the pools'
         errors are. Returns it as SQLAlchemy's DBAPIError (None: not a driver error)."""
         dbapi = self.read_engine.dialect.loaded_dbapi
-        if isinstance(exc, DBAPIError):
-            wrapped = exc
-        elif dbapi is not None and isinstance(exc, dbapi.Error):
+        wrapped: Any = exc
+        if not isinstance(exc, DBAPIError) and dbapi is not None and isinstance(exc, dbapi.Error):
             wrapped = DBAPIError.instance(None, None, exc, dbapi.Error)
-        else:
+        if not isinstance(wrapped, DBAPIError):
             return None
         if refused_connection(wrapped):
             self.refusals.record(wrapped)
@@ -216,10 +221,19 @@ class Database:
 
     # -- use -------------------------------------------------------------------------------------
 
+    def _beside(self, engine: Engine) -> Engine:
+        """``engine``, or the other pool when this thread's write transaction holds one of
+        ``engine``'s connections (a call that reads inside its transaction: truncate's
+        location checks): a second connection from the pool the transactions use could
+        wait for ever once every one of them is held by a transaction waiting likewise."""
+        if getattr(self._local, "engine", None) is engine and self.write_engine is not engine:
+            return self.write_engine if engine is self.read_engine else self.read_engine
+        return engine
+
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A connection inside one read snapshot; rolled back (nothing to keep) on exit."""
-        with self.read_engine.connect() as conn:
+        with self._beside(self.read_engine).connect() as conn:
             if self.dialect == "postgresql":
                 self._repeatable_read(conn)
             with conn.begin():
@@ -258,7 +272,10 @@ class Database:
                 with conn.begin():
                     yield conn
             return
-        with self.autocommit_engine.connect() as conn:
+        engine = self._beside(self.autocommit_engine)
+        with engine.connect() as conn:
+            if engine is not self.autocommit_engine:
+                conn.execution_options(isolation_level="AUTOCOMMIT")  # until returned
             yield conn
 
     def transaction(self, fn: Callable[[Connection], T]) -> T:
@@ -273,7 +290,7 @@ class Database:
             try:
                 if self.folds_round_trips:
                     return self._folded_transaction(fn)
-                with self.write_engine.connect() as conn:
+                with self.write_engine.connect() as conn, self._holding(conn, self.write_engine):
                     conn = conn.execution_options(hms_write=True)
                     try:
                         with conn.begin():
@@ -297,7 +314,7 @@ class Database:
         statement (``_send_begin``) and COMMIT after the last one (``commit_after``) or, when
         the call did not fold it, as one message at the end. The server's transaction is the
         same; only the messages are fewer."""
-        with self.folded_engine.connect() as conn:
+        with self.folded_engine.connect() as conn, self._holding(conn, self.folded_engine):
             info = conn.info
             info[_BEGIN] = True
             try:
@@ -317,6 +334,25 @@ class Database:
             self._ended(conn, committed=True)
             return result
 
+    @contextmanager
+    def _holding(self, conn: Connection, engine: Engine) -> Iterator[None]:
+        """While a ``transaction`` attempt runs on ``conn`` (of ``engine``): this thread's
+        reads go beside it (``_beside``), and its ``TransactionState`` is on the connection."""
+        outer = getattr(self._local, "engine", None)
+        self._local.engine = engine
+        conn.info[_STATE] = TransactionState()
+        try:
+            yield
+        finally:
+            conn.info.pop(_STATE, None)
+            self._local.engine = outer
+
+    @staticmethod
+    def transaction_state(conn: Connection) -> TransactionState | None:
+        """The state of the ``transaction`` attempt ``conn`` runs (None: in none, e.g. a
+        connection of a test's own, or SQLite's side transactions)."""
+        return conn.info.get(_STATE)
+
     def on_transaction_end(self, listener: Callable[[Connection, bool], None]) -> None:
         """Call ``listener(conn, committed)`` after every ``transaction`` attempt, once its
         commit has succeeded (True) or it has rolled back or failed (False)."""
@@ -325,20 +361,28 @@ class Database:
     def _ended(self, conn: Connection, committed: bool) -> None:
         for listener in self._end_listeners:
             listener(conn, committed)
+        state = conn.info.get(_STATE)
+        if committed and state is not None:
+            for action in state.on_commit:
+                action()
 
     @contextmanager
     def side_connection(self, conn: Connection) -> Iterator[Connection]:
         """A connection for a short independent transaction next to ``conn``'s.
 
-        On PostgreSQL this is a second pooled connection (id blocks are reserved and committed
-        on their own, as DataNucleus does, so no sequence row stays locked for a whole call).
-        On SQLite the writer already holds the database lock, so the same connection is used.
+        On PostgreSQL this is a second pooled connection, from the pool ``conn``'s transaction
+        does not use. On SQLite the writer already holds the database lock, so the same
+        connection is used.
         """
         if self.dialect == "sqlite":
             yield conn
             return
-        with self.write_engine.connect() as side, side.begin():
-            yield side
+        engine = self._beside(self.write_engine)
+        with engine.connect() as side:
+            if engine is not self.write_engine:
+                side.execution_options(isolation_level="READ COMMITTED")  # until returned
+            with side.begin():
+                yield side
 
     def is_retryable(self, exc: DBAPIError) -> bool:
         if self.dialect == "postgresql":
@@ -361,17 +405,14 @@ class Database:
 
     def pool_usage(self) -> dict[str, tuple[int, int]]:
         """Connections checked out now and the most the pool opens, per engine: read (read
-        snapshots and single statements), write (on psycopg2 only side transactions; the calls'
-        own are "folded") on PostgreSQL, one shared engine on SQLite (none for in-memory
-        SQLite, which pools nothing). Past the limit a call waits up to ``timeout_seconds``."""
+        snapshots, single statements and, on psycopg2, write transactions), write (other
+        drivers' write transactions; on psycopg2 only what a transaction takes next to itself)
+        on PostgreSQL, one shared engine on SQLite (none for in-memory SQLite, which pools
+        nothing). Past the limit a call waits up to ``timeout_seconds``."""
         engines = (
             {"shared": self.read_engine}
             if self.write_engine is self.read_engine
-            else {
-                "read": self.read_engine,
-                "write": self.write_engine,
-                **({"folded": self.folded_engine} if self.folds_round_trips else {}),
-            }
+            else {"read": self.read_engine, "write": self.write_engine}
         )
         return {
             name: (engine.pool.checkedout(), self.pool_limit)
@@ -383,6 +424,21 @@ class Database:
         """The URL with any password hidden (also a ?password= field), for logs and messages."""
         return dburl.masked(self.url)
 
+
+class TransactionState:
+    """What lasts as long as one ``Database.transaction`` attempt: ``values`` its statements'
+    callers keep for the rest of it (the id blocks it reserved), and ``on_commit``, what runs
+    once it has committed (dropped when it rolls back or fails)."""
+
+    __slots__ = ("values", "on_commit")
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.on_commit: list[Callable[[], None]] = []
+
+
+_STATE = "hms_transaction_state"
+"""conn.info key: the TransactionState of the ``transaction`` attempt running on it."""
 
 _IDLE_SINCE = "hms_idle_since"
 """ConnectionPoolEntry.info key: when the connection was last returned to the pool."""
