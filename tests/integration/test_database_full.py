@@ -1,7 +1,8 @@
 """A PostgreSQL server with every connection slot taken (max_connections 20, filled by the test)
 does not wedge an instance: cache hits go on, a call that needs a new connection fails with a
 MetaException that says so, /readyz and a metric report it, and once slots are free again the
-instance recovers by itself. A start while the server is full waits for a slot. Eight
+instance recovers by itself; a call of an instance holding no connection waits for a slot to
+free, up to database_timeout_seconds. A start while the server is full waits for a slot. Eight
 instances that each read and write fit in those 20 slots (LISTEN plus one pooled connection
 each)."""
 
@@ -115,6 +116,40 @@ def test_a_full_server_leaves_cache_hits_served_and_fails_writes_clearly(
             assert any("refused a new connection" in d for d in body["degraded"])
         # Slots free again: the next call opens a connection as usual.
         client.create_database(T.Database(name="x"))
+        assert client.get_database("x").name == "x"
+
+
+def test_a_call_that_finds_the_server_full_waits_for_a_slot_to_free(
+    small_pg: PostgresServer, tmp_path: Path, T: Any
+) -> None:
+    """An instance holding no pooled connection (only LISTEN) when PostgreSQL is full: its call
+    tries again until a slot frees (other clients' idle connections close), within
+    database_timeout_seconds, instead of failing at once."""
+    url = small_pg.new_database()
+    with (
+        instances(
+            url,
+            tmp_path,
+            n=1,
+            instance_name="waits",
+            database_pool_idle_seconds=0.3,
+            database_timeout_seconds=20.0,
+        ) as (svc,),
+        clients(svc) as (client,),
+    ):
+        client.create_database(T.Database(name="d"))
+        settle(svc)
+        deadline = time.monotonic() + 60
+        while _sessions(url, "waits") > 1:  # only the LISTEN session is left
+            assert time.monotonic() < deadline, "pooled connections were not closed"
+            time.sleep(0.1)
+        refused = _refused()
+        with every_slot_taken(url) as held:
+            freed = threading.Timer(1.0, held.pop().close)  # another client lets one go
+            freed.start()
+            client.create_database(T.Database(name="x"))  # refused, then waits for it
+            freed.join()
+        assert _refused() > refused
         assert client.get_database("x").name == "x"
 
 

@@ -510,9 +510,11 @@ class DriverErrors:
 class IdleClosingPool(QueuePool):
     """A QueuePool that opens connections on demand (as QueuePool does) and closes the ones
     nobody has used for a while (``close_idle``; SQLAlchemy keeps them for good). When the
-    server refuses a new connection (``refused_connection``) while this pool has some in use,
-    the caller waits for one of them to come back, up to the pool timeout, instead of failing
-    at once; either way the refusal is recorded in ``refusals``."""
+    server refuses a new connection (``refused_connection``) the caller does not fail at once:
+    while this pool has some in use it waits for one of them to come back; with none, it tries
+    again with backoff (other clients' idle connections close: many instances that each hold
+    one a moment after their calls), either up to the pool timeout. The refusal is recorded in
+    ``refusals`` (once per wait)."""
 
     refusals: Refusals | None = None
 
@@ -524,13 +526,32 @@ class IdleClosingPool(QueuePool):
                 raise
             if self.refusals is not None:
                 self.refusals.record(exc)
-            if self.checkedout() == 0:
+            if self.checkedout() > 0:
+                try:
+                    return self._pool.get(True, self._timeout)
+                except sqla_queue.Empty:
+                    pass
                 raise
+            found = self._retry_refused(time.monotonic() + self._timeout)
+            if found is None:
+                raise
+            return found
+
+    def _retry_refused(self, deadline: float) -> ConnectionPoolEntry | None:
+        """Connect again (or take one of ours returned meanwhile) until ``deadline``, while the
+        server keeps refusing; None when it still does then."""
+        delay = 0.05
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 1.0)
             try:
-                return self._pool.get(True, self._timeout)
-            except sqla_queue.Empty:
-                pass
-            raise
+                return super()._do_get()
+            except Exception as exc:
+                if not refused_connection(exc):
+                    raise
 
     def _do_return_conn(self, record: ConnectionPoolEntry) -> None:
         record.info[_IDLE_SINCE] = time.monotonic()
@@ -630,7 +651,8 @@ def client_message(exc: BaseException) -> str | None:
     if refused_connection(exc):
         return (
             "the metastore database refused a new connection (too many clients: its "
-            "max_connections is reached) and none of this instance's became free in time; "
+            "max_connections is reached) and no connection became free within "
+            "database_timeout_seconds; "
             "the call was not run; retry it later"
         )
     if code == _LOCK_TIMEOUT or (
