@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 
 from hms_cache_proxy import failpoints
@@ -524,11 +523,10 @@ def log_roots(settings: Settings) -> None:
 
 
 def _count_database_errors(database: Database) -> None:
-    """Count every driver error in hms_database_errors_total, by SQLAlchemy error class."""
+    """Count every driver error in hms_database_errors_total, by SQLAlchemy error class: the
+    pools' and those on the poller's LISTEN session (``Database.driver_errors`` has both)."""
 
-    def on_error(context: Any) -> None:
-        exc = context.sqlalchemy_exception or context.original_exception
-        metrics.DATABASE_ERRORS.labels(type(exc).__name__).inc()
+    def on_error(name: str) -> None:
+        metrics.DATABASE_ERRORS.labels(name).inc()
 
-    for engine in database.engines():
-        event.listen(engine, "handle_error", on_error)
+    database.driver_errors.listeners.append(on_error)

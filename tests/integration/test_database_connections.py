@@ -1,7 +1,8 @@
 """What an instance holds on PostgreSQL: an idle one keeps only its LISTEN session and sends
-nothing on it; pools open connections for calls and close them once unused; every session names
-the instance; the housekeeping lease lives on one LISTEN session and moves when its holder
-stops; a notification that never came is caught by the safety check."""
+nothing on it; pools open connections for calls and close them once unused; one that reads
+and writes holds one pooled connection beside it; every session names the instance; the
+housekeeping lease lives on one LISTEN session and moves when its holder stops; a
+notification that never came is caught by the safety check."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Any
 
 import psycopg2
 import pytest
+from sqlalchemy import event
 
 from tests.support.cache import clients, instances
-from tests.support.metastore import last_event_id
+from tests.support.metastore import last_event_id, table
 
 pytestmark = [pytest.mark.postgres]
 
@@ -73,6 +75,55 @@ def test_an_idle_instance_keeps_one_silent_connection_named_after_it(
         assert client.get_database("e").name == "e"
 
 
+class _CheckedOut:
+    """The most connections of ``database``'s pools checked out at once, from now on."""
+
+    def __init__(self, database: Any) -> None:
+        self.now = self.most = 0
+        for engine in database.engines():
+            event.listen(engine.pool, "checkout", self._out)
+            event.listen(engine.pool, "checkin", self._in)
+
+    def _out(self, *_: Any) -> None:
+        self.now += 1
+        self.most = max(self.most, self.now)
+
+    def _in(self, *_: Any) -> None:
+        self.now -= 1
+
+
+def test_an_instance_that_reads_and_writes_holds_one_pooled_connection_beside_listen(
+    pg_url: str, tmp_path: Path, T: Any, watch: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """The fan-out's sequence (reads, a write, another instance's write followed, a write
+    again): the read snapshots, the id blocks and the write transactions all on one pooled
+    connection, which idle connections kept for a minute make visible in pg_stat_activity."""
+    settings = {
+        "database_pool_size": 1,
+        "database_pool_idle_seconds": 60,  # every connection opened stays to be counted
+        "txn_housekeeping": "off",  # its rounds are another thread's
+    }
+    with (
+        instances(pg_url, tmp_path, n=1, instance_name="rw-a", **settings) as (a,),
+        instances(pg_url, tmp_path, n=1, instance_name="rw-b", **settings) as (b,),
+        clients(a, b) as (ca, cb),
+    ):
+        cb.create_database(T.Database(name="d"))
+        _until(lambda: a.cache.poller.position >= last_event_id(cb), "A follows")
+        checked_out = _CheckedOut(a.database)
+        ca.get_all_databases()
+        ca.get_database("d")
+        ca.get_database("d")
+        ca.create_table(table(T, "d", "t1"))
+        assert ca.get_table("d", "t1").tableName == "t1"
+        cb.create_table(table(T, "d", "other"))  # followed on A's LISTEN session
+        ca.create_table(table(T, "d", "t2"))  # its id blocks: new ones, reserved in its write
+        assert ca.get_table("d", "t2").tableName == "t2"
+        assert checked_out.most == 1
+        # LISTEN and the one pooled connection, both still open (idle for a minute).
+        assert len(watch("rw-a")) == 2, watch("rw-a")
+
+
 def test_the_housekeeping_lease_has_one_holder_and_moves_when_it_stops(
     pg_url: str, tmp_path: Path
 ) -> None:
@@ -105,9 +156,33 @@ def test_the_safety_check_catches_up_when_a_notification_never_comes(
     ):
         _until(lambda: b.cache.poller._listener is not None, "B listens")
         listener = b.cache.poller._listener
-        with listener.cursor() as cur:
+        # Not while B's poller uses the session (its catch-up after LISTEN, a safety check).
+        with b.cache.poller.listener_lock, listener.cursor() as cur:
             cur.execute("UNLISTEN *")  # B's session stays, its notifications stop
         ca.create_database(T.Database(name="unannounced"))
         target = last_event_id(ca)
         assert b.cache.poller.wait_for(target, 30), "B did not catch up"
         assert b.cache.poller._listener is listener  # through the safety check, same session
+
+
+def test_an_error_on_the_listen_session_is_counted_like_the_pools_errors(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The LISTEN session is outside SQLAlchemy (whose hook counts the pools' errors): its
+    errors must still reach hms_database_errors_total (``Database.driver_errors``)."""
+    with instances(pg_url, tmp_path, n=1, instance_name="listen-err") as (svc,):
+        poller = svc.cache.poller
+        _until(lambda: poller.listening, "it listens")
+        seen: list[str] = []
+        svc.database.driver_errors.listeners.append(seen.append)
+        pid = poller._listener.get_backend_pid()
+        conn = psycopg2.connect(pg_url.replace("postgresql+psycopg2://", "postgresql://"))
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        finally:
+            conn.close()
+        _until(lambda: bool(seen), "the broken LISTEN session's error was not counted")
+        assert seen[0] == "OperationalError"
+        # It listens again on a new session.
+        _until(lambda: poller.listening and poller._listener.get_backend_pid() != pid, "LISTEN")

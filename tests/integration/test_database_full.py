@@ -1,7 +1,10 @@
 """A PostgreSQL server with every connection slot taken (max_connections 20, filled by the test)
 does not wedge an instance: cache hits go on, a call that needs a new connection fails with a
 MetaException that says so, /readyz and a metric report it, and once slots are free again the
-instance recovers by itself. A start while the server is full waits for a slot."""
+instance recovers by itself; a call of an instance holding no connection waits for a slot to
+free, up to database_timeout_seconds. A start while the server is full waits for a slot. Eight
+instances that each read and write fit in those 20 slots (LISTEN plus one pooled connection
+each)."""
 
 from __future__ import annotations
 
@@ -116,6 +119,40 @@ def test_a_full_server_leaves_cache_hits_served_and_fails_writes_clearly(
         assert client.get_database("x").name == "x"
 
 
+def test_a_call_that_finds_the_server_full_waits_for_a_slot_to_free(
+    small_pg: PostgresServer, tmp_path: Path, T: Any
+) -> None:
+    """An instance holding no pooled connection (only LISTEN) when PostgreSQL is full: its call
+    tries again until a slot frees (other clients' idle connections close), within
+    database_timeout_seconds, instead of failing at once."""
+    url = small_pg.new_database()
+    with (
+        instances(
+            url,
+            tmp_path,
+            n=1,
+            instance_name="waits",
+            database_pool_idle_seconds=0.3,
+            database_timeout_seconds=20.0,
+        ) as (svc,),
+        clients(svc) as (client,),
+    ):
+        client.create_database(T.Database(name="d"))
+        settle(svc)
+        deadline = time.monotonic() + 60
+        while _sessions(url, "waits") > 1:  # only the LISTEN session is left
+            assert time.monotonic() < deadline, "pooled connections were not closed"
+            time.sleep(0.1)
+        refused = _refused()
+        with every_slot_taken(url) as held:
+            freed = threading.Timer(1.0, held.pop().close)  # another client lets one go
+            freed.start()
+            client.create_database(T.Database(name="x"))  # refused, then waits for it
+            freed.join()
+        assert _refused() > refused
+        assert client.get_database("x").name == "x"
+
+
 def test_a_start_on_a_full_server_waits_for_a_slot(
     small_pg: PostgresServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -141,3 +178,49 @@ def test_a_start_on_a_full_server_waits_for_a_slot(
         assert not started.is_set()
     thread.join(120)
     assert not failed and started.is_set(), failed
+
+
+def test_eight_instances_that_read_and_write_fit_in_twenty_connections(
+    small_pg: PostgresServer, tmp_path: Path, T: Any
+) -> None:
+    """Without a pooler, every instance holds its LISTEN session and, reading and writing,
+    one pooled connection (kept here for a minute, as if every call came within
+    database_pool_idle_seconds of the last): 16 of the 20 slots, so every call succeeds.
+    Each with a pooled connection per kind (read snapshots, id blocks, write transactions)
+    needed 32."""
+    url = small_pg.new_database()
+    n = 8
+    with instances(
+        url,
+        tmp_path,
+        n=n,
+        instance_name="few-slots",
+        database_pool_size=1,
+        database_pool_idle_seconds=60,
+        database_timeout_seconds=5.0,
+        txn_housekeeping="off",
+    ) as services:
+        with clients(services[0]) as (first,):
+            first.create_database(T.Database(name="d"))
+        errors: list[str] = []
+
+        def read_and_write(i: int) -> None:
+            try:
+                with clients(services[i]) as (client,):
+                    client.get_all_databases()
+                    client.get_database("d")
+                    client.create_table(table(T, "d", f"t{i}"))
+                    assert client.get_table("d", f"t{i}").tableName == f"t{i}"
+            except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                errors.append(f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}")
+
+        threads = [threading.Thread(target=read_and_write, args=(i,)) for i in range(n)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not errors, errors
+        settle(*services)
+        with clients(services[-1]) as (last,):
+            assert sorted(last.get_all_tables("d")) == sorted(f"t{i}" for i in range(n))
+        assert _sessions(url, "few-slots") <= 2 * n

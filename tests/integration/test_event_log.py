@@ -464,3 +464,99 @@ def test_own_events_not_next_are_left_to_the_poller_when_reading_is_not_asked(
     monkeypatch.setattr(log, "next_events", no_read)
     assert poller.apply_own(log.take_committed(), read=False) == start
     assert applied == []
+
+
+# -- the poller's catch-up on its LISTEN session ---------------------------------------------
+
+
+def _sessions(db: Database, name: str) -> int:
+    with db.read() as conn:
+        return conn.exec_driver_sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %(n)s", {"n": name}
+        ).scalar()
+
+
+@pytest.mark.postgres
+def test_listening_poller_reads_new_events_on_its_listen_session(
+    pg_db: Database, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hms_cache_proxy.store.events.poller import Poller
+
+    here = Database(pg_url, instance_name="listening-poller")
+    writer = new_log(pg_db)  # another instance's writes
+    log = new_log(here)
+    applied: list[hms.NotificationEvent] = []
+    pooled: list[str] = []
+
+    def no_pool():
+        pooled.append("read")
+        raise AssertionError("checked out a pooled connection")
+
+    monkeypatch.setattr(here, "read", no_pool)
+    first = write(pg_db, writer, [ev(0)])
+    poller = Poller(
+        here,
+        log,
+        applied.extend,
+        lambda reason: None,
+        position=first[-1],
+        safety_interval=600,  # no safety check: only notifications move it
+    )
+    during: list[int] = []
+    real = log.next_events_dbapi
+
+    def write_meanwhile(*args, **kwargs):
+        rows = real(*args, **kwargs)
+        if not during:  # committed while the session's read transaction is open
+            during.extend(write(pg_db, writer, [ev(9)]))
+        return rows
+
+    monkeypatch.setattr(log, "next_events_dbapi", write_meanwhile)
+    poller.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not poller.listening and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert poller.listening
+        ids = write(pg_db, writer, [ev(1), ev(2)])
+        assert poller.wait_for(ids[-1], 10)
+        # The event committed during that read announced itself while the session was in
+        # its transaction: its notification must not be lost (no safety check comes).
+        assert during and poller.wait_for(during[-1], 10)
+        # Only the LISTEN session: no pooled connection of this instance's was opened.
+        assert _sessions(pg_db, here.application_name) == 1
+    finally:
+        poller.stop()
+        here.dispose()
+    assert pooled == []
+    with pg_db.read() as conn:
+        stored = writer.next_events(conn, first[-1], None)
+    assert [e.eventId for e in stored] == ids + during
+    assert [(e.eventId, e.eventType, e.message, e.messageFormat, e.tableName) for e in applied] == [
+        (e.eventId, e.eventType, e.message, e.messageFormat, e.tableName) for e in stored
+    ]
+
+
+@pytest.mark.postgres
+def test_poller_without_listen_session_catches_up_with_the_pool(pg_db: Database) -> None:
+    from hms_cache_proxy.store.events.poller import Poller
+
+    writer, log = new_log(pg_db), new_log(pg_db)
+    applied: list[int] = []
+    poller = Poller(
+        pg_db,
+        log,
+        lambda rows: applied.extend(e.eventId for e in rows),
+        lambda reason: None,
+        position=read(pg_db, log.current_event_id),
+        interval=0.1,
+        listen=False,
+    )
+    poller.start()
+    try:
+        ids = write(pg_db, writer, [ev(1), ev(2)])
+        assert poller.wait_for(ids[-1], 10)
+    finally:
+        poller.stop()
+    assert applied == ids
+    assert poller._listener is None

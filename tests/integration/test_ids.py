@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, event, func, insert, select
 
 from hms_cache_proxy.store.db import ids, schema
 from hms_cache_proxy.store.db.engine import Database
@@ -159,6 +159,69 @@ def test_rolled_back_reservation_is_not_reused_on_postgres(pg_db: Database) -> N
     later = pg_db.transaction(lambda conn: allocator.allocate(conn, ids.TABLE, 2))
     other = pg_db.transaction(lambda conn: IdAllocator(pg_db).allocate(conn, ids.TABLE, 2))
     assert len(set(later) | set(other)) == 4
+
+
+def _next_val(db: Database, seq: IdSequence) -> int | None:
+    with db.read() as conn:
+        return conn.execute(
+            select(schema.SEQUENCE_TABLE.c.NEXT_VAL).where(
+                schema.SEQUENCE_TABLE.c.SEQUENCE_NAME == seq.name
+            )
+        ).scalar()
+
+
+@pytest.mark.postgres
+def test_a_block_is_reserved_on_the_write_transactions_own_connection(pg_db: Database) -> None:
+    """No second connection per write: the block is reserved inside the transaction."""
+    allocator = IdAllocator(pg_db, block_size=10)
+    checkouts: list[str] = []
+    for engine in pg_db.engines():
+        event.listen(engine.pool, "checkout", lambda *_: checkouts.append("out"))
+    first = pg_db.transaction(lambda conn: allocator.allocate(conn, ids.TABLE, 2))
+    assert checkouts == ["out"]
+    before = _next_val(pg_db, ids.TABLE)
+    # Committed: the rest of the block serves the next calls without a reservation.
+    later = pg_db.transaction(lambda conn: allocator.allocate(conn, ids.TABLE, 3))
+    assert later == list(range(first[-1] + 1, first[-1] + 4))
+    assert _next_val(pg_db, ids.TABLE) == before
+
+
+@pytest.mark.postgres
+def test_a_block_reserved_by_a_rolled_back_transaction_is_not_kept(pg_db: Database) -> None:
+    """Rolled back, the reservation is undone: another process takes the same ids, so the
+    rest of the block must not serve this process's later calls."""
+    allocator = IdAllocator(pg_db, block_size=10)
+
+    def fail(conn: Connection) -> None:
+        allocator.allocate(conn, ids.TABLE, 2)
+        raise RuntimeError("roll back")
+
+    before = _next_val(pg_db, ids.TABLE)
+    with pytest.raises(RuntimeError):
+        pg_db.transaction(fail)
+    assert _next_val(pg_db, ids.TABLE) == before
+    other = pg_db.transaction(lambda conn: IdAllocator(pg_db, 10).allocate(conn, ids.TABLE, 10))
+    mine = pg_db.transaction(lambda conn: allocator.allocate(conn, ids.TABLE, 8))
+    assert not set(other) & set(mine)
+
+
+@pytest.mark.postgres
+def test_several_blocks_in_one_transaction_are_kept_once_it_commits(pg_db: Database) -> None:
+    allocator = IdAllocator(pg_db, block_size=4)
+
+    def run(conn: Connection) -> list[int]:
+        got = allocator.allocate(conn, ids.TABLE, 3)  # a block of 4: one left
+        got += allocator.allocate(conn, ids.TABLE, 1)  # that one, from the transaction's
+        got += allocator.allocate(conn, ids.TABLE, 2)  # a second block: two left
+        assert allocator.allocate(conn, ids.PARTITION, 1)
+        return got
+
+    got = pg_db.transaction(run)
+    assert len(set(got)) == len(got) == 6
+    before = _next_val(pg_db, ids.TABLE)
+    later = pg_db.transaction(lambda conn: allocator.allocate(conn, ids.TABLE, 2))
+    assert later == [got[5] + 1, got[5] + 2]
+    assert _next_val(pg_db, ids.TABLE) == before
 
 
 # -- SQLite ------------------------------------------------------------------------------------

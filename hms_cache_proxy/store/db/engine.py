@@ -42,10 +42,12 @@ def application_name(instance: str | None) -> str:
 
 
 class Database:
-    """One metastore database. On PostgreSQL three pools over the same URL: ``read`` (read
-    snapshots and single statements, in autocommit), ``write`` (READ COMMITTED: id blocks,
-    and write transactions with drivers other than psycopg2) and, with psycopg2, ``folded``
-    (write transactions); one shared pool on SQLite."""
+    """One metastore database. On PostgreSQL two pools over the same URL: ``read`` (read
+    snapshots and single statements, in autocommit; with psycopg2 the write transactions too,
+    their BEGIN folded into their first statement) and ``write`` (READ COMMITTED: the write
+    transactions of other drivers, and what a call inside a transaction takes next to it);
+    one shared pool on SQLite. An instance whose calls read and write one after the other
+    thus opens (and keeps idle for ``pool_idle_seconds``) one connection, not one per kind."""
 
     def __init__(
         self,
@@ -72,6 +74,7 @@ class Database:
         self.pool_idle_seconds = pool_idle_seconds
         self.application_name = application_name(instance_name)
         self.refusals = Refusals()
+        self.driver_errors = DriverErrors()
         # "transaction": PgBouncer (or alike) in transaction mode between us and PostgreSQL:
         # no session state (no PREPARE, no startup options; timeouts by SET LOCAL per
         # transaction), and LISTEN only on a direct connection (``listen_url``) if any.
@@ -79,6 +82,8 @@ class Database:
         self.listen_url = dburl.resolve(listen_url) if listen_url else None
         self._set_local = ""
         self._end_listeners: list[Callable[[Connection, bool], None]] = []
+        # The engine whose connection this thread's write transaction holds, if any.
+        self._local = threading.local()
         self.folds_round_trips = False
         self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
         if self.dialect == "sqlite":
@@ -93,11 +98,15 @@ class Database:
             self.write_engine = self._pg_engine(pool_size, "READ COMMITTED")
             self.folds_round_trips = self.url.get_driver_name() == "psycopg2"
             if self.folds_round_trips:
-                # Write transactions keep a pool of their own, as before: a call inside one
-                # that also takes a single-statement connection cannot starve the pool.
-                self.folded_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
+                # Write transactions share the read pool: their connections are the same
+                # autocommit ones (BEGIN travels with the first statement), so a write after a
+                # read reuses its connection. What a transaction takes next to itself (a read
+                # nested in it) comes from the write pool, so nesting cannot starve this one.
+                self.folded_engine = self.read_engine
                 event.listen(self.folded_engine, "before_cursor_execute", _send_begin, retval=True)
                 self.folded_engine.update_execution_options(**{_BEGIN_TEXT: self._begin_text()})
+        for engine in self.engines():
+            event.listen(engine, "handle_error", self._engine_error)
 
     # -- engines ---------------------------------------------------------------------------------
 
@@ -187,16 +196,65 @@ class Database:
 
         return engine
 
+    # -- errors ----------------------------------------------------------------------------------
+
+    def _engine_error(self, context: Any) -> None:
+        """SQLAlchemy's handle_error hook: every driver error in our engines (connects too)."""
+        exc = context.sqlalchemy_exception or context.original_exception
+        self.driver_errors.record(type(exc).__name__)
+
+    def raw_error(self, exc: BaseException) -> DBAPIError | None:
+        """A driver error raised outside SQLAlchemy's statements (the poller's LISTEN session,
+        a pooled connection's isolation change): counted in ``driver_errors`` under the name
+        SQLAlchemy gives it, and a refused connection recorded in ``refusals``, as the pools'
+        errors are. Returns it as SQLAlchemy's DBAPIError (None: not a driver error)."""
+        dbapi = self.read_engine.dialect.loaded_dbapi
+        wrapped: Any = exc
+        if not isinstance(exc, DBAPIError) and dbapi is not None and isinstance(exc, dbapi.Error):
+            wrapped = DBAPIError.instance(None, None, exc, dbapi.Error)
+        if not isinstance(wrapped, DBAPIError):
+            return None
+        if refused_connection(wrapped):
+            self.refusals.record(wrapped)
+        self.driver_errors.record(type(wrapped).__name__)
+        return wrapped
+
     # -- use -------------------------------------------------------------------------------------
+
+    def _beside(self, engine: Engine) -> Engine:
+        """``engine``, or the other pool when this thread's write transaction holds one of
+        ``engine``'s connections (a call that reads inside its transaction: truncate's
+        location checks): a second connection from the pool the transactions use could
+        wait for ever once every one of them is held by a transaction waiting likewise."""
+        if getattr(self._local, "engine", None) is engine and self.write_engine is not engine:
+            return self.write_engine if engine is self.read_engine else self.read_engine
+        return engine
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A connection inside one read snapshot; rolled back (nothing to keep) on exit."""
-        with self.read_engine.connect() as conn:
+        with self._beside(self.read_engine).connect() as conn:
             if self.dialect == "postgresql":
-                conn.execution_options(isolation_level="REPEATABLE READ")  # until returned
+                self._repeatable_read(conn)
             with conn.begin():
                 yield conn
+
+    def _repeatable_read(self, conn: Connection) -> None:
+        """REPEATABLE READ on ``conn`` until it is returned. The driver may talk to the server
+        here, outside any statement SQLAlchemy wraps: a connection that broke meanwhile (the
+        server restarted, the database was dropped) is discarded and its error raised as a
+        statement's would be (a DBAPIError, counted in ``driver_errors``)."""
+        try:
+            conn.execution_options(isolation_level="REPEATABLE READ")
+        except DBAPIError:
+            raise
+        except Exception as exc:
+            wrapped = self.raw_error(exc)
+            if wrapped is None:
+                raise
+            conn.invalidate()
+            wrapped.connection_invalidated = True
+            raise wrapped from exc
 
     @contextmanager
     def single_statement(self, *, write: bool = False) -> Iterator[Connection]:
@@ -214,7 +272,10 @@ class Database:
                 with conn.begin():
                     yield conn
             return
-        with self.autocommit_engine.connect() as conn:
+        engine = self._beside(self.autocommit_engine)
+        with engine.connect() as conn:
+            if engine is not self.autocommit_engine:
+                conn.execution_options(isolation_level="AUTOCOMMIT")  # until returned
             yield conn
 
     def transaction(self, fn: Callable[[Connection], T]) -> T:
@@ -229,7 +290,7 @@ class Database:
             try:
                 if self.folds_round_trips:
                     return self._folded_transaction(fn)
-                with self.write_engine.connect() as conn:
+                with self.write_engine.connect() as conn, self._holding(conn, self.write_engine):
                     conn = conn.execution_options(hms_write=True)
                     try:
                         with conn.begin():
@@ -253,7 +314,7 @@ class Database:
         statement (``_send_begin``) and COMMIT after the last one (``commit_after``) or, when
         the call did not fold it, as one message at the end. The server's transaction is the
         same; only the messages are fewer."""
-        with self.folded_engine.connect() as conn:
+        with self.folded_engine.connect() as conn, self._holding(conn, self.folded_engine):
             info = conn.info
             info[_BEGIN] = True
             try:
@@ -273,6 +334,25 @@ class Database:
             self._ended(conn, committed=True)
             return result
 
+    @contextmanager
+    def _holding(self, conn: Connection, engine: Engine) -> Iterator[None]:
+        """While a ``transaction`` attempt runs on ``conn`` (of ``engine``): this thread's
+        reads go beside it (``_beside``), and its ``TransactionState`` is on the connection."""
+        outer = getattr(self._local, "engine", None)
+        self._local.engine = engine
+        conn.info[_STATE] = TransactionState()
+        try:
+            yield
+        finally:
+            conn.info.pop(_STATE, None)
+            self._local.engine = outer
+
+    @staticmethod
+    def transaction_state(conn: Connection) -> TransactionState | None:
+        """The state of the ``transaction`` attempt ``conn`` runs (None: in none, e.g. a
+        connection of a test's own, or SQLite's side transactions)."""
+        return conn.info.get(_STATE)
+
     def on_transaction_end(self, listener: Callable[[Connection, bool], None]) -> None:
         """Call ``listener(conn, committed)`` after every ``transaction`` attempt, once its
         commit has succeeded (True) or it has rolled back or failed (False)."""
@@ -281,20 +361,28 @@ class Database:
     def _ended(self, conn: Connection, committed: bool) -> None:
         for listener in self._end_listeners:
             listener(conn, committed)
+        state = conn.info.get(_STATE)
+        if committed and state is not None:
+            for action in state.on_commit:
+                action()
 
     @contextmanager
     def side_connection(self, conn: Connection) -> Iterator[Connection]:
         """A connection for a short independent transaction next to ``conn``'s.
 
-        On PostgreSQL this is a second pooled connection (id blocks are reserved and committed
-        on their own, as DataNucleus does, so no sequence row stays locked for a whole call).
-        On SQLite the writer already holds the database lock, so the same connection is used.
+        On PostgreSQL this is a second pooled connection, from the pool ``conn``'s transaction
+        does not use. On SQLite the writer already holds the database lock, so the same
+        connection is used.
         """
         if self.dialect == "sqlite":
             yield conn
             return
-        with self.write_engine.connect() as side, side.begin():
-            yield side
+        engine = self._beside(self.write_engine)
+        with engine.connect() as side:
+            if engine is not self.write_engine:
+                side.execution_options(isolation_level="READ COMMITTED")  # until returned
+            with side.begin():
+                yield side
 
     def is_retryable(self, exc: DBAPIError) -> bool:
         if self.dialect == "postgresql":
@@ -317,17 +405,14 @@ class Database:
 
     def pool_usage(self) -> dict[str, tuple[int, int]]:
         """Connections checked out now and the most the pool opens, per engine: read (read
-        snapshots and single statements), write (on psycopg2 only side transactions; the calls'
-        own are "folded") on PostgreSQL, one shared engine on SQLite (none for in-memory
-        SQLite, which pools nothing). Past the limit a call waits up to ``timeout_seconds``."""
+        snapshots, single statements and, on psycopg2, write transactions), write (other
+        drivers' write transactions; on psycopg2 only what a transaction takes next to itself)
+        on PostgreSQL, one shared engine on SQLite (none for in-memory SQLite, which pools
+        nothing). Past the limit a call waits up to ``timeout_seconds``."""
         engines = (
             {"shared": self.read_engine}
             if self.write_engine is self.read_engine
-            else {
-                "read": self.read_engine,
-                "write": self.write_engine,
-                **({"folded": self.folded_engine} if self.folds_round_trips else {}),
-            }
+            else {"read": self.read_engine, "write": self.write_engine}
         )
         return {
             name: (engine.pool.checkedout(), self.pool_limit)
@@ -339,6 +424,21 @@ class Database:
         """The URL with any password hidden (also a ?password= field), for logs and messages."""
         return dburl.masked(self.url)
 
+
+class TransactionState:
+    """What lasts as long as one ``Database.transaction`` attempt: ``values`` its statements'
+    callers keep for the rest of it (the id blocks it reserved), and ``on_commit``, what runs
+    once it has committed (dropped when it rolls back or fails)."""
+
+    __slots__ = ("values", "on_commit")
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.on_commit: list[Callable[[], None]] = []
+
+
+_STATE = "hms_transaction_state"
+"""conn.info key: the TransactionState of the ``transaction`` attempt running on it."""
 
 _IDLE_SINCE = "hms_idle_since"
 """ConnectionPoolEntry.info key: when the connection was last returned to the pool."""
@@ -394,12 +494,27 @@ class Refusals:
         return ago if ago <= within else None
 
 
+class DriverErrors:
+    """Who wants to know of every error the database driver raises for us (``listeners``,
+    e.g. a metric; each gets the name of SQLAlchemy's class for it, e.g. OperationalError),
+    whether in the pools' statements and connects or on connections of our own."""
+
+    def __init__(self) -> None:
+        self.listeners: list[Callable[[str], None]] = []
+
+    def record(self, name: str) -> None:
+        for listener in self.listeners:
+            listener(name)
+
+
 class IdleClosingPool(QueuePool):
     """A QueuePool that opens connections on demand (as QueuePool does) and closes the ones
     nobody has used for a while (``close_idle``; SQLAlchemy keeps them for good). When the
-    server refuses a new connection (``refused_connection``) while this pool has some in use,
-    the caller waits for one of them to come back, up to the pool timeout, instead of failing
-    at once; either way the refusal is recorded in ``refusals``."""
+    server refuses a new connection (``refused_connection``) the caller does not fail at once:
+    while this pool has some in use it waits for one of them to come back; with none, it tries
+    again with backoff (other clients' idle connections close: many instances that each hold
+    one a moment after their calls), either up to the pool timeout. The refusal is recorded in
+    ``refusals`` (once per wait)."""
 
     refusals: Refusals | None = None
 
@@ -411,13 +526,32 @@ class IdleClosingPool(QueuePool):
                 raise
             if self.refusals is not None:
                 self.refusals.record(exc)
-            if self.checkedout() == 0:
+            if self.checkedout() > 0:
+                try:
+                    return self._pool.get(True, self._timeout)
+                except sqla_queue.Empty:
+                    pass
                 raise
+            found = self._retry_refused(time.monotonic() + self._timeout)
+            if found is None:
+                raise
+            return found
+
+    def _retry_refused(self, deadline: float) -> ConnectionPoolEntry | None:
+        """Connect again (or take one of ours returned meanwhile) until ``deadline``, while the
+        server keeps refusing; None when it still does then."""
+        delay = 0.05
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 1.0)
             try:
-                return self._pool.get(True, self._timeout)
-            except sqla_queue.Empty:
-                pass
-            raise
+                return super()._do_get()
+            except Exception as exc:
+                if not refused_connection(exc):
+                    raise
 
     def _do_return_conn(self, record: ConnectionPoolEntry) -> None:
         record.info[_IDLE_SINCE] = time.monotonic()
@@ -517,7 +651,8 @@ def client_message(exc: BaseException) -> str | None:
     if refused_connection(exc):
         return (
             "the metastore database refused a new connection (too many clients: its "
-            "max_connections is reached) and none of this instance's became free in time; "
+            "max_connections is reached) and no connection became free within "
+            "database_timeout_seconds; "
             "the call was not run; retry it later"
         )
     if code == _LOCK_TIMEOUT or (

@@ -5,8 +5,14 @@ the model class (``SELECT ... FOR UPDATE``), hands out ``NEXT_VAL .. NEXT_VAL+n-
 ``NEXT_VAL+n``. Doing exactly that keeps both programs' ids disjoint. A row that does not exist
 yet is created from the largest id already in the table, as DataNucleus does the first time it
 meets a class, so a database with rows but no sequence row (Hive 4's seed creates the `default`
-database without one) never hands out a taken id. Ids are reserved in blocks per process and
-committed on their own, so no sequence row stays locked for the length of a whole call.
+database without one) never hands out a taken id.
+
+On PostgreSQL ids are reserved in blocks per process. A block is reserved inside the write
+transaction that first needs it, on that transaction's connection (no second connection per
+write): the sequence row then stays locked until that transaction ends, once per block, and
+what is left of the block is kept for later calls only once the transaction has committed
+(rolled back, the reservation is undone and so are the rows that used its ids). Outside a
+``Database.transaction`` a block is reserved in a short transaction of its own.
 """
 
 from __future__ import annotations
@@ -19,6 +25,10 @@ from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.engine import Database
+
+_PENDING = "id_blocks"
+"""TransactionState.values key: the blocks the transaction reserved (sequence name -> (next
+id, end exclusive)), not for other calls until it commits."""
 
 _MODEL = "org.apache.hadoop.hive.metastore.model."
 
@@ -87,28 +97,70 @@ class IdAllocator:
             # would outlive a rollback of that transaction, so reserve exactly what is asked.
             start = reserve(conn, seq, n)
             return list(range(start, start + n))
+        want = max(n, self._block_size)
+        state = self._db.transaction_state(conn)
+        if state is None:  # no transaction of ours to tie a block to: one of its own
+            with self._lock:
+                taken = self._take(self._blocks, seq.name, n)
+                if taken is None:
+                    with self._db.side_connection(conn) as side:
+                        start = reserve(side, seq, want)
+                    self._blocks[seq.name] = (start + n, start + want)
+                    taken = list(range(start, start + n))
+            return taken
+        pending: dict[str, tuple[int, int]] | None = state.values.get(_PENDING)
+        if pending is not None:
+            taken = self._take(pending, seq.name, n)
+            if taken is not None:
+                return taken
         with self._lock:
-            nxt, end = self._blocks.get(seq.name, (0, 0))
-            if end - nxt >= n:
-                self._blocks[seq.name] = (nxt + n, end)
-                return list(range(nxt, nxt + n))
-            # Whatever is left of the old block is dropped: ids need only be unique.
-            want = max(n, self._block_size)
-            with self._db.side_connection(conn) as side:
-                start = reserve(side, seq, want)
-            self._blocks[seq.name] = (start + n, start + want)
-            return list(range(start, start + n))
+            taken = self._take(self._blocks, seq.name, n)
+        if taken is not None:
+            return taken
+        if pending is None:
+            pending = state.values[_PENDING] = {}
+            state.on_commit.append(lambda: self._keep(pending))
+        # Whatever is left of an old block is dropped: ids need only be unique.
+        start = reserve(conn, seq, want)
+        pending[seq.name] = (start + n, start + want)
+        return list(range(start, start + n))
+
+    @staticmethod
+    def _take(blocks: dict[str, tuple[int, int]], name: str, n: int) -> list[int] | None:
+        """``n`` ids off the front of ``blocks[name]``, or None when it holds fewer."""
+        nxt, end = blocks.get(name, (0, 0))
+        if end - nxt < n:
+            return None
+        blocks[name] = (nxt + n, end)
+        return list(range(nxt, nxt + n))
+
+    def _keep(self, committed: dict[str, tuple[int, int]]) -> None:
+        """After a commit: what is left of the blocks it reserved serves later calls (where it
+        holds more than the block in use)."""
+        with self._lock:
+            for name, (nxt, end) in committed.items():
+                old_nxt, old_end = self._blocks.get(name, (0, 0))
+                if end - nxt > old_end - old_nxt:
+                    self._blocks[name] = (nxt, end)
 
 
 def reserve(conn: Connection, seq: IdSequence, n: int) -> int:
-    """Reserve ``n`` consecutive ids under the sequence row's lock; returns the first."""
+    """Reserve ``n`` consecutive ids under the sequence row's lock; returns the first. One
+    statement (the UPDATE takes the row lock DataNucleus's SELECT ... FOR UPDATE takes, and
+    waits for it the same way) unless the row must be created first."""
     st = schema.SEQUENCE_TABLE
-    row_sel = select(st.c.NEXT_VAL).where(st.c.SEQUENCE_NAME == seq.name).with_for_update()
-    current = conn.execute(row_sel).scalar()
-    if current is None:
-        current = _create_row(conn, seq)
+    bump = (
+        update(st)
+        .where(st.c.SEQUENCE_NAME == seq.name)
+        .values(NEXT_VAL=st.c.NEXT_VAL + n)
+        .returning(st.c.NEXT_VAL)
+    )
+    after = conn.execute(bump).scalar()
+    if after is not None:
+        return int(after) - n
+    current = _create_row(conn, seq)
     conn.execute(update(st).where(st.c.SEQUENCE_NAME == seq.name).values(NEXT_VAL=current + n))
-    return int(current)
+    return current
 
 
 def _create_row(conn: Connection, seq: IdSequence) -> int:

@@ -439,20 +439,33 @@ class EventLog:
             .order_by(nl.c.EVENT_ID)
             .limit(limit)
         )
-        event = hms.NotificationEvent
-        return [
-            event(
-                eventId=r[0],
-                eventTime=r[1],
-                eventType=r[2],
-                catName=r[3],
-                dbName=r[4],
-                tableName=r[5],
-                message=r[6],
-                messageFormat=r[7],
+        return _events(conn.execute(query))
+
+    def next_events_dbapi(
+        self, cursor: Any, dialect: Any, last_event: int, limit: int
+    ) -> list[Any]:
+        """``next_events`` (no filters) on a bare DB-API cursor of ``dialect`` (the poller's
+        catch-up on its LISTEN session): the same query, compiled for that cursor."""
+        nl = schema.NOTIFICATION_LOG
+        cap = self.max_event_response
+        query = (
+            select(
+                nl.c.EVENT_ID,
+                nl.c.EVENT_TIME,
+                nl.c.EVENT_TYPE,
+                nl.c.CAT_NAME,
+                nl.c.DB_NAME,
+                nl.c.TBL_NAME,
+                nl.c.MESSAGE,
+                nl.c.MESSAGE_FORMAT,
             )
-            for r in conn.execute(query)
-        ]
+            .where(nl.c.EVENT_ID > last_event)
+            .order_by(nl.c.EVENT_ID)
+            .limit(limit if 0 < limit < cap else cap)
+        )
+        compiled = query.compile(dialect=dialect)
+        cursor.execute(str(compiled), compiled.params)
+        return _events(cursor.fetchall())
 
     def count_events(
         self,
@@ -486,3 +499,21 @@ class EventLog:
         if limit is not None and count > limit:
             count = limit
         return count
+
+
+def _events(rows: Any) -> list[Any]:
+    """NotificationEvents from NOTIFICATION_LOG rows of ``next_events``'s columns."""
+    event = hms.NotificationEvent
+    return [
+        event(
+            eventId=r[0],
+            eventTime=r[1],
+            eventType=r[2],
+            catName=r[3],
+            dbName=r[4],
+            tableName=r[5],
+            message=r[6],
+            messageFormat=r[7],
+        )
+        for r in rows
+    ]

@@ -11,9 +11,13 @@ On PostgreSQL every writer sends ``NOTIFY hms_notification_log`` in the event's 
 notification arrives, so a change made through one instance reaches the others at once.
 While LISTEN works an idle instance sends nothing: every ``safety_interval`` seconds it reads
 NEXT_EVENT_ID on the LISTEN connection itself (one statement, no pooled connection) and catches
-up only when that shows events it has not applied. Each new LISTEN session is followed by a
-catch-up (notifications sent while none was listening are lost). Polling every ``interval``
-seconds is the mode on SQLite, with ``listen`` off, and while the LISTEN connection is down.
+up only when that shows events it has not applied. The catch-up a notification (or the safety
+check) calls for runs on the LISTEN session too, in a short REPEATABLE READ transaction, so a
+write on one instance makes no other instance check out a pooled connection; notifications
+that come during it stay queued on the session and are read next. Each new LISTEN session is
+followed by a catch-up (notifications sent while none was listening are lost). Polling every
+``interval`` seconds with pooled connections is the mode on SQLite, with ``listen`` off, and
+while the LISTEN connection is down.
 Writers on this instance call ``catch_up`` themselves after their write commits, and
 strong-mode reads call ``wake``/``wait_for``.
 
@@ -102,6 +106,8 @@ class Poller:
         self._fds_open = [self._wake_r, self._wake_w]
         self._thread: threading.Thread | None = None
         self._listener: Any = None
+        # Held for every statement and poll() on the LISTEN session: one at a time on it.
+        self.listener_lock = threading.Lock()
         self._retry_at = 0.0
         self._listen_warned = -60.0
         self.recent = recent
@@ -192,13 +198,13 @@ class Poller:
         with self._poll_lock:
             return self._catch_up_locked()
 
-    def _catch_up_locked(self) -> int:
+    def _catch_up_locked(self, listener: Any = None) -> int:
+        """Read with a pooled connection, or (the poller's thread only) on ``listener``."""
         while True:
-            with self.db.read() as conn:
-                current = self.events.current_event_id(conn)
-                rows: Sequence[Any] = []
-                if current > self._position:
-                    rows = self.events.next_events(conn, self._position, self.batch_size)
+            if listener is None:
+                current, rows = self._read_pooled()
+            else:
+                current, rows = self._read_on_listener(listener)
             self.last_current = max(self.last_current, current)
             if current <= self._position:
                 self._lag(current, None)
@@ -224,6 +230,43 @@ class Poller:
             self._lag(current, rows[0].eventTime)
             if self._position >= current:
                 return self._position
+
+    def _read_pooled(self) -> tuple[int, Sequence[Any]]:
+        """NEXT_EVENT_ID - 1 and the next batch after the position, in one read snapshot."""
+        with self.db.read() as conn:
+            current = self.events.current_event_id(conn)
+            rows: Sequence[Any] = []
+            if current > self._position:
+                rows = self.events.next_events(conn, self._position, self.batch_size)
+        return current, rows
+
+    def _read_on_listener(self, listener: Any) -> tuple[int, Sequence[Any]]:
+        """``_read_pooled`` on the LISTEN session: the same reads in one REPEATABLE READ,
+        read-only transaction (with the pool's statement timeout), then back to listening.
+        Notifications that come meanwhile stay queued in ``listener.notifies`` (``_run``
+        looks there before it waits). A failure closes the session: the next round polls
+        with the pool, or listens again and catches up."""
+        ms = int(self.db.statement_timeout_seconds * 1000)
+        try:
+            with self.listener_lock, listener.cursor() as cur:
+                cur.execute(
+                    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                    f"SET LOCAL statement_timeout = {ms}; {CURRENT_EVENT_ID_SQL}"
+                )
+                row = cur.fetchone()
+                try:
+                    current = 0 if row is None or row[0] is None else int(row[0]) - 1
+                    rows: Sequence[Any] = []
+                    if current > self._position:
+                        rows = self.events.next_events_dbapi(
+                            cur, self.db.read_engine.dialect, self._position, self.batch_size
+                        )
+                finally:
+                    cur.execute("ROLLBACK")  # nothing to keep
+        except Exception as exc:
+            self._listener_failed(exc)
+            raise
+        return current, rows
 
     def _keep(self, events: Sequence[Any]) -> None:
         if self.recent is not None:
@@ -260,7 +303,12 @@ class Poller:
             listener = self._ensure_listener()
             fds = [self._wake_r] + ([listener] if listener is not None else [])
             try:
-                ready = _readable(fds, self.safety_interval if listener else self.interval)
+                if listener is not None and listener.notifies:
+                    # Queued while a read ran on the session: libpq has taken them off the
+                    # socket already, so it would not show readable for them.
+                    ready = [listener]
+                else:
+                    ready = _readable(fds, self.safety_interval if listener else self.interval)
             except (OSError, ValueError):
                 ready = []
                 self._close_listener()
@@ -272,8 +320,8 @@ class Poller:
                 try:
                     if self._check_on_listener(listener) <= self._position:
                         continue
-                except Exception:  # noqa: BLE001 - the connection broke: poll meanwhile
-                    self._close_listener()
+                except Exception as exc:  # noqa: BLE001 - the connection broke: poll meanwhile
+                    self._listener_failed(exc)
             if self._wake_r in ready:
                 try:
                     while os.read(self._wake_r, 4096):
@@ -283,11 +331,12 @@ class Poller:
             announced: int | None = None
             if listener is not None and listener in ready:
                 try:
-                    listener.poll()
-                    announced = _last_announced(listener.notifies)
-                    listener.notifies.clear()
-                except Exception:  # noqa: BLE001 - the connection broke: poll meanwhile
-                    self._close_listener()
+                    with self.listener_lock:
+                        listener.poll()
+                        announced = _last_announced(listener.notifies)
+                        listener.notifies.clear()
+                except Exception as exc:  # noqa: BLE001 - the connection broke: poll meanwhile
+                    self._listener_failed(exc)
             if announced is not None and self._wake_r not in ready:
                 if announced <= self._position:
                     # Only events already applied were announced (this instance's own writes,
@@ -297,7 +346,10 @@ class Poller:
                 if own is not None and self.apply_own(own, read=False) >= announced:
                     continue  # all of them this instance's own: applied from memory
             try:
-                self.catch_up()
+                # On the LISTEN session when there is one: the connection this instance
+                # holds anyway, so a write elsewhere makes no instance check one out.
+                with self._poll_lock:
+                    self._catch_up_locked(self._listener)
             except Exception:  # noqa: BLE001 - the database may be down; retry next round
                 log.warning("polling the notification log failed", exc_info=True)
                 self._stopped.wait(min(5.0, max(self.interval, 0.5)))
@@ -316,8 +368,8 @@ class Poller:
             self._try_lease(self._listener)
             # Events committed while nobody listened were announced to nobody: read them.
             self.wake()
-        except Exception:  # noqa: BLE001 - fall back to polling, try again later
-            self._close_listener()
+        except Exception as exc:  # noqa: BLE001 - fall back to polling, try again later
+            self._listener_failed(exc)
             if now - self._listen_warned >= 60.0:  # once a minute while it lasts
                 self._listen_warned = now
                 log.warning(
@@ -327,6 +379,13 @@ class Poller:
                 )
             self._retry_at = now + 5.0
         return self._listener
+
+    def _listener_failed(self, exc: BaseException) -> None:
+        """An error on the LISTEN session (or opening it): counted and, when PostgreSQL
+        refused the connection, recorded as the pools' errors are (the session is outside
+        SQLAlchemy, whose hook counts theirs); the session is closed."""
+        self.db.raw_error(exc)
+        self._close_listener()
 
     def _close_listener(self) -> None:
         if self._listener is not None:
@@ -343,7 +402,7 @@ class Poller:
         """Take the lease on the LISTEN session if nobody holds it (no-op when held)."""
         if self.lease_key is None or self.leader:
             return
-        with listener.cursor() as cur:
+        with self.listener_lock, listener.cursor() as cur:
             cur.execute("SELECT pg_try_advisory_lock(%s)", (self.lease_key,))
             row = cur.fetchone()
         self.leader = bool(row and row[0])
@@ -359,11 +418,11 @@ class Poller:
         sql = CURRENT_EVENT_ID_SQL.replace(
             " FROM", ", pg_try_advisory_lock(%s) FROM" if lease else " FROM", 1
         )
-        with listener.cursor() as cur:
+        with self.listener_lock, listener.cursor() as cur:
             cur.execute(sql, (self.lease_key,) if lease else None)
             row = cur.fetchone()
-        announced = bool(listener.notifies)
-        listener.notifies.clear()
+            announced = bool(listener.notifies)
+            listener.notifies.clear()
         if lease and row is not None and row[1]:
             self.leader = True
             log.info("this instance holds the housekeeping lease")

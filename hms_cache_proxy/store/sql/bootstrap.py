@@ -358,8 +358,8 @@ def _create_default_roles(db: Database, conn: Connection, now: int, tables_are_n
 
 def _new_id(db: Database, conn: Connection, seq: ids.IdSequence, tables_are_new: bool) -> int:
     if tables_are_new:
-        # The tables were created by this very transaction, which the separate connection
-        # IdAllocator reserves blocks on (PostgreSQL) cannot see yet: reserve under the
-        # SEQUENCE_TABLE row lock in this transaction instead (still never max(id)+1).
+        # The tables were created by this very transaction, which a separate connection
+        # (IdAllocator's outside a Database.transaction) cannot see yet: reserve under the
+        # SEQUENCE_TABLE row lock in this transaction (still never max(id)+1).
         return ids.reserve(conn, seq, 1)
     return IdAllocator(db).allocate(conn, seq)[0]
