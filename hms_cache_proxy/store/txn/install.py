@@ -41,11 +41,10 @@ def install(db: Database) -> Installed:
     if db.dialect != "postgresql":
         return Installed(False, f"{db.dialect} has no server-side functions")
     try:
-        with db.write_engine.connect() as conn, conn.begin():
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _INSTALL_LOCK_KEY})
-            if _current(conn):
-                return Installed(True, "already installed")
-            _create(conn)
+        # As one ordinary write transaction: on the pool calls use, so installing leaves no
+        # connection of its own behind (an idle instance holds one connection, issue 22).
+        if db.transaction(_install_txn):
+            return Installed(True, "already installed")
     except DBAPIError as exc:
         reason = _first_line(exc)
         log.warning(
@@ -59,6 +58,15 @@ def install(db: Database) -> Installed:
         "transaction functions version %d installed in schema %s", plpgsql.VERSION, plpgsql.SCHEMA
     )
     return Installed(True, "installed")
+
+
+def _install_txn(conn: Connection) -> bool:
+    """Under the install lock: True if this version is already there, else create it."""
+    conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _INSTALL_LOCK_KEY})
+    if _current(conn):
+        return True
+    _create(conn)
+    return False
 
 
 def _current(conn: Connection) -> bool:
