@@ -403,6 +403,27 @@ def test_committed_events_are_recorded_and_rolled_back_ones_forgotten(db: Databa
     assert log.committed_here(second[-1], second[-1] - 1) is None
 
 
+def test_the_poller_can_wait_for_own_events_a_writer_has_not_recorded_yet(db: Database) -> None:
+    """A NOTIFY reaches the poller with the commit, before the writing thread has recorded
+    its events: ``wait_committed_here`` gives them once that thread records them, and None
+    when it never does; a write marks the log as ``writing_recently``."""
+    log = new_log(db)
+    log.record_commits(db)
+    assert not log.writing_recently()
+    [event_id] = write(db, log, [ev(1)])
+    assert log.writing_recently()
+    later = hms.NotificationEvent(
+        eventId=event_id + 1, eventTime=1, eventType="CREATE_TABLE", message="{}"
+    )
+    recorder = threading.Timer(0.05, log.record_committed, args=([later],))
+    recorder.start()
+    assert log.committed_here(event_id, event_id + 1) is None
+    found = log.wait_committed_here(event_id, event_id + 1, timeout=10.0)
+    recorder.join()
+    assert found is not None and [e.eventId for e in found] == [event_id, event_id + 1]
+    assert log.wait_committed_here(event_id, event_id + 2, timeout=0.05) is None
+
+
 def _poller(db: Database, log: EventLog, applied: list[int]):
     from hms_cache_proxy.store.events.poller import Poller
 

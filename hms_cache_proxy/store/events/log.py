@@ -128,6 +128,10 @@ class EventLog:
         self._local = threading.local()
         self._recent: dict[int, Any] = {}  # event id -> NotificationEvent, committed here
         self._recent_lock = threading.Lock()
+        self._recent_changed = threading.Condition(self._recent_lock)
+        self.last_write_started = float("-inf")
+        """time.monotonic() of this process's last write that appends events (a hint for the
+        poller: the events a NOTIFY announces may be its own, about to be recorded)."""
         self.newest_here = 0
         """The newest event id this process appended and committed (with record_commits)."""
 
@@ -174,6 +178,7 @@ class EventLog:
                 for e in events:
                     recent[e.eventId] = e
                 self.newest_here = max(self.newest_here, events[-1].eventId)
+                self._recent_changed.notify_all()
                 while len(recent) > _KEEP_COMMITTED:
                     del recent[next(iter(recent))]
 
@@ -186,6 +191,28 @@ class EventLog:
         with self._recent_lock:
             found = [self._recent.get(i) for i in range(first, last + 1)]
         return None if None in found else found
+
+    def writing_recently(self, within: float = 0.5) -> bool:
+        """Whether this process started a write that appends events in the last ``within``
+        seconds."""
+        return time.monotonic() - self.last_write_started < within
+
+    def wait_committed_here(self, first: int, last: int, timeout: float) -> list[Any] | None:
+        """``committed_here``, waiting up to ``timeout`` for the writer's thread to record
+        them: a NOTIFY reaches the poller as soon as the commit does, often before the thread
+        that wrote the events has its reply (and has recorded them)."""
+        if last < first or last - first >= _KEEP_COMMITTED:
+            return None
+        deadline = time.monotonic() + timeout
+        with self._recent_changed:
+            while True:
+                found = [self._recent.get(i) for i in range(first, last + 1)]
+                if None not in found:
+                    return found
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._recent_changed.wait(left)
 
     def _remember(
         self,
@@ -234,6 +261,7 @@ class EventLog:
                 sql = before.rstrip("; ") + (commit_after(conn) if last else "")
                 conn.exec_driver_sql(sql, params)
             return []
+        self.last_write_started = time.monotonic()
         bodies = [messages.encode(e.message, self.message_format) for e in events]
         nl_ids = self.ids.allocate(conn, ids_module.NOTIFICATION_LOG, len(events))
         if one_statement(conn):

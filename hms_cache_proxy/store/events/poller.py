@@ -45,6 +45,10 @@ from hms_cache_proxy.store.events.recent import RecentEvents
 log = logging.getLogger(__name__)
 
 GAP_PURGED = "events_purged"
+
+_OWN_EVENTS_WAIT_SECONDS = 0.005
+"""How long the poller, woken by a NOTIFY while this instance is writing, waits for the
+writer's thread to record the announced events before reading them from the log."""
 """on_gap reason: the log no longer holds the events after our position."""
 
 
@@ -343,6 +347,12 @@ class Poller:
                     # applied from memory): nothing to read.
                     continue
                 own = self.events.committed_here(self._position + 1, announced)
+                if own is None and self.events.writing_recently():
+                    # Likely this instance's own write whose thread has not recorded its
+                    # events yet: waiting a moment saves reading them back from the log.
+                    own = self.events.wait_committed_here(
+                        self._position + 1, announced, _OWN_EVENTS_WAIT_SECONDS
+                    )
                 if own is not None and self.apply_own(own, read=False) >= announced:
                     continue  # all of them this instance's own: applied from memory
             try:

@@ -45,6 +45,7 @@ class FunctionCalls(TxnPart):
     def _call(self, fn: Callable[[Connection], T]) -> T:
         """``fn`` on an autocommit connection, retried as ``Database.transaction`` retries."""
         attempt = 0
+        self.events.last_write_started = time.monotonic()
         while True:
             attempt += 1
             try:
