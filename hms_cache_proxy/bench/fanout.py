@@ -8,8 +8,8 @@ transactions per second (``pg_stat_database``: every statement here runs in one)
 central instance's CPU time per second (``/proc``); then the lag from a write acknowledged by
 the central instance to its visibility on every sidecar (one client per sidecar: the table is
 read into each sidecar's cache, written through the central instance, then read through every
-sidecar every 5 ms until the new parameter shows; ``--writes`` writes). Prints a table;
-``--report FILE`` writes it as JSON.
+sidecar every 5 ms, as raw reply bytes, until the new parameter shows; ``--writes`` writes).
+Prints a table; ``--report FILE`` writes it as JSON.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from typing import Any
 from hms_cache_proxy.bench.cases import connect
 from hms_cache_proxy.bench.cases import table as bench_table
 from hms_cache_proxy.bench.postgres import PostgresServer
+from hms_cache_proxy.bench.rawclient import encode_call, message_end
 from hms_cache_proxy.idl import hms
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -109,6 +111,11 @@ def _lags(central_port: int, sidecar_ports: list[int], writes: int) -> list[floa
         return []
     writer = connect("127.0.0.1", central_port, timeout_s=60)
     readers = [connect("127.0.0.1", p, timeout_s=60) for p in sidecar_ports]
+    # The watchers read raw reply bytes (a request encoded once, the reply's end found by a
+    # walk, the new value looked for in its bytes): 100 decoding client threads in one process
+    # would measure this process's own queue for the GIL more than the sidecars.
+    watchers = [socket.create_connection(("127.0.0.1", p), timeout=60) for p in sidecar_ports]
+    request = encode_call("get_table", {"dbname": DB, "tbl_name": TABLE})
     lags: list[float] = []
     lock = threading.Lock()
     try:
@@ -116,21 +123,24 @@ def _lags(central_port: int, sidecar_ports: list[int], writes: int) -> list[floa
             for client in readers:  # each sidecar holds the table (a hit from here on)
                 client.get_table(DB, TABLE)
                 client.get_table(DB, TABLE)
+            token = f"fanout-write-{w:08d}"
             table = writer.get_table(DB, TABLE)
-            table.parameters["w"] = str(w)
+            table.parameters["w"] = token
             writer.alter_table(DB, TABLE, table)
             acked = time.monotonic()
 
-            def watch(client: Any, value: str = str(w), since: float = acked) -> None:
+            def watch(
+                sock: socket.socket, value: bytes = token.encode(), since: float = acked
+            ) -> None:
                 deadline = since + 30
                 while time.monotonic() < deadline:
-                    if client.get_table(DB, TABLE).parameters.get("w") == value:
+                    if value in _raw_call(sock, request):
                         with lock:
                             lags.append(time.monotonic() - since)
                         return
                     time.sleep(0.005)
 
-            threads = [threading.Thread(target=watch, args=(c,)) for c in readers]
+            threads = [threading.Thread(target=watch, args=(s,)) for s in watchers]
             for th in threads:
                 th.start()
             for th in threads:
@@ -139,7 +149,25 @@ def _lags(central_port: int, sidecar_ports: list[int], writes: int) -> list[floa
     finally:
         for c in [writer, *readers]:
             c.close()
+        for sock in watchers:
+            sock.close()
     return lags
+
+
+def _raw_call(sock: socket.socket, request: bytes) -> bytes:
+    """Send ``request`` and return the whole reply message's bytes."""
+    sock.sendall(request)
+    reply = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("the sidecar closed the connection")
+        reply += chunk
+        try:
+            if message_end(reply) <= len(reply):
+                return reply
+        except (struct.error, IndexError):
+            pass  # not all of it yet
 
 
 def _pct(samples: list[float], q: float) -> float | None:
