@@ -57,6 +57,22 @@ _INSERT_SQL = (
 )
 
 
+_EVENT_COLUMNS = tuple(
+    getattr(schema.NOTIFICATION_LOG.c, name)
+    for name in (
+        "EVENT_ID",
+        "EVENT_TIME",
+        "EVENT_TYPE",
+        "CAT_NAME",
+        "DB_NAME",
+        "TBL_NAME",
+        "MESSAGE",
+        "MESSAGE_FORMAT",
+    )
+)
+"""A NotificationEvent's columns, in the order ``_events`` reads them."""
+
+
 @dataclass(frozen=True)
 class Reservation:
     """Event ids taken under the sequence row's lock (``EventLog.reserve``)."""
@@ -452,21 +468,7 @@ class EventLog:
             cond.append(nl.c.EVENT_TYPE.not_in(list(skip_types)))
         cap = self.max_event_response
         limit = max_events if max_events is not None and 0 < max_events < cap else cap
-        query = (
-            select(
-                nl.c.EVENT_ID,
-                nl.c.EVENT_TIME,
-                nl.c.EVENT_TYPE,
-                nl.c.CAT_NAME,
-                nl.c.DB_NAME,
-                nl.c.TBL_NAME,
-                nl.c.MESSAGE,
-                nl.c.MESSAGE_FORMAT,
-            )
-            .where(and_(*cond))
-            .order_by(nl.c.EVENT_ID)
-            .limit(limit)
-        )
+        query = select(*_EVENT_COLUMNS).where(and_(*cond)).order_by(nl.c.EVENT_ID).limit(limit)
         return _events(conn.execute(query))
 
     def next_events_dbapi(
@@ -477,16 +479,7 @@ class EventLog:
         nl = schema.NOTIFICATION_LOG
         cap = self.max_event_response
         query = (
-            select(
-                nl.c.EVENT_ID,
-                nl.c.EVENT_TIME,
-                nl.c.EVENT_TYPE,
-                nl.c.CAT_NAME,
-                nl.c.DB_NAME,
-                nl.c.TBL_NAME,
-                nl.c.MESSAGE,
-                nl.c.MESSAGE_FORMAT,
-            )
+            select(*_EVENT_COLUMNS)
             .where(nl.c.EVENT_ID > last_event)
             .order_by(nl.c.EVENT_ID)
             .limit(limit if 0 < limit < cap else cap)
