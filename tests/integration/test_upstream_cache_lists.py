@@ -8,7 +8,7 @@ without its rule the sidecar would answer the old reply."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -24,11 +24,20 @@ central, start_sidecar, connect = shared.central, shared.start_sidecar, shared.c
 Reads = dict[str, Callable[[Any], Any]]
 
 
-def _quiet_sidecar(start_sidecar: Callable[..., Service]) -> tuple[Service, Any]:
-    """A sidecar whose poller reads the log only when a test wakes it (``_applied``)."""
+class Quiet(NamedTuple):
+    """A client of a sidecar whose poller reads the log only when a test wakes it
+    (``_applied``), a client of the central instance, and the sidecar's event follower."""
+
+    client: Any
+    direct: Any
+    events: Any
+
+
+@pytest.fixture
+def quiet(central: Service, start_sidecar: Callable[..., Service], connect: Any) -> Quiet:
     sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE, upstream_wait_seconds=0)
     assert sidecar.sidecar is not None
-    return sidecar, sidecar.sidecar.events
+    return Quiet(connect(sidecar.port), connect(central.port), sidecar.sidecar.events)
 
 
 def _same(reads: Reads, client: Any, direct: Any) -> None:
@@ -52,12 +61,16 @@ def _fk(T: Any, name: str) -> Any:
     )  # fmt: skip
 
 
-def _keyed_tables(direct: Any, T: Any) -> None:
-    """db1.parent (no constraints yet) and db2.child, whose foreign key will name it."""
+def _keyed_tables(direct: Any, T: Any, *, keyed: bool = True) -> None:
+    """db1.parent keyed on id and db2.child, whose foreign key names it (``keyed=False``: no
+    constraints yet)."""
     direct.create_database(T.Database(name="db1"))
     direct.create_database(T.Database(name="db2"))
     direct.create_table(table(T, "db1", "parent", ["id:int", "v:string", "w:string"]))
     direct.create_table(table(T, "db2", "child", ["pid:int"]))
+    if keyed:
+        direct.add_primary_key(T.AddPrimaryKeyRequest([_pk(T, "parent", "id", "parent_pk")]))
+        direct.add_foreign_key(T.AddForeignKeyRequest([_fk(T, "child_fk")]))
 
 
 def _constraint_reads(T: Any) -> Reads:
@@ -117,13 +130,10 @@ def _list_reads(T: Any, db: str, names: list[str]) -> Reads:
 
 
 def test_table_lists_objects_and_constraints_are_answered_from_the_cache(
-    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+    quiet: Quiet, T: Any
 ) -> None:
-    sidecar, events = _quiet_sidecar(start_sidecar)
-    client, direct = connect(sidecar.port), connect(central.port)
+    client, direct, events = quiet
     _keyed_tables(direct, T)
-    direct.add_primary_key(T.AddPrimaryKeyRequest([_pk(T, "parent", "id", "parent_pk")]))
-    direct.add_foreign_key(T.AddForeignKeyRequest([_fk(T, "child_fk")]))
     _applied(events, direct)
     reads = {**_list_reads(T, "db1", ["parent"]), **_constraint_reads(T)}
     _same(reads, client, direct)  # each loads its entry
@@ -134,10 +144,9 @@ def test_table_lists_objects_and_constraints_are_answered_from_the_cache(
 
 
 def test_a_table_created_or_dropped_elsewhere_changes_its_databases_names(
-    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+    quiet: Quiet, T: Any
 ) -> None:
-    sidecar, events = _quiet_sidecar(start_sidecar)
-    client, direct = connect(sidecar.port), connect(central.port)
+    client, direct, events = quiet
     direct.create_database(T.Database(name="db1"))
     direct.create_table(table(T, "db1", "a"))
     reads = _list_reads(T, "db1", ["a", "b"])
@@ -154,10 +163,9 @@ def test_a_table_created_or_dropped_elsewhere_changes_its_databases_names(
 
 
 def test_a_table_renamed_into_another_database_leaves_one_list_and_joins_the_other(
-    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+    quiet: Quiet, T: Any
 ) -> None:
-    sidecar, events = _quiet_sidecar(start_sidecar)
-    client, direct = connect(sidecar.port), connect(central.port)
+    client, direct, events = quiet
     direct.create_database(T.Database(name="db1"))
     direct.create_database(T.Database(name="db2"))
     direct.create_table(table(T, "db1", "a"))
@@ -173,10 +181,9 @@ def test_a_table_renamed_into_another_database_leaves_one_list_and_joins_the_oth
 
 
 def test_table_objects_go_with_any_event_about_a_table_of_their_database(
-    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+    quiet: Quiet, T: Any
 ) -> None:
-    sidecar, events = _quiet_sidecar(start_sidecar)
-    client, direct = connect(sidecar.port), connect(central.port)
+    client, direct, events = quiet
     direct.create_database(T.Database(name="db1"))
     direct.create_table(table(T, "db1", "a"))
     reads = _list_reads(T, "db1", ["a"])
@@ -192,12 +199,9 @@ def test_table_objects_go_with_any_event_about_a_table_of_their_database(
     assert objects.parameters["n"] == "1"
 
 
-def test_each_constraint_event_changes_the_constraints_answered(
-    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
-) -> None:
-    sidecar, events = _quiet_sidecar(start_sidecar)
-    client, direct = connect(sidecar.port), connect(central.port)
-    _keyed_tables(direct, T)
+def test_each_constraint_event_changes_the_constraints_answered(quiet: Quiet, T: Any) -> None:
+    client, direct, events = quiet
+    _keyed_tables(direct, T, keyed=False)
     reads = _constraint_reads(T)
 
     def constraint(kind: str, **fields: Any) -> Any:
@@ -240,13 +244,10 @@ def test_each_constraint_event_changes_the_constraints_answered(
 
 
 def test_a_foreign_key_follows_its_referenced_table_renamed_or_dropped(
-    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+    quiet: Quiet, T: Any
 ) -> None:
-    sidecar, events = _quiet_sidecar(start_sidecar)
-    client, direct = connect(sidecar.port), connect(central.port)
+    client, direct, events = quiet
     _keyed_tables(direct, T)
-    direct.add_primary_key(T.AddPrimaryKeyRequest([_pk(T, "parent", "id", "parent_pk")]))
-    direct.add_foreign_key(T.AddForeignKeyRequest([_fk(T, "child_fk")]))
     reads = _constraint_reads(T)
     _applied(events, direct)
     _same(reads, client, direct)
@@ -263,22 +264,32 @@ def test_a_foreign_key_follows_its_referenced_table_renamed_or_dropped(
     assert client.get_foreign_keys(child).foreignKeys == []
 
 
-def test_a_column_change_of_a_keyed_table_changes_its_constraints(
-    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
-) -> None:
-    sidecar, events = _quiet_sidecar(start_sidecar)
-    client, direct = connect(sidecar.port), connect(central.port)
+def test_a_column_change_of_a_keyed_table_changes_its_constraints(quiet: Quiet, T: Any) -> None:
+    """Constraints follow a column that moves (the new column list holds it unchanged) and go
+    when it is renamed, as Hive's ObjectStore does; each change is an ALTER_TABLE only."""
+    client, direct, events = quiet
     _keyed_tables(direct, T)
-    direct.add_primary_key(T.AddPrimaryKeyRequest([_pk(T, "parent", "id", "parent_pk")]))
-    direct.add_foreign_key(T.AddForeignKeyRequest([_fk(T, "child_fk")]))
     reads = _constraint_reads(T)
-    _applied(events, direct)
-    _same(reads, client, direct)
     request = T.PrimaryKeysRequest(db_name="db1", tbl_name="parent")
-    assert [k.column_name for k in client.get_primary_keys(request).primaryKeys] == ["id"]
-    altered = direct.get_table("db1", "parent")
-    altered.sd.cols[0].name = "key"  # constraints name columns by position
-    direct.alter_table("db1", "parent", altered)
-    _applied(events, direct)
-    _same(reads, client, direct)
-    assert [k.column_name for k in client.get_primary_keys(request).primaryKeys] != ["id"]
+    child = T.ForeignKeysRequest(foreign_db_name="db2", foreign_tbl_name="child")
+
+    def keys() -> tuple[list[str], list[str]]:
+        pks = client.get_primary_keys(request).primaryKeys
+        fks = client.get_foreign_keys(child).foreignKeys
+        return [k.column_name for k in pks], [k.pkcolumn_name for k in fks]
+
+    def moved(cols: list[Any]) -> list[Any]:  # id moves to the end
+        return [T.FieldSchema("n", "int", None), cols[2], cols[1], cols[0]]
+
+    def renamed(cols: list[Any]) -> list[Any]:  # then is renamed
+        return [*cols[:3], T.FieldSchema("key", "int", None)]
+
+    for change, expected in ((moved, (["id"], ["id"])), (renamed, ([], []))):
+        _applied(events, direct)
+        _same(reads, client, direct)
+        altered = direct.get_table("db1", "parent")
+        altered.sd.cols = change(altered.sd.cols)
+        direct.alter_table("db1", "parent", altered)
+        _applied(events, direct)
+        _same(reads, client, direct)
+        assert keys() == expected

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, FromClause, and_, delete, insert, or_, select
+from sqlalchemy import Connection, FromClause, and_, delete, exists, insert, or_, select, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
@@ -445,6 +445,72 @@ class Constraints(SqlPart):
                     message=f"Foreign key {fk_name} references columns that are not a primary "
                     "key or unique constraint of the referenced table; add that key first"
                 )
+
+
+def follow_columns(
+    conn: Connection, old_cd: int, new_cd: int, new_cols: Sequence[hms.FieldSchema]
+) -> bool:
+    """A table's column descriptor was replaced: move the constraints on its columns to the
+    new one, as Hive's ObjectStore.copyMSD does. A column moves when the new list holds a
+    column equal in name, type and comment (the first such); constraints on any other column
+    stay on the old descriptor (see ``drop_constraints_left_on``). Returns whether any did."""
+    kc = _KC.c
+    rows = conn.execute(
+        select(
+            kc.PARENT_TBL_ID,
+            kc.CONSTRAINT_NAME,
+            kc.POSITION,
+            kc.PARENT_CD_ID,
+            kc.PARENT_INTEGER_IDX,
+            kc.CHILD_CD_ID,
+            kc.CHILD_INTEGER_IDX,
+        ).where(or_(kc.PARENT_CD_ID == old_cd, kc.CHILD_CD_ID == old_cd))
+    ).all()
+    if not rows:
+        return False
+    first_at: dict[tuple[str, str, str | None], int] = {}
+    for j, col in enumerate(new_cols):
+        first_at.setdefault((col.name, col.type, col.comment), j)
+    c = schema.COLUMNS_V2.c
+    old_cols = conn.execute(
+        select(c.INTEGER_IDX, c.COLUMN_NAME, c.TYPE_NAME, c.COMMENT).where(c.CD_ID == old_cd)
+    )
+    moved_to = {idx: first_at[key] for idx, *rest in old_cols if (key := tuple(rest)) in first_at}
+    left = False
+    for r in rows:
+        values: dict[str, Any] = {}
+        for side, cd, idx in (
+            ("PARENT", r.PARENT_CD_ID, r.PARENT_INTEGER_IDX),
+            ("CHILD", r.CHILD_CD_ID, r.CHILD_INTEGER_IDX),
+        ):
+            if cd != old_cd:
+                continue
+            if idx in moved_to:
+                values[f"{side}_CD_ID"] = new_cd
+                values[f"{side}_INTEGER_IDX"] = moved_to[idx]
+            else:
+                left = True
+        if values:
+            conn.execute(
+                update(_KC)
+                .where(
+                    kc.PARENT_TBL_ID == r.PARENT_TBL_ID,
+                    kc.CONSTRAINT_NAME == r.CONSTRAINT_NAME,
+                    kc.POSITION == r.POSITION,
+                )
+                .values(**values)
+            )
+    return left
+
+
+def drop_constraints_left_on(conn: Connection, cd_id: int) -> None:
+    """Hive's ObjectStore.removeUnusedColumnDescriptor: once no storage descriptor uses a
+    column descriptor, the constraints still on it go with it (no event is logged for them;
+    the table's ALTER_TABLE is the only one). While a partition still uses it they stay, and
+    name the columns as they were."""
+    kc = _KC.c
+    in_use = exists().where(schema.SDS.c.CD_ID == cd_id)
+    conn.execute(delete(_KC).where(or_(kc.PARENT_CD_ID == cd_id, kc.CHILD_CD_ID == cd_id), ~in_use))
 
 
 def _copy(c: Any) -> Any:

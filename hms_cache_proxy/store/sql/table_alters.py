@@ -24,6 +24,7 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
+from hms_cache_proxy.store.sql.constraints import drop_constraints_left_on, follow_columns
 from hms_cache_proxy.store.sql.sql_base import (
     SqlPart,
     SqlShared,
@@ -300,19 +301,38 @@ class TableAlters(SqlPart):
         # the old and new share is still referenced when the old one is deleted.
         (sd_id,) = insert_storage_descriptors(conn, self.ids, [after.sd], [cd_id])
         conn.execute(update(_T).where(_T.c.TBL_ID == tbl_id).values(SD_ID=sd_id))
+        replaced = [] if old_cd_id is None or cd_id == old_cd_id else [old_cd_id]
+        if replaced and cascade:
+            # ALTER ... CASCADE: every partition takes the new columns too.
+            replaced += self._partition_column_descriptors(conn, tbl_id, {cd_id, *replaced})
+        # Constraints move before a descriptor they are on can go (Hive's copyMSD).
+        left_on = [cd for cd in replaced if follow_columns(conn, cd, cd_id, after.sd.cols or [])]
         if old_sd_id is not None:
             delete_storage_descriptors(conn, [old_sd_id])
-        if cascade and cd_id != old_cd_id and old_cd_id is not None:
-            # ALTER ... CASCADE: partitions that shared the old columns take the new ones.
+        if replaced and cascade:
             sub = select(schema.PARTITIONS.c.SD_ID).where(schema.PARTITIONS.c.TBL_ID == tbl_id)
             conn.execute(
                 update(schema.SDS)
                 .where(schema.SDS.c.SD_ID.in_(sub.scalar_subquery()))
                 .values(CD_ID=cd_id)
             )
-        if old_cd_id is not None and cd_id != old_cd_id:
-            drop_unused_column_descriptors(conn, [old_cd_id])
+        drop_unused_column_descriptors(conn, replaced)
+        for cd in left_on:  # Hive's removeUnusedColumnDescriptor
+            drop_constraints_left_on(conn, cd)
         return cd_id != old_cd_id
+
+    def _partition_column_descriptors(
+        self, conn: Connection, tbl_id: int, but: set[int]
+    ) -> list[int]:
+        """The column descriptors the table's partitions use, but those in ``but``."""
+        p, sds = schema.PARTITIONS.c, schema.SDS.c
+        partition_sds = select(p.SD_ID).where(p.TBL_ID == tbl_id).scalar_subquery()
+        used = conn.execute(
+            select(sds.CD_ID)
+            .where(sds.SD_ID.in_(partition_sds), sds.CD_ID.is_not(None), sds.CD_ID.not_in(but))
+            .distinct()
+        )
+        return sorted(r[0] for r in used)
 
     def _relocate_partitions(
         self, conn: Connection, tbl_id: int, old_location: str, new_location: str
