@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import sqlalchemy as sa
@@ -88,6 +88,22 @@ def connect() -> Iterator[Callable[[int], Any]]:
     yield _connect
     for t in transports:
         t.close()
+
+
+class Quiet(NamedTuple):
+    """A client of a sidecar whose poller reads the log only when a test wakes it
+    (``_applied``), a client of the central instance, and the sidecar's event follower."""
+
+    client: Any
+    direct: Any
+    events: Any
+
+
+@pytest.fixture
+def quiet(central: Service, start_sidecar: Callable[..., Service], connect: Any) -> Quiet:
+    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE, upstream_wait_seconds=0)
+    assert sidecar.sidecar is not None
+    return Quiet(connect(sidecar.port), connect(central.port), sidecar.sidecar.events)
 
 
 def _orders(client: Any, T: Any) -> None:

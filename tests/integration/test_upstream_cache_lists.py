@@ -8,36 +8,20 @@ without its rule the sidecar would answer the old reply."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 
-from hms_cache_proxy.app import Service
 from tests.integration import test_upstream_cache as shared
-from tests.integration.test_upstream_cache import IDLE, _applied, forwarded
+from tests.integration.test_upstream_cache import Quiet, _applied, forwarded
 from tests.support.metastore import table
 
 pytestmark = pytest.mark.postgres
 
 central, start_sidecar, connect = shared.central, shared.start_sidecar, shared.connect  # fixtures
+quiet = shared.quiet  # a fixture
 
 Reads = dict[str, Callable[[Any], Any]]
-
-
-class Quiet(NamedTuple):
-    """A client of a sidecar whose poller reads the log only when a test wakes it
-    (``_applied``), a client of the central instance, and the sidecar's event follower."""
-
-    client: Any
-    direct: Any
-    events: Any
-
-
-@pytest.fixture
-def quiet(central: Service, start_sidecar: Callable[..., Service], connect: Any) -> Quiet:
-    sidecar = start_sidecar(upstream_poll_interval_seconds=IDLE, upstream_wait_seconds=0)
-    assert sidecar.sidecar is not None
-    return Quiet(connect(sidecar.port), connect(central.port), sidecar.sidecar.events)
 
 
 def _same(reads: Reads, client: Any, direct: Any) -> None:

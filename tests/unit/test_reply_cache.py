@@ -7,7 +7,7 @@ from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.utils import serialize
 
 from hms_cache_proxy.idl import hms, service
-from hms_cache_proxy.server.cached_calls import split_catalog, subject
+from hms_cache_proxy.server.cached_calls import CACHED, split_catalog, subject
 from hms_cache_proxy.server.reply_cache import (
     CONSTRAINTS,
     DATABASE,
@@ -125,10 +125,28 @@ def test_the_subject_of_each_kind_of_request() -> None:
     assert subject(service, "get_primary_keys", _args("get_primary_keys", request=pk)) == (
         Subject(CONSTRAINTS)
     )
-    stats = hms.GetTableRequest(dbName="sales", tblName="orders", getColumnStats=True)
-    assert subject(service, "get_table_req", _args("get_table_req", req=stats)) is None
     assert subject(service, "get_table", b"\xff garbage") is None
     assert split_catalog(None, "x") == ("hive", "x")
+
+
+def test_no_request_that_answers_column_statistics_is_cached() -> None:
+    """Hive before 4.0 logs no event when column statistics change, so no reply carrying them
+    is kept, whatever the upstream (docs/cache.md, "In upstream mode")."""
+    stats_calls = {
+        m for m in service.thrift_services if m.startswith("get_") and "stat" in m.lower()
+    }
+    assert stats_calls >= {"get_table_column_statistics", "get_aggr_stats_for"}
+    assert not stats_calls & CACHED
+    table = hms.GetTableRequest(dbName="sales", tblName="orders", getColumnStats=True)
+    assert subject(service, "get_table_req", _args("get_table_req", req=table)) is None
+    parts = hms.GetPartitionsByNamesRequest(
+        db_name="sales", tbl_name="orders", names=["d=1"], get_col_stats=True
+    )
+    by_names = _args("get_partitions_by_names_req", req=parts)
+    assert subject(service, "get_partitions_by_names_req", by_names) is None
+    parts.get_col_stats = False
+    by_names = _args("get_partitions_by_names_req", req=parts)
+    assert subject(service, "get_partitions_by_names_req", by_names) == ORDERS
 
 
 def test_table_names_objects_and_constraints_go_by_their_own_events() -> None:
