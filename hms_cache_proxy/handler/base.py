@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import overload
+from typing import Any, overload
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.config import Settings
@@ -37,6 +37,22 @@ def normalize(name: str | None) -> str | None:
 def env_props(env: hms.EnvironmentContext | None) -> dict[str, str]:
     """The properties of an EnvironmentContext (empty when there is none)."""
     return dict(env.properties or {}) if env is not None and env.properties else {}
+
+
+def alter_as_requested(alter: Callable[..., None], req: Any, new: Any, **more: Any) -> None:
+    """Run ``alter`` (a table's or partitions') with what an AlterTableRequest or an
+    AlterPartitionsRequest names: catalog, database and table, the new object(s) ``new``, the
+    environment context, and the writer's write id and snapshot."""
+    alter(
+        req.catName,
+        req.dbName,
+        req.tableName,
+        new,
+        req.environmentContext,
+        write_id=req.writeId,
+        valid_write_id_list=req.validWriteIdList,
+        **more,
+    )
 
 
 class HandlerBase:

@@ -300,3 +300,12 @@ class FileRules(HandlerBase):
             self.files.delete(uri)
         except OSError as exc:
             log.warning("could not delete %s: %s", uri, exc)
+
+    def move_back(self, moved: list[tuple[str, str]]) -> None:
+        """Undo the directory moves (source, destination) of a write whose metadata did not
+        commit, newest first; one that cannot be undone is logged and the others still go."""
+        for src, dst in reversed(moved):
+            try:
+                self.files.rename(dst, src)
+            except OSError as undo:
+                log.error("could not move %s back to %s: %s", dst, src, undo)

@@ -5,14 +5,13 @@ quick statistics recomputed).
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.handler import basic_stats
-from hms_cache_proxy.handler.base import env_props
+from hms_cache_proxy.handler.base import alter_as_requested, env_props
 from hms_cache_proxy.handler.confinement import DatabaseKey
 from hms_cache_proxy.handler.java_text import java_list
 from hms_cache_proxy.handler.partition_add import (
@@ -23,8 +22,6 @@ from hms_cache_proxy.handler.partition_add import (
 )
 from hms_cache_proxy.handler.table_rules import DDL_TIME, data_deletable, is_view
 from hms_cache_proxy.idl import hms
-
-log = logging.getLogger(__name__)
 
 
 def _int_or_none(text: str) -> int | None:
@@ -40,38 +37,30 @@ class PartitionAlterHandlers(PartitionAddHandlers):
     # -- alter -----------------------------------------------------------------------------------
 
     def alter_partition(self, db_name: str, tbl_name: str, new_part: hms.Partition) -> None:
-        self._alter(db_name, tbl_name, None, [new_part], None, single=True)
+        self._alter(None, db_name, tbl_name, [new_part], None, single=True)
 
     def alter_partition_with_environment_context(
         self, db_name: str, tbl_name: str, new_part: hms.Partition, environment_context: Any
     ) -> None:
-        self._alter(db_name, tbl_name, None, [new_part], environment_context, single=True)
+        self._alter(None, db_name, tbl_name, [new_part], environment_context, single=True)
 
     def alter_partitions(self, db_name: str, tbl_name: str, new_parts: list[hms.Partition]) -> None:
-        self._alter(db_name, tbl_name, None, new_parts, None)
+        self._alter(None, db_name, tbl_name, new_parts, None)
 
     def alter_partitions_with_environment_context(
         self, db_name: str, tbl_name: str, new_parts: list[hms.Partition], environment_context: Any
     ) -> None:
-        self._alter(db_name, tbl_name, None, new_parts, environment_context)
+        self._alter(None, db_name, tbl_name, new_parts, environment_context)
 
     def alter_partitions_req(self, req: hms.AlterPartitionsRequest) -> hms.AlterPartitionsResponse:
-        self._alter(
-            req.dbName,
-            req.tableName,
-            req.catName,
-            req.partitions,
-            req.environmentContext,
-            write_id=req.writeId,
-            valid_write_id_list=req.validWriteIdList,
-        )
+        alter_as_requested(self._alter, req, req.partitions)
         return hms.AlterPartitionsResponse()
 
     def _alter(
         self,
+        cat_name: str | None,
         db_name: str,
         tbl_name: str,
-        cat_name: str | None,
         parts: Sequence[hms.Partition] | None,
         env: Any,
         *,
@@ -216,7 +205,7 @@ class PartitionAlterHandlers(PartitionAddHandlers):
         before the metadata commits, moved back if it fails); an external one keeps its
         location."""
         if not part_vals:
-            self._alter(db_name, tbl_name, cat_name, [new_part], None, single=True)
+            self._alter(cat_name, db_name, tbl_name, [new_part], None, single=True)
             return
         cat, db, tbl = self._names(db_name, tbl_name, cat_name)
         if new_part is None or new_part.values is None:
@@ -244,11 +233,7 @@ class PartitionAlterHandlers(PartitionAddHandlers):
                 valid_write_id_list=valid_write_id_list,
             )
         except Exception as exc:
-            for src, dst in reversed(moved):
-                try:
-                    self.files.rename(dst, src)
-                except OSError as undo:
-                    log.error("could not move %s back to %s: %s", dst, src, undo)
+            self.move_back(moved)
             if isinstance(exc, hms.NoSuchObjectException):
                 raise hms.InvalidOperationException(
                     message="Unable to alter partition because table or database does not exist."

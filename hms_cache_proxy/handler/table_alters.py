@@ -4,13 +4,12 @@ HiveAlterHandler.alterTable do around the store (renames move a managed table's 
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.handler import basic_stats
-from hms_cache_proxy.handler.base import env_props, normalize
+from hms_cache_proxy.handler.base import alter_as_requested, env_props, normalize
 from hms_cache_proxy.handler.confinement import FileRules
 from hms_cache_proxy.handler.table_rules import (
     CASCADE,
@@ -26,8 +25,6 @@ from hms_cache_proxy.handler.table_rules import (
 )
 from hms_cache_proxy.handler.validate import check_columns, incompatible_columns, validate_name
 from hms_cache_proxy.idl import hms
-
-log = logging.getLogger(__name__)
 
 
 class TableAlterHandlers(FileRules):
@@ -54,16 +51,8 @@ class TableAlterHandlers(FileRules):
         self._alter_table(None, dbname, tbl_name, new_tbl, env)
 
     def alter_table_req(self, req: hms.AlterTableRequest) -> hms.AlterTableResponse:
-        self._alter_table(
-            req.catName,
-            req.dbName,
-            req.tableName,
-            req.table,
-            req.environmentContext,
-            write_id=req.writeId,
-            valid_write_id_list=req.validWriteIdList,
-            expected=(req.expectedParameterKey, req.expectedParameterValue),
-        )
+        expected = (req.expectedParameterKey, req.expectedParameterValue)
+        alter_as_requested(self._alter_table, req, req.table, expected=expected)
         return hms.AlterTableResponse()
 
     def _alter_table(
@@ -165,11 +154,7 @@ class TableAlterHandlers(FileRules):
                 expected=expected_parameter(props, *expected),
             )
         except Exception as exc:
-            for src, dst in reversed(moved):
-                try:
-                    self.files.rename(dst, src)
-                except OSError as undo:
-                    log.error("could not move %s back to %s: %s", dst, src, undo)
+            self.move_back(moved)
             if isinstance(exc, hms.NoSuchObjectException):
                 raise hms.InvalidOperationException(
                     message=f"{cat}.{db}.{name} table not found"

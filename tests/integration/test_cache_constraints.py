@@ -13,7 +13,7 @@ import pytest
 from hms_cache_proxy import failpoints
 from hms_cache_proxy.store.db.engine import Database
 from tests.support.cache import Counted, clients, entry, instances, ours, settle, wait_until
-from tests.support.metastore import table
+from tests.support.metastore import foreign_key, table
 
 pytestmark = [pytest.mark.postgres]
 
@@ -53,11 +53,7 @@ def _parent_and_child(T: Any, client: Any) -> None:
     )  # fmt: skip
     client.create_table_with_constraints(table(T, DB, "parent"), [pk], [], [], [], [], [])
     client.create_table(table(T, DB, "child"))
-    fk = T.SQLForeignKey(
-        pktable_db=DB, pktable_name="parent", pkcolumn_name="a", fktable_db=DB,
-        fktable_name="child", fkcolumn_name="a", key_seq=1, update_rule=0, delete_rule=0,
-        fk_name="child_fk", **_flags(),
-    )  # fmt: skip
+    fk = foreign_key(T, (DB, "parent", "a"), (DB, "child", "a"), "child_fk")
     client.add_foreign_key(T.AddForeignKeyRequest([fk]))
 
 

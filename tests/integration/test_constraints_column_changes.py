@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.apache_thrift import apache_client
 from tests.support.cache import entry, settle, wait_until
-from tests.support.metastore import event_types, last_event_id, partition, table
+from tests.support.metastore import event_types, foreign_key, last_event_id, partition, table
 from tests.support.server import running_service
 
 DB = "db1"
@@ -63,11 +63,7 @@ def _keyed(T: Any, c: Any, keys: tuple[str, ...] = ()) -> None:
         )
     )
     c.create_table(table(T, DB, "child", ["pid:int"]))
-    fk = T.SQLForeignKey(
-        pktable_db=DB, pktable_name="parent", pkcolumn_name="id", fktable_db=DB,
-        fktable_name="child", fkcolumn_name="pid", key_seq=1, update_rule=0, delete_rule=0,
-        fk_name="fk", **_flags(),
-    )  # fmt: skip
+    fk = foreign_key(T, (DB, "parent", "id"), (DB, "child", "pid"), "fk")
     c.add_foreign_key(T.AddForeignKeyRequest([fk]))
 
 
@@ -111,23 +107,31 @@ def _held(svc: Any, T: Any, c: Any) -> dict[str, list[str | None]]:
 KEPT = {"pk": ["id"], "uk": ["v"], "nn": ["w"], "dc": ["w"], "cc": ["id"], "fk": ["id->pid"]}
 
 
-def _alter_columns(T: Any, c: Any, name: str, cols: list[str], **kw: Any) -> None:
+@pytest.fixture
+def keyed(svc: Any, client: Any, T: Any) -> None:
+    """``_keyed``, its constraints read (and, with the cache on, held in the cache)."""
+    _keyed(T, client)
+    assert _held(svc, T, client) == KEPT
+
+
+def _alter_columns(T: Any, c: Any, name: str, cols: list[str], cascade: bool = False) -> None:
+    """Give table ``name`` the columns ``cols``: a name keeps that column, ``name:type`` is
+    a new one."""
     t = c.get_table(DB, name)
     by_name = {col.name: col for col in t.sd.cols}
     t.sd.cols = [
         by_name[spec] if spec in by_name else T.FieldSchema(*spec.split(":"), None) for spec in cols
     ]
-    if kw.get("cascade"):
+    if cascade:
         c.alter_table_with_cascade(DB, name, t, True)
     else:
         c.alter_table_with_environment_context(DB, name, t, None)
 
 
+@pytest.mark.usefixtures("keyed")
 def test_constraints_follow_their_unchanged_columns_to_new_places(
     svc: Any, client: Any, T: Any
 ) -> None:
-    _keyed(T, client)
-    assert _held(svc, T, client) == KEPT
     _alter_columns(T, client, "parent", ["n:int", "w", "v", "id"])
     assert _columns(T, client) == KEPT
     assert _held(svc, T, client) == KEPT
@@ -135,11 +139,10 @@ def test_constraints_follow_their_unchanged_columns_to_new_places(
     assert _columns(T, client) == KEPT
 
 
+@pytest.mark.usefixtures("keyed")
 def test_renaming_a_key_column_drops_the_constraints_on_it_as_hive_does(
     svc: Any, client: Any, T: Any
 ) -> None:
-    _keyed(T, client)
-    assert _held(svc, T, client) == KEPT
     before = last_event_id(client)
     renamed = client.get_table(DB, "parent")
     renamed.sd.cols[0].name = "key"
@@ -154,11 +157,10 @@ def test_renaming_a_key_column_drops_the_constraints_on_it_as_hive_does(
     assert _columns(T, client) == gone
 
 
+@pytest.mark.usefixtures("keyed")
 def test_retyping_a_column_drops_its_constraints_and_renaming_a_foreign_key_column_its_key(
     svc: Any, client: Any, T: Any
 ) -> None:
-    _keyed(T, client)
-    assert _held(svc, T, client) == KEPT
     _alter_columns(T, client, "parent", ["id", "v:varchar(10)", "w"])
     assert _held(svc, T, client) == {**KEPT, "uk": []}
     _alter_columns(T, client, "child", ["parent_id:int"])

@@ -101,6 +101,19 @@ def partition(
     )
 
 
+def foreign_key(
+    T: Any, parent: tuple[str, str, str], child: tuple[str, str, str], name: str | None
+) -> Any:
+    """A one-column SQLForeignKey from ``child`` (db, table, column) to ``parent``'s column,
+    no rules, not enforced."""
+    return T.SQLForeignKey(
+        pktable_db=parent[0], pktable_name=parent[1], pkcolumn_name=parent[2],
+        fktable_db=child[0], fktable_name=child[1], fkcolumn_name=child[2], key_seq=1,
+        update_rule=0, delete_rule=0, fk_name=name,
+        enable_cstr=False, validate_cstr=False, rely_cstr=False,
+    )  # fmt: skip
+
+
 def last_event_id(client: Any) -> int:
     return client.get_current_notificationEventId().eventId
 
