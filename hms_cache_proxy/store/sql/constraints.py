@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, FromClause, and_, delete, exists, insert, or_, select, update
+from sqlalchemy import Connection, FromClause, and_, delete, insert, or_, select, update
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
@@ -449,11 +449,13 @@ class Constraints(SqlPart):
 
 def follow_columns(
     conn: Connection, old_cd: int, new_cd: int, new_cols: Sequence[hms.FieldSchema]
-) -> bool:
-    """A table's column descriptor was replaced: move the constraints on its columns to the
-    new one, as Hive's ObjectStore.copyMSD does. A column moves when the new list holds a
-    column equal in name, type and comment (the first such); constraints on any other column
-    stay on the old descriptor (see ``drop_constraints_left_on``). Returns whether any did."""
+) -> None:
+    """A table's column descriptor is being replaced: move the constraints on its columns to
+    the new one, as Hive's ObjectStore.copyMSD does. A column moves when the new list holds a
+    column equal in name, type and comment (the first such). Constraints on any other column
+    (renamed, retyped, dropped) are deleted, as Hive's removeUnusedColumnDescriptor deletes them
+    with the old descriptor; Hive waits until no partition uses that descriptor any more, which
+    no event would tell a cache, so here they go with the table's ALTER_TABLE."""
     kc = _KC.c
     rows = conn.execute(
         select(
@@ -467,7 +469,7 @@ def follow_columns(
         ).where(or_(kc.PARENT_CD_ID == old_cd, kc.CHILD_CD_ID == old_cd))
     ).all()
     if not rows:
-        return False
+        return
     first_at: dict[tuple[str, str, str | None], int] = {}
     for j, col in enumerate(new_cols):
         first_at.setdefault((col.name, col.type, col.comment), j)
@@ -476,41 +478,24 @@ def follow_columns(
         select(c.INTEGER_IDX, c.COLUMN_NAME, c.TYPE_NAME, c.COMMENT).where(c.CD_ID == old_cd)
     )
     moved_to = {idx: first_at[key] for idx, *rest in old_cols if (key := tuple(rest)) in first_at}
-    left = False
     for r in rows:
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = {}  # the new place of each side on the old descriptor
         for side, cd, idx in (
             ("PARENT", r.PARENT_CD_ID, r.PARENT_INTEGER_IDX),
             ("CHILD", r.CHILD_CD_ID, r.CHILD_INTEGER_IDX),
         ):
-            if cd != old_cd:
-                continue
-            if idx in moved_to:
+            if cd == old_cd:
                 values[f"{side}_CD_ID"] = new_cd
-                values[f"{side}_INTEGER_IDX"] = moved_to[idx]
-            else:
-                left = True
-        if values:
-            conn.execute(
-                update(_KC)
-                .where(
-                    kc.PARENT_TBL_ID == r.PARENT_TBL_ID,
-                    kc.CONSTRAINT_NAME == r.CONSTRAINT_NAME,
-                    kc.POSITION == r.POSITION,
-                )
-                .values(**values)
-            )
-    return left
-
-
-def drop_constraints_left_on(conn: Connection, cd_id: int) -> None:
-    """Hive's ObjectStore.removeUnusedColumnDescriptor: once no storage descriptor uses a
-    column descriptor, the constraints still on it go with it (no event is logged for them;
-    the table's ALTER_TABLE is the only one). While a partition still uses it they stay, and
-    name the columns as they were."""
-    kc = _KC.c
-    in_use = exists().where(schema.SDS.c.CD_ID == cd_id)
-    conn.execute(delete(_KC).where(or_(kc.PARENT_CD_ID == cd_id, kc.CHILD_CD_ID == cd_id), ~in_use))
+                values[f"{side}_INTEGER_IDX"] = moved_to.get(idx)
+        this_row = and_(
+            kc.PARENT_TBL_ID == r.PARENT_TBL_ID,
+            kc.CONSTRAINT_NAME == r.CONSTRAINT_NAME,
+            kc.POSITION == r.POSITION,
+        )
+        if None in values.values():  # a column the new list lacks
+            conn.execute(delete(_KC).where(this_row))
+        else:
+            conn.execute(update(_KC).where(this_row).values(**values))
 
 
 def _copy(c: Any) -> Any:

@@ -24,7 +24,7 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
-from hms_cache_proxy.store.sql.constraints import drop_constraints_left_on, follow_columns
+from hms_cache_proxy.store.sql.constraints import follow_columns
 from hms_cache_proxy.store.sql.sql_base import (
     SqlPart,
     SqlShared,
@@ -305,8 +305,8 @@ class TableAlters(SqlPart):
         if replaced and cascade:
             # ALTER ... CASCADE: every partition takes the new columns too.
             replaced += self._partition_column_descriptors(conn, tbl_id, {cd_id, *replaced})
-        # Constraints move before a descriptor they are on can go (Hive's copyMSD).
-        left_on = [cd for cd in replaced if follow_columns(conn, cd, cd_id, after.sd.cols or [])]
+        for old in replaced:  # while the old descriptor's columns are there (Hive's copyMSD)
+            follow_columns(conn, old, cd_id, after.sd.cols or [])
         if old_sd_id is not None:
             delete_storage_descriptors(conn, [old_sd_id])
         if replaced and cascade:
@@ -317,8 +317,6 @@ class TableAlters(SqlPart):
                 .values(CD_ID=cd_id)
             )
         drop_unused_column_descriptors(conn, replaced)
-        for cd in left_on:  # Hive's removeUnusedColumnDescriptor
-            drop_constraints_left_on(conn, cd)
         return cd_id != old_cd_id
 
     def _partition_column_descriptors(
