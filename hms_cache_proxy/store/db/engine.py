@@ -313,7 +313,8 @@ class Database:
             wrapped = self.raw_error(exc)
             if wrapped is None:
                 raise
-            if engine.dialect.is_disconnect(exc, fairy.dbapi_connection, cur):
+            orig: Any = exc
+            if engine.dialect.is_disconnect(orig, fairy.dbapi_connection, cur):
                 fairy.invalidate(exc)
                 wrapped.connection_invalidated = True
             raise wrapped from exc
