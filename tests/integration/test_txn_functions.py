@@ -360,3 +360,21 @@ def test_a_function_call_error_is_sqlalchemys_dbapi_error_and_leaves_the_connect
     assert seen and seen[-1] == "ProgrammingError"
     (again,) = svc.open_txns(1, USER, HOST)
     assert again > txn
+
+
+def test_function_calls_are_prepared_once_per_pooled_session(
+    pg_url: str, tmp_path: Path, made: list[Database]
+) -> None:
+    """The calls' top-level SELECT is PREPAREd on the pooled session the first time it runs
+    there and sent as EXECUTE from then on (store/db/prepared.py)."""
+    svc = _service(pg_url, tmp_path, made, functions=True, level=False)
+    for _ in range(3):
+        (txn,) = svc.open_txns(1, USER, HOST)
+        svc.commit_txn(txn)
+    with svc.db.autocommit_cursor() as pooled:
+        names = set(pooled.info.get("hms_prepared", ()))
+        pooled.cursor.execute("SELECT name FROM pg_prepared_statements")
+        on_server = {row[0] for row in pooled.cursor.fetchall()}
+    wanted = {f"hms_open_txns_fn_v{plpgsql.VERSION}", f"hms_commit_txn_fn_v{plpgsql.VERSION}"}
+    assert wanted <= names
+    assert wanted <= on_server

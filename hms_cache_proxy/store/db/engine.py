@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -279,7 +279,7 @@ class Database:
             yield conn
 
     @contextmanager
-    def autocommit_cursor(self) -> Iterator[Any]:
+    def autocommit_cursor(self) -> Iterator[PooledCursor]:
         """A DB-API cursor on a pooled autocommit PostgreSQL connection, for a hot call's one
         statement whose rows need none of SQLAlchemy's statement and result handling (at 8
         clients that handling was a third of the Python an open or commit costs). The same
@@ -288,27 +288,28 @@ class Database:
         discarded and the error marked ``connection_invalidated``, as the pools do."""
         if self.dialect != "postgresql":
             raise RuntimeError("autocommit_cursor is PostgreSQL's")
+        plain = self.pooler == "transaction"
         engine = self._beside(self.autocommit_engine)
         if engine is not self.autocommit_engine:
             # Inside this thread's transaction on the autocommit pool: the other pool's
             # connection, in autocommit until returned (as single_statement does).
             with engine.connect() as conn:
                 conn.execution_options(isolation_level="AUTOCOMMIT")
-                with self._raw_cursor(engine, conn.connection) as cur:
+                with self._raw_cursor(engine, conn.connection, plain) as cur:
                     yield cur
             return
         raw = engine.raw_connection()
         try:
-            with self._raw_cursor(engine, raw) as cur:
+            with self._raw_cursor(engine, raw, plain) as cur:
                 yield cur
         finally:
             raw.close()  # back to the pool (or, invalidated, closed)
 
     @contextmanager
-    def _raw_cursor(self, engine: Engine, fairy: Any) -> Iterator[Any]:
+    def _raw_cursor(self, engine: Engine, fairy: Any, plain: bool) -> Iterator[PooledCursor]:
         cur = fairy.cursor()
         try:
-            yield cur
+            yield PooledCursor(cur, fairy.info, fairy.dbapi_connection, plain)
         except Exception as exc:
             wrapped = self.raw_error(exc)
             if wrapped is None:
@@ -539,6 +540,17 @@ class Refusals:
             return None
         ago = time.monotonic() - self.last
         return ago if ago <= within else None
+
+
+class PooledCursor(NamedTuple):
+    """``Database.autocommit_cursor``'s cursor with its pooled connection's ``info`` (what the
+    session has prepared), the DB-API connection, and whether statements must go as plain
+    text (behind a transaction pooler a session's PREPAREs are not there next time)."""
+
+    cursor: Any
+    info: dict[str, Any]
+    connection: Any
+    plain_sql: bool
 
 
 class DriverErrors:

@@ -25,12 +25,51 @@ from sqlalchemy.exc import DBAPIError
 from hms_cache_proxy import failpoints
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as ids_module
+from hms_cache_proxy.store.db.engine import PooledCursor
+from hms_cache_proxy.store.db.prepared import Prepared
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.txn import pgsql, plpgsql
 from hms_cache_proxy.store.txn.txn_base import SettledTxns, TxnPart
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+_EVENT_TYPES = {"nl_id": "bigint", "message": "text", "format": "text", "channel": "text"}
+_OPEN = Prepared(
+    f"hms_open_txns_fn_v{plpgsql.VERSION}",
+    plpgsql.OPEN_CALL,
+    {
+        "n": "integer",
+        "user": "text",
+        "host": "text",
+        "agent": "text",
+        "type": "integer",
+        "min_history": "boolean",
+        "floor": "bigint",
+        "unsettled": "bigint[]",
+        "window": "bigint",
+    }
+    | _EVENT_TYPES,
+)
+_COMMIT = Prepared(
+    f"hms_commit_txn_fn_v{plpgsql.VERSION}",
+    plpgsql.COMMIT_CALL,
+    {"txn": "bigint", "level": "boolean", "write_id": "boolean", "temp_id": "bigint"}
+    | _EVENT_TYPES,
+)
+_ALLOCATE = Prepared(
+    f"hms_allocate_write_ids_fn_v{plpgsql.VERSION}",
+    plpgsql.ALLOCATE_CALL,
+    {"txns": "bigint[]", "db": "text", "tbl": "text"} | _EVENT_TYPES,
+)
+_ABORT = Prepared(
+    f"hms_abort_txn_fn_v{plpgsql.VERSION}",
+    plpgsql.ABORT_CALL,
+    {"txn": "bigint", "reason": "text", "level": "boolean", "write_id": "boolean"} | _EVENT_TYPES,
+)
+"""The calls, prepared once per pooled session (the top-level SELECT's planning is a good part
+of what PostgreSQL spends on a call; the functions' own statements are planned once per
+session anyway)."""
 
 
 class FunctionCalls(TxnPart):
@@ -45,7 +84,7 @@ class FunctionCalls(TxnPart):
             and "write.before_commit" not in failpoints.ACTIVE
         )
 
-    def _call(self, fn: Callable[[Any], T]) -> T:
+    def _call(self, fn: Callable[[PooledCursor], T]) -> T:
         """``fn`` on an autocommit connection's DB-API cursor, retried as
         ``Database.transaction`` retries."""
         attempt = 0
@@ -112,7 +151,7 @@ class FunctionCalls(TxnPart):
             else None
         )
 
-        def run(cur: Any) -> list[int]:
+        def run(cur: PooledCursor) -> list[int]:
             values = plpgsql.open_values(
                 params,
                 self.config.use_min_history_level,
@@ -122,7 +161,7 @@ class FunctionCalls(TxnPart):
                 self.events.notify_channel,
             )
             sent = time.monotonic()
-            row = _one(cur, plpgsql.OPEN_CALL, values)
+            row = _one(cur, _OPEN, values)
             started.append(sent + float(row[1]))
             if with_event:
                 self._recorded(msg.OPEN_TXN, row[2:])
@@ -147,7 +186,7 @@ class FunctionCalls(TxnPart):
             )
         )
 
-        def run(cur: Any) -> bool:
+        def run(cur: PooledCursor) -> bool:
             values = plpgsql.commit_values(
                 txn_id,
                 self.config.use_min_history_level,
@@ -158,7 +197,7 @@ class FunctionCalls(TxnPart):
                 msg.JSON_FORMAT,
                 self.events.notify_channel,
             )
-            row = _one(cur, plpgsql.COMMIT_CALL, values)
+            row = _one(cur, _COMMIT, values)
             if row[0] != "done":
                 return False
             if row[1] is not None:
@@ -179,7 +218,7 @@ class FunctionCalls(TxnPart):
             )
         ).replace('"txnIdList":[' + str(txn_ids[0]) + "]", _txn_id_list(txn_ids), 1)
 
-        def run(cur: Any) -> list[tuple[int, int]] | None:
+        def run(cur: PooledCursor) -> list[tuple[int, int]] | None:
             values = {
                 "txns": txn_ids,
                 "db": db,
@@ -189,7 +228,7 @@ class FunctionCalls(TxnPart):
                 "format": msg.JSON_FORMAT,
                 "channel": self.events.notify_channel,
             }
-            row = _one(cur, plpgsql.ALLOCATE_CALL, values)
+            row = _one(cur, _ALLOCATE, values)
             if row[0] != "done":
                 return None
             if row[3] is not None:
@@ -203,7 +242,7 @@ class FunctionCalls(TxnPart):
         was replayed (the general path then answers; the function changed nothing)."""
         message = msg.to_json(self.messages.abort_txn(txn_id, ["@"]))
 
-        def run(cur: Any) -> bool:
+        def run(cur: PooledCursor) -> bool:
             values = {
                 "txn": txn_id,
                 "reason": reason,
@@ -214,7 +253,7 @@ class FunctionCalls(TxnPart):
                 "format": msg.JSON_FORMAT,
                 "channel": self.events.notify_channel,
             }
-            row = _one(cur, plpgsql.ABORT_CALL, values)
+            row = _one(cur, _ABORT, values)
             if row[0] != "done":
                 return False
             if row[1] is not None:
@@ -224,9 +263,10 @@ class FunctionCalls(TxnPart):
         return self._call(run)
 
 
-def _one(cur: Any, sql: str, values: dict[str, Any]) -> Any:
+def _one(pooled: PooledCursor, call: Prepared, values: dict[str, Any]) -> Any:
     """The one row a function call returns (its functions return exactly one)."""
-    cur.execute(sql, values)
+    cur = pooled.cursor
+    cur.execute(call.pooled_text(pooled), values)
     row = cur.fetchone()
     if row is None or cur.rowcount != 1:
         raise RuntimeError(f"a transaction function returned {cur.rowcount} rows, not 1")
