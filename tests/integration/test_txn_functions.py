@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg2
 import pytest
 from sqlalchemy import create_engine, select, text
+from sqlalchemy.exc import DBAPIError
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
@@ -299,3 +301,80 @@ def test_a_role_without_create_falls_back_to_the_statements_and_says_why(
         admin.dispose()
         pg_server.drop_database(dbname)
         pg_server.execute(f'DROP ROLE "{role}"')
+
+
+def _terminate_others(url: str) -> int:
+    """pg_terminate_backend on every other session of ``url``'s database; how many."""
+    conn = psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://"))
+    try:
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            (n,) = cur.fetchone()
+        return int(n)
+    finally:
+        conn.close()
+
+
+def test_a_function_call_on_a_connection_the_server_ended_is_counted_and_retried(
+    pg_url: str, tmp_path: Path, made: list[Database]
+) -> None:
+    """The calls go through a bare DB-API cursor (Database.autocommit_cursor): a pooled
+    connection the server ended must still be discarded and the call retried on a new one,
+    and the error counted in driver_errors as SQLAlchemy's own statements' errors are."""
+    svc = _service(pg_url, tmp_path, made, functions=True, level=True)
+    assert svc.txns.functions.usable()
+    seen: list[str] = []
+    svc.db.driver_errors.listeners.append(seen.append)
+    (txn,) = svc.open_txns(1, USER, HOST)  # the pool now holds a connection
+    assert _terminate_others(pg_url) >= 1
+    svc.commit_txn(txn)  # straight to the function: its call meets the ended session first
+    assert "OperationalError" in seen
+    (second,) = svc.open_txns(1, USER, HOST)
+    assert second > txn
+    with svc.db.read() as conn:
+        state = conn.execute(
+            text('SELECT "TXN_STATE" FROM "TXNS" WHERE "TXN_ID" = :t'), {"t": txn}
+        ).scalar()
+    assert state == "c"
+
+
+def test_a_function_call_error_is_sqlalchemys_dbapi_error_and_leaves_the_connection_usable(
+    pg_url: str, tmp_path: Path, made: list[Database]
+) -> None:
+    """An error the function raises (here: the function is gone) reaches the caller as
+    SQLAlchemy's DBAPIError (the handler's mapping expects it), counted, and not as a
+    broken connection: the next call on the pool works."""
+    svc = _service(pg_url, tmp_path, made, functions=True, level=False)
+    seen: list[str] = []
+    svc.db.driver_errors.listeners.append(seen.append)
+    (txn,) = svc.open_txns(1, USER, HOST)
+    with svc.db.single_statement(write=True) as conn:
+        conn.exec_driver_sql(f"ALTER FUNCTION {plpgsql.COMMIT_FN} RENAME TO gone_commit")
+    with pytest.raises(DBAPIError) as caught:
+        svc.commit_txn(txn)
+    assert not caught.value.connection_invalidated
+    assert seen and seen[-1] == "ProgrammingError"
+    (again,) = svc.open_txns(1, USER, HOST)
+    assert again > txn
+
+
+def test_function_calls_are_prepared_once_per_pooled_session(
+    pg_url: str, tmp_path: Path, made: list[Database]
+) -> None:
+    """The calls' top-level SELECT is PREPAREd on the pooled session the first time it runs
+    there and sent as EXECUTE from then on (store/db/prepared.py)."""
+    svc = _service(pg_url, tmp_path, made, functions=True, level=False)
+    for _ in range(3):
+        (txn,) = svc.open_txns(1, USER, HOST)
+        svc.commit_txn(txn)
+    with svc.db.autocommit_cursor() as pooled:
+        names = set(pooled.info.get("hms_prepared", ()))
+        pooled.cursor.execute("SELECT name FROM pg_prepared_statements")
+        on_server = {row[0] for row in pooled.cursor.fetchall()}
+    wanted = {f"hms_open_txns_fn_v{plpgsql.VERSION}", f"hms_commit_txn_fn_v{plpgsql.VERSION}"}
+    assert wanted <= names
+    assert wanted <= on_server

@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -278,6 +278,51 @@ class Database:
                 conn.execution_options(isolation_level="AUTOCOMMIT")  # until returned
             yield conn
 
+    @contextmanager
+    def autocommit_cursor(self) -> Iterator[PooledCursor]:
+        """A DB-API cursor on a pooled autocommit PostgreSQL connection, for a hot call's one
+        statement whose rows need none of SQLAlchemy's statement and result handling (at 8
+        clients that handling was a third of the Python an open or commit costs). The same
+        pool and session state as ``single_statement``'s; a driver error comes out as
+        SQLAlchemy's DBAPIError, counted in ``driver_errors``, and a connection it broke is
+        discarded and the error marked ``connection_invalidated``, as the pools do."""
+        if self.dialect != "postgresql":
+            raise RuntimeError("autocommit_cursor is PostgreSQL's")
+        plain = self.pooler == "transaction"
+        engine = self._beside(self.autocommit_engine)
+        if engine is not self.autocommit_engine:
+            # Inside this thread's transaction on the autocommit pool: the other pool's
+            # connection, in autocommit until returned (as single_statement does).
+            with engine.connect() as conn:
+                conn.execution_options(isolation_level="AUTOCOMMIT")
+                with self._raw_cursor(engine, conn.connection, plain) as cur:
+                    yield cur
+            return
+        raw = engine.raw_connection()
+        try:
+            with self._raw_cursor(engine, raw, plain) as cur:
+                yield cur
+        finally:
+            raw.close()  # back to the pool (or, invalidated, closed)
+
+    @contextmanager
+    def _raw_cursor(self, engine: Engine, fairy: Any, plain: bool) -> Iterator[PooledCursor]:
+        cur = fairy.cursor()
+        try:
+            yield PooledCursor(cur, fairy.info, fairy.dbapi_connection, plain)
+        except Exception as exc:
+            wrapped = self.raw_error(exc)
+            if wrapped is None:
+                raise
+            orig: Any = exc
+            if engine.dialect.is_disconnect(orig, fairy.dbapi_connection, cur):
+                fairy.invalidate(exc)
+                wrapped.connection_invalidated = True
+            raise wrapped from exc
+        finally:
+            if not cur.closed:
+                cur.close()
+
     def transaction(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn(conn)`` as one write transaction, committing on return.
 
@@ -367,14 +412,17 @@ class Database:
                 action()
 
     @contextmanager
-    def side_connection(self, conn: Connection) -> Iterator[Connection]:
-        """A connection for a short independent transaction next to ``conn``'s.
+    def side_connection(self, conn: Connection | None) -> Iterator[Connection]:
+        """A connection for a short independent transaction next to ``conn``'s (None: the
+        caller runs in none; PostgreSQL only).
 
         On PostgreSQL this is a second pooled connection, from the pool ``conn``'s transaction
         does not use. On SQLite the writer already holds the database lock, so the same
         connection is used.
         """
         if self.dialect == "sqlite":
+            if conn is None:
+                raise RuntimeError("on SQLite a side transaction is the caller's own")
             yield conn
             return
         engine = self._beside(self.write_engine)
@@ -492,6 +540,17 @@ class Refusals:
             return None
         ago = time.monotonic() - self.last
         return ago if ago <= within else None
+
+
+class PooledCursor(NamedTuple):
+    """``Database.autocommit_cursor``'s cursor with its pooled connection's ``info`` (what the
+    session has prepared), the DB-API connection, and whether statements must go as plain
+    text (behind a transaction pooler a session's PREPAREs are not there next time)."""
+
+    cursor: Any
+    info: dict[str, Any]
+    connection: Any
+    plain_sql: bool
 
 
 class DriverErrors:

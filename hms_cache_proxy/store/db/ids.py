@@ -100,14 +100,7 @@ class IdAllocator:
         want = max(n, self._block_size)
         state = self._db.transaction_state(conn)
         if state is None:  # no transaction of ours to tie a block to: one of its own
-            with self._lock:
-                taken = self._take(self._blocks, seq.name, n)
-                if taken is None:
-                    with self._db.side_connection(conn) as side:
-                        start = reserve(side, seq, want)
-                    self._blocks[seq.name] = (start + n, start + want)
-                    taken = list(range(start, start + n))
-            return taken
+            return self.allocate_alone(seq, n)
         pending: dict[str, tuple[int, int]] | None = state.values.get(_PENDING)
         if pending is not None:
             taken = self._take(pending, seq.name, n)
@@ -124,6 +117,19 @@ class IdAllocator:
         start = reserve(conn, seq, want)
         pending[seq.name] = (start + n, start + want)
         return list(range(start, start + n))
+
+    def allocate_alone(self, seq: IdSequence, n: int = 1) -> list[int]:
+        """``n`` fresh ids for ``seq`` for a caller outside any transaction (PostgreSQL): off
+        this process's block, a new block reserved in a short transaction of its own."""
+        want = max(n, self._block_size)
+        with self._lock:
+            taken = self._take(self._blocks, seq.name, n)
+            if taken is None:
+                with self._db.side_connection(None) as side:
+                    start = reserve(side, seq, want)
+                self._blocks[seq.name] = (start + n, start + want)
+                taken = list(range(start, start + n))
+        return taken
 
     @staticmethod
     def _take(blocks: dict[str, tuple[int, int]], name: str, n: int) -> list[int] | None:

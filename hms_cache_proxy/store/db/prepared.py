@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from hms_cache_proxy.store.db.engine import PLAIN_SQL, begin_sent
+from hms_cache_proxy.store.db.engine import PLAIN_SQL, PooledCursor, begin_sent
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 _KEY = "hms_prepared"
@@ -58,16 +58,40 @@ class Prepared:
             prepared.add(self.name)
         return self._execute
 
+    def pooled_text(self, pooled: PooledCursor) -> str:
+        """``text`` for ``Database.autocommit_cursor``'s cursor (an autocommit session)."""
+        if pooled.plain_sql:
+            return self.sql
+        prepared: set[str] | None = pooled.info.get(_KEY)
+        if prepared is None:
+            prepared = pooled.info[_KEY] = set()
+        if self.name not in prepared:
+            if not _prepare_on(pooled.connection, self._prepare, broken_raises=True):
+                return self.sql
+            prepared.add(self.name)
+        return self._execute
+
 
 def _prepare(conn: Connection, statement: str) -> bool:
     """Run PREPARE on the raw autocommit session (no transaction: a failure leaves nothing
     behind); False when the database refuses it or the session is inside a transaction."""
     raw: Any = conn.connection.dbapi_connection
-    if raw is None or not raw.autocommit or begin_sent(conn):
+    if raw is None or begin_sent(conn):
+        return False
+    return _prepare_on(raw, statement)
+
+
+def _prepare_on(raw: Any, statement: str, *, broken_raises: bool = False) -> bool:
+    """PREPARE on DB-API connection ``raw`` if it is in autocommit (else False).
+    ``broken_raises``: an error that closed the connection is raised (the caller's error
+    handling then discards the connection), not answered with False."""
+    if not raw.autocommit:
         return False
     try:
         with raw.cursor() as cursor:
             cursor.execute(statement)
     except raw.Error:  # e.g. the schema is not there yet: the text works the same
+        if broken_raises and raw.closed:
+            raise
         return False
     return True

@@ -6,6 +6,10 @@ psycopg2 when ``TxnConfig.server_functions`` is set (the functions are installed
 failpoint ``write.before_commit`` is off (it must run between the steps and the commit). Behind
 a transaction-mode pooler the call is a single statement like the other autocommit ones: the
 role's own timeouts apply (docs/deployment.md).
+
+The call goes through a bare DB-API cursor on a pooled connection (``Database.autocommit_cursor``)
+with its parameters as psycopg2 binds them: with 8 clients one process's GIL is the limit, and
+SQLAlchemy's statement and result objects were a third of the Python each call cost.
 """
 
 from __future__ import annotations
@@ -16,18 +20,56 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from hms_cache_proxy import failpoints
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as ids_module
+from hms_cache_proxy.store.db.engine import PooledCursor
+from hms_cache_proxy.store.db.prepared import Prepared
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.txn import pgsql, plpgsql
 from hms_cache_proxy.store.txn.txn_base import SettledTxns, TxnPart
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+_EVENT_TYPES = {"nl_id": "bigint", "message": "text", "format": "text", "channel": "text"}
+_OPEN = Prepared(
+    f"hms_open_txns_fn_v{plpgsql.VERSION}",
+    plpgsql.OPEN_CALL,
+    {
+        "n": "integer",
+        "user": "text",
+        "host": "text",
+        "agent": "text",
+        "type": "integer",
+        "min_history": "boolean",
+        "floor": "bigint",
+        "unsettled": "bigint[]",
+        "window": "bigint",
+    }
+    | _EVENT_TYPES,
+)
+_COMMIT = Prepared(
+    f"hms_commit_txn_fn_v{plpgsql.VERSION}",
+    plpgsql.COMMIT_CALL,
+    {"txn": "bigint", "level": "boolean", "write_id": "boolean", "temp_id": "bigint"}
+    | _EVENT_TYPES,
+)
+_ALLOCATE = Prepared(
+    f"hms_allocate_write_ids_fn_v{plpgsql.VERSION}",
+    plpgsql.ALLOCATE_CALL,
+    {"txns": "bigint[]", "db": "text", "tbl": "text"} | _EVENT_TYPES,
+)
+_ABORT = Prepared(
+    f"hms_abort_txn_fn_v{plpgsql.VERSION}",
+    plpgsql.ABORT_CALL,
+    {"txn": "bigint", "reason": "text", "level": "boolean", "write_id": "boolean"} | _EVENT_TYPES,
+)
+"""The calls, prepared once per pooled session (the top-level SELECT's planning is a good part
+of what PostgreSQL spends on a call; the functions' own statements are planned once per
+session anyway)."""
 
 
 class FunctionCalls(TxnPart):
@@ -42,15 +84,16 @@ class FunctionCalls(TxnPart):
             and "write.before_commit" not in failpoints.ACTIVE
         )
 
-    def _call(self, fn: Callable[[Connection], T]) -> T:
-        """``fn`` on an autocommit connection, retried as ``Database.transaction`` retries."""
+    def _call(self, fn: Callable[[PooledCursor], T]) -> T:
+        """``fn`` on an autocommit connection's DB-API cursor, retried as
+        ``Database.transaction`` retries."""
         attempt = 0
         self.events.last_write_started = time.monotonic()
         while True:
             attempt += 1
             try:
-                with self.db.single_statement(write=True) as conn:
-                    return fn(conn)
+                with self.db.autocommit_cursor() as cur:
+                    return fn(cur)
             except DBAPIError as exc:
                 if attempt > self.db.write_retries or not self.db.is_retryable(exc):
                     raise
@@ -77,8 +120,8 @@ class FunctionCalls(TxnPart):
             ]
         )
 
-    def _nl_id(self, conn: Connection) -> int:
-        return self.events.ids.allocate(conn, ids_module.NOTIFICATION_LOG, 1)[0]
+    def _nl_id(self) -> int:
+        return self.events.ids.allocate_alone(ids_module.NOTIFICATION_LOG, 1)[0]
 
     def open_txns(
         self,
@@ -108,17 +151,17 @@ class FunctionCalls(TxnPart):
             else None
         )
 
-        def run(conn: Connection) -> list[int]:
+        def run(cur: PooledCursor) -> list[int]:
             values = plpgsql.open_values(
                 params,
                 self.config.use_min_history_level,
-                self._nl_id(conn) if with_event else None,
+                self._nl_id() if with_event else None,
                 message,
                 msg.JSON_FORMAT,
                 self.events.notify_channel,
             )
             sent = time.monotonic()
-            row = conn.exec_driver_sql(plpgsql.OPEN_CALL, values).one()
+            row = _one(cur, _OPEN, values)
             started.append(sent + float(row[1]))
             if with_event:
                 self._recorded(msg.OPEN_TXN, row[2:])
@@ -143,18 +186,18 @@ class FunctionCalls(TxnPart):
             )
         )
 
-        def run(conn: Connection) -> bool:
+        def run(cur: PooledCursor) -> bool:
             values = plpgsql.commit_values(
                 txn_id,
                 self.config.use_min_history_level,
                 self.config.use_min_history_write_id,
                 temp_id,
-                self._nl_id(conn),
+                self._nl_id(),
                 message,
                 msg.JSON_FORMAT,
                 self.events.notify_channel,
             )
-            row = conn.exec_driver_sql(plpgsql.COMMIT_CALL, values).one()
+            row = _one(cur, _COMMIT, values)
             if row[0] != "done":
                 return False
             if row[1] is not None:
@@ -175,17 +218,17 @@ class FunctionCalls(TxnPart):
             )
         ).replace('"txnIdList":[' + str(txn_ids[0]) + "]", _txn_id_list(txn_ids), 1)
 
-        def run(conn: Connection) -> list[tuple[int, int]] | None:
+        def run(cur: PooledCursor) -> list[tuple[int, int]] | None:
             values = {
                 "txns": txn_ids,
                 "db": db,
                 "tbl": table,
-                "nl_id": self._nl_id(conn),
+                "nl_id": self._nl_id(),
                 "message": message,
                 "format": msg.JSON_FORMAT,
                 "channel": self.events.notify_channel,
             }
-            row = conn.exec_driver_sql(plpgsql.ALLOCATE_CALL, values).one()
+            row = _one(cur, _ALLOCATE, values)
             if row[0] != "done":
                 return None
             if row[3] is not None:
@@ -199,18 +242,18 @@ class FunctionCalls(TxnPart):
         was replayed (the general path then answers; the function changed nothing)."""
         message = msg.to_json(self.messages.abort_txn(txn_id, ["@"]))
 
-        def run(conn: Connection) -> bool:
+        def run(cur: PooledCursor) -> bool:
             values = {
                 "txn": txn_id,
                 "reason": reason,
                 "level": self.config.use_min_history_level,
                 "write_id": self.config.use_min_history_write_id,
-                "nl_id": self._nl_id(conn),
+                "nl_id": self._nl_id(),
                 "message": message,
                 "format": msg.JSON_FORMAT,
                 "channel": self.events.notify_channel,
             }
-            row = conn.exec_driver_sql(plpgsql.ABORT_CALL, values).one()
+            row = _one(cur, _ABORT, values)
             if row[0] != "done":
                 return False
             if row[1] is not None:
@@ -218,6 +261,16 @@ class FunctionCalls(TxnPart):
             return True
 
         return self._call(run)
+
+
+def _one(pooled: PooledCursor, call: Prepared, values: dict[str, Any]) -> Any:
+    """The one row a function call returns (its functions return exactly one)."""
+    cur = pooled.cursor
+    cur.execute(call.pooled_text(pooled), values)
+    row = cur.fetchone()
+    if row is None or cur.rowcount != 1:
+        raise RuntimeError(f"a transaction function returned {cur.rowcount} rows, not 1")
+    return row
 
 
 def _txn_id_list(txn_ids: list[int]) -> str:

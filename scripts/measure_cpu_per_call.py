@@ -1,0 +1,203 @@
+"""CPU time per operation of one of our servers and of its PostgreSQL, for a benchmark case.
+
+    .venv/bin/python scripts/measure_cpu_per_call.py --target db --cases txn_open_commit \
+        acid_insert [--clients 8] [--duration 5] [--setting KEY=VALUE ...] [--waits] [--stats]
+
+On a machine others load, calls/s and latencies move with their work; the CPU an operation
+costs moves much less. This starts a throwaway PostgreSQL (bench/postgres.py; with --stats
+with pg_stat_statements, track = all, so a PL/pgSQL function's own statements show), one
+`serve` (target db: cache off, cache: cache on; --setting as `bench --setting`), runs each case
+with bench.runner at N client processes and reads /proc/PID/stat of the server's process tree
+(its workers too) and of the postmaster's (every backend) before and after: the CPU seconds
+over the run divided by the operations done (warm-up included on both sides). --waits samples
+pg_stat_activity's wait events of active backends every 10 ms; --stats prints
+pg_stat_statements' top statements per operation (calls, execution ms, buffers per call).
+For a profile, run `py-spy record --gil --subprocesses -p SERVER_PID` beside it.
+No assertions: a measurement (docs/benchmarks.md, "Transaction writes at 8 clients").
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hms_cache_proxy.bench import targets  # noqa: E402
+from hms_cache_proxy.bench.case_catalog import case_by_name  # noqa: E402
+from hms_cache_proxy.bench.cases import DECODED  # noqa: E402
+from hms_cache_proxy.bench.postgres import PostgresServer  # noqa: E402
+from hms_cache_proxy.bench.runner import Timing, prepare, run_case  # noqa: E402
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _tree(pid: int) -> list[int]:
+    found = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return found
+    for child in children:
+        found += _tree(int(child))
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of ``pid`` and its live descendants."""
+    ticks = 0
+    for p in _tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / _TICK
+
+
+def _postmaster(pg: PostgresServer) -> int:
+    return int((pg.data_dir / "postmaster.pid").read_text().split()[0])
+
+
+class WaitSampler:
+    """pg_stat_activity's wait events of active client backends, every 10 ms, in a thread."""
+
+    def __init__(self, pg: PostgresServer) -> None:
+        self.pg = pg
+        self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> WaitSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        conn = self.pg.connect()
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                while not self._stop.is_set():
+                    cur.execute(
+                        "SELECT coalesce(wait_event_type, 'CPU') || ':' || "
+                        "coalesce(wait_event, '-'), left(query, 60) FROM pg_stat_activity "
+                        "WHERE backend_type = 'client backend' AND state = 'active' "
+                        "AND pid <> pg_backend_pid()"
+                    )
+                    for wait, query in cur.fetchall():
+                        self.counts[(wait, query)] += 1
+                    time.sleep(0.01)
+        finally:
+            conn.close()
+
+
+def _statements(pg: PostgresServer, dbname: str, reset: bool) -> list[Any]:
+    conn = pg.connect(dbname)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            if reset:
+                cur.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                cur.execute("SELECT pg_stat_statements_reset()")
+                return []
+            cur.execute(
+                "SELECT calls, total_exec_time, shared_blks_hit::float / greatest(calls, 1), "
+                "left(regexp_replace(query, '\\s+', ' ', 'g'), 100) FROM pg_stat_statements "
+                "ORDER BY total_exec_time DESC LIMIT 15"
+            )
+            return list(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--target", choices=["db", "cache"], default="db")
+    ap.add_argument("--cases", nargs="+", default=["txn_open_commit"])
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--duration", type=float, default=5.0)
+    ap.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--waits", action="store_true", help="sample pg_stat_activity")
+    ap.add_argument("--stats", action="store_true", help="pg_stat_statements per operation")
+    args = ap.parse_args()
+    extra = {k: yaml.safe_load(v) for k, v in (s.split("=", 1) for s in args.setting)}
+    pg_settings = (
+        {"shared_preload_libraries": "'pg_stat_statements'", "pg_stat_statements.track": "all"}
+        if args.stats
+        else None
+    )
+    pg = PostgresServer.start(pg_settings)
+    work = Path(tempfile.mkdtemp(prefix="hms-cpu-"))
+    dbname = "hms"
+    url = pg.new_database(dbname)
+    server = targets.start_serve(
+        url, work, args.target, {"cache_enabled": args.target == "cache", **extra}
+    )
+    made: set[str] = set()
+    try:
+        print(f"server pid {server.pid}; settings {extra or '{}'}", flush=True)
+        for name in args.cases:
+            case = case_by_name(name)
+            prepare(args.target, "127.0.0.1", server.port, case, made, "cpu")
+            if args.stats:
+                _statements(pg, dbname, reset=True)
+            sampler = WaitSampler(pg) if args.waits else None
+            server0, pg0, t0 = cpu_seconds(server.pid), cpu_seconds(_postmaster(pg)), time.time()
+            if sampler:
+                sampler.__enter__()
+            result = run_case(
+                args.target,
+                "127.0.0.1",
+                server.port,
+                case,
+                clients=args.clients,
+                mode=DECODED,
+                timing=Timing(args.duration, 1.0),
+                run_id="cpu",
+            )
+            if sampler:
+                sampler.__exit__()
+            server_s = cpu_seconds(server.pid) - server0
+            pg_s = cpu_seconds(_postmaster(pg)) - pg0
+            elapsed = time.time() - t0
+            if result.status != "ok" or not result.calls_per_s:
+                print(f"{name}: {result.status} {result.reason}")
+                continue
+            ops = result.calls_per_s * elapsed
+            print(
+                f"{args.target} {name} x{args.clients}: p50 {result.p50_ms:.2f} ms, "
+                f"{result.calls_per_s:.0f}/s; CPU per op: server {server_s * 1000 / ops:.3f} ms, "
+                f"PostgreSQL {pg_s * 1000 / ops:.3f} ms; load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+            if args.stats:
+                for calls, total_ms, blocks, query in _statements(pg, dbname, reset=False):
+                    print(
+                        f"  {calls / ops:5.2f}/op {total_ms / ops:7.3f} ms/op "
+                        f"{blocks:7.1f} buffers/call  {query}"
+                    )
+            if sampler and sampler.counts:
+                total = sum(sampler.counts.values())
+                for (wait, query), n in sampler.counts.most_common(8):
+                    print(f"  {n / total * 100:5.1f}% {wait:28s} {query}")
+    finally:
+        server.stop()
+        pg.stop()
+
+
+if __name__ == "__main__":
+    main()
