@@ -142,7 +142,7 @@ class PassThrough:
                 if load is not None:
                     cache.finish(load, TMessageType.EXCEPTION, None)
                 elif api not in CACHED:
-                    cache.wrote(api, None, False)  # it may have reached the upstream
+                    cache.wrote(api, None, False, msg.body)  # it may have reached the upstream
             log.warning("%s: %s", api, exc)
             self._observe_upstream(api, sent, "upstream_error")
             self._observe(self._label(api), started, "upstream_error")
@@ -151,7 +151,7 @@ class PassThrough:
             return
         self._observe_upstream(api, sent, "ok")
         if cache is not None:
-            _after_forward(cache, api, load, before, reply)
+            _after_forward(cache, api, msg.body, load, before, reply)
         outcome = "ok"
         if reply is not None:
             if reply.mtype == TMessageType.EXCEPTION:
@@ -222,9 +222,15 @@ class PassThrough:
 
 
 def _after_forward(
-    cache: SidecarCache, api: str, load: Load | None, before: int | None, reply: Message | None
+    cache: SidecarCache,
+    api: str,
+    request: bytes,
+    load: Load | None,
+    before: int | None,
+    reply: Message | None,
 ) -> None:
-    """Install a miss's reply, or note a call that may have written."""
+    """Install a miss's reply, or note a call that may have written (``request``: its
+    arguments)."""
     if load is not None:
         if reply is None:
             cache.finish(load, TMessageType.EXCEPTION, None)
@@ -232,7 +238,7 @@ def _after_forward(
             cache.finish(load, reply.mtype, reply.body)
     elif api not in CACHED:
         ok = reply is not None and reply.mtype == TMessageType.REPLY and succeeded(reply.body)
-        cache.wrote(api, before, ok)
+        cache.wrote(api, before, ok, request)
 
 
 def _with(state: State, message: bytes) -> State:

@@ -9,6 +9,8 @@ mode").
 - Read-your-writes: after any call that may write passes through a connection, the next cached
   read on that connection first waits until the poller has applied the upstream's current
   event id (``UpstreamEvents.catch_up``); if it cannot, the read goes to the upstream.
+- A column-statistics write (``statistics_writes``), which Hive before 4.0 logs no event for,
+  drops the entries of the tables it names before it is answered, whatever its outcome.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.server import cached_calls
 from hms_cache_proxy.server.reply_cache import Key, ReplyCache, Ticket
+from hms_cache_proxy.server.statistics_writes import tables_written
 from hms_cache_proxy.server.upstream_events import NO_LOG, UpstreamEvents
 
 READS = frozenset(
@@ -173,17 +176,31 @@ class SidecarCache:
         """The poller's position before a call that may write (for ``wrote``)."""
         return self.events.position if api in LOGGED_WRITES else None
 
-    def wrote(self, api: str, position_before: int | None, succeeded: bool) -> None:
-        """A call that may write passed through this connection."""
+    def wrote(self, api: str, position_before: int | None, succeeded: bool, request: bytes) -> None:
+        """A call that may write passed through this connection (``request``: its arguments),
+        whatever the upstream answered."""
         if api.startswith("get_") or api in READS:
             return
         if self.by_time():
             self.cache.flush()  # no log to follow: what this instance forwarded it forgets
             return
+        self._drop_statistics_tables(api, request)
         session = self._session
         session.wrote = True
         if succeeded and position_before is not None:
             session.position_before = position_before
+
+    def _drop_statistics_tables(self, api: str, request: bytes) -> None:
+        """A statistics write changed the tables' (or partitions') COLUMN_STATS_ACCURATE with no
+        event behind a Hive 3 upstream: their entries go now (a write that failed may still
+        have written some: set_aggr_stats_for writes partition by partition). A request that
+        cannot be read empties the cache."""
+        tables = tables_written(api, request)
+        if tables is None:
+            self.cache.flush()
+            return
+        for cat, db, table in tables:
+            self.cache.drop_table(cat, db, table)
 
     def _hit(self, api: str) -> None:
         count = self._hits.get(api)

@@ -6,18 +6,36 @@ keeps no reply that carries them, whatever its upstream (server/cached_calls.py)
 poller is held still, as in front of an upstream that logs no statistics event: statistics
 changed at the upstream are answered at once, every read forwarded. (get_table_req with
 getColumnStats and get_partitions_by_names_req with get_col_stats are not cached either:
-tests/unit/test_reply_cache.py; the central instance answers them without statistics.)"""
+tests/unit/test_reply_cache.py; the central instance answers them without statistics.)
+
+A statistics write also changes COLUMN_STATS_ACCURATE in the table's or partitions' parameters,
+which cached replies hold; behind a Hive 3 upstream no event says so. A write through the
+sidecar drops those entries itself (server/statistics_writes.py): tested in front of a central
+instance whose log is put back as Hive 3.1 leaves it, without the write's events."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
+from hms_cache_proxy.app import build_service
 from tests.integration import test_upstream_cache as shared
-from tests.integration.test_upstream_cache import Quiet, _applied, forwarded
+from tests.integration.test_upstream_cache import (
+    IDLE,
+    Quiet,
+    _applied,
+    _log_an_event,
+    forwarded,
+    until,
+)
+from tests.integration.test_upstream_passthrough import proxy_settings
 from tests.support.metastore import partition, table
+from tests.support.server import running_service
 
 pytestmark = pytest.mark.postgres
 
@@ -91,3 +109,118 @@ def test_statistics_changed_without_an_event_are_answered_at_once(quiet: Quiet, 
         assert {name: read(client) for name, read in reads.items()} == dict.fromkeys(reads, high)
         assert {name: forwarded(name) - before[name] for name in reads} == dict.fromkeys(reads, 1)
     assert events.position == position
+
+
+@pytest.fixture
+def unlogged(pg_url: str, tmp_path: Path, connect: Any) -> Iterator[Quiet]:
+    """A quiet sidecar (as ``quiet``) in front of a central instance with its cache off, which
+    reads its notification log from the database: ``_unlog`` takes events out of it there."""
+    with running_service(pg_url, tmp_path / "w", cache_enabled=False) as central:
+        _log_an_event(central.port)
+        sidecar = build_service(
+            proxy_settings(
+                f"thrift://127.0.0.1:{central.port}",
+                upstream_poll_interval_seconds=IDLE,
+                upstream_wait_seconds=0,
+            )
+        )
+        sidecar.start_background()
+        try:
+            assert sidecar.sidecar is not None
+            until(sidecar.sidecar.answering, "the sidecar follows the upstream's log")
+            yield Quiet(connect(sidecar.port), connect(central.port), sidecar.sidecar.events)
+        finally:
+            sidecar.stop(grace_seconds=5)
+
+
+def _unlog(pg_url: str, last: int) -> None:
+    """The log as Hive 3.1 leaves it after statistics writes: the events after ``last`` (the
+    writes' UPDATE_*_COL_STAT and the like) never logged, the next event id ``last + 1``."""
+    engine = sa.create_engine(pg_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text('DELETE FROM "NOTIFICATION_LOG" WHERE "EVENT_ID" > :last'), {"last": last}
+            )
+            conn.execute(
+                sa.text('UPDATE "NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = :next'),
+                {"next": last + 1},
+            )
+    finally:
+        engine.dispose()
+
+
+def _stats(T: Any, tbl: str, part: str | None, col: str) -> Any:
+    data = T.ColumnStatisticsData(
+        longStats=T.LongColumnStatsData(numNulls=0, numDVs=3, lowValue=1, highValue=9)
+    )
+    return T.ColumnStatistics(
+        statsDesc=T.ColumnStatisticsDesc(
+            isTblLevel=part is None, dbName="s", tableName=tbl, partName=part
+        ),
+        statsObj=[T.ColumnStatisticsObj(colName=col, colType="int", statsData=data)],
+        engine="hive",
+    )
+
+
+def _write_through(client: Any, T: Any, col: str, how: str) -> None:
+    """Column ``col``'s statistics of table s.t and of s.p's partition ds=1, by ``how``."""
+    table_stats, part_stats = _stats(T, "t", None, col), _stats(T, "p", "ds=1", col)
+    if how == "update":
+        assert client.update_table_column_statistics(table_stats)
+        assert client.update_partition_column_statistics(part_stats)
+    elif how == "update_req":
+        request = T.SetPartitionsStatsRequest
+        client.update_table_column_statistics_req(request(colStats=[table_stats], engine="hive"))
+        client.update_partition_column_statistics_req(request(colStats=[part_stats], engine="hive"))
+    else:
+        assert client.set_aggr_stats_for(
+            T.SetPartitionsStatsRequest(colStats=[table_stats], engine="hive")
+        )
+        assert client.set_aggr_stats_for(
+            T.SetPartitionsStatsRequest(colStats=[part_stats], engine="hive")
+        )
+
+
+def _accurate(params: dict[str, str]) -> list[str]:
+    """The columns COLUMN_STATS_ACCURATE says have accurate statistics."""
+    flag = json.loads(params.get("COLUMN_STATS_ACCURATE") or "{}")
+    return sorted(flag.get("COLUMN_STATS", {}))
+
+
+READS: dict[str, Callable[[Any], list[str]]] = {
+    "get_table": lambda c: _accurate(c.get_table("s", "t").parameters),
+    "get_table_objects_by_name": lambda c: _accurate(
+        c.get_table_objects_by_name("s", ["t"])[0].parameters
+    ),
+    "get_partitions_by_names": lambda c: _accurate(
+        c.get_partitions_by_names("s", "p", ["ds=1"])[0].parameters
+    ),
+}
+"""Cached reads whose replies hold s.t's or s.p's ds=1's statistics flags."""
+
+
+def test_a_statistics_write_through_the_sidecar_drops_its_tables_entries_without_an_event(
+    unlogged: Quiet, T: Any, pg_url: str
+) -> None:
+    client, direct, events = unlogged
+    cols = ["a:int", "b:int", "c:int"]
+    direct.create_database(T.Database(name="s"))
+    direct.create_table(table(T, "s", "t", cols))
+    direct.create_table(table(T, "s", "p", cols, ["ds:string"]))
+    direct.add_partition(partition(T, "s", "p", ["1"], cols))
+    _applied(events, direct)
+    position = events.position
+    assert {name: read(client) for name, read in READS.items()} == dict.fromkeys(READS, [])
+    written: list[str] = []
+    for col, how in (("a", "update"), ("b", "update_req"), ("c", "set_aggr_stats_for")):
+        before = {name: forwarded(name) for name in READS}
+        assert {name: read(client) for name, read in READS.items()} == dict.fromkeys(READS, written)
+        assert {name: forwarded(name) for name in READS} == before  # answered by the entries
+        _write_through(client, T, col, how)
+        _unlog(pg_url, position)  # no event, as Hive 3.1
+        written = [*written, col]
+        assert {name: read(direct) for name, read in READS.items()} == dict.fromkeys(READS, written)
+        assert {name: read(client) for name, read in READS.items()} == dict.fromkeys(READS, written)
+        assert {name: forwarded(name) - before[name] for name in READS} == dict.fromkeys(READS, 1)
+    assert events.position == position  # every entry went by the writes, none by an event
