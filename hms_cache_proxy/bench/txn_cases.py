@@ -84,13 +84,19 @@ def _open_commit_op(client: Any, ctx: Ctx) -> Op:
     return op
 
 
+def _snapshot_table(ctx: Ctx) -> str:
+    """The table get_valid_write_ids reads: one per server, so the server measured second on a
+    shared database reads as many write ids as the first (not both servers' setups)."""
+    return f"{SNAPSHOT_TABLE}_{ctx.target}"
+
+
 def _snapshot_setup(client: Any, ctx: Ctx) -> None:
     """The snapshot table's write ids. Opened as held txns: the one left open is aborted by the
     case's teardown (left open, it kept every later txn in TXNS and doubled the next server's
     get_valid_write_ids and get_open_txns on the shared database)."""
     ensure_database(client)
     txns = _open(client, SNAPSHOT_COMMITTED + 2, HELD_HOST)
-    _allocate(client, SNAPSHOT_TABLE, txns)
+    _allocate(client, _snapshot_table(ctx), txns)
     for txn in txns[:-2]:
         client.commit_txn(hms.CommitTxnRequest(txnid=txn))
     client.abort_txn(hms.AbortTxnRequest(txnid=txns[-1]))  # txns[-2] stays open
@@ -98,7 +104,7 @@ def _snapshot_setup(client: Any, ctx: Ctx) -> None:
 
 def _snapshot_op(client: Any, ctx: Ctx) -> Op:
     """What a reader does per query: the table's write-id list."""
-    names = [f"{BENCH_DB}.{SNAPSHOT_TABLE}"]
+    names = [f"{BENCH_DB}.{_snapshot_table(ctx)}"]
 
     def op() -> Any:
         client.get_valid_write_ids(hms.GetValidWriteIdsRequest(fullTableNames=names))
