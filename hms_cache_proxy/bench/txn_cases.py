@@ -54,8 +54,8 @@ STOCK = "stock"
 STOCK_EQUIVALENT = "stock: Hive 2.3's equivalent without write ids, on a non-ACID table"
 
 
-def _open(client: Any, n: int = 1) -> list[int]:
-    return list(client.open_txns(hms.OpenTxnRequest(num_txns=n, user=USER, hostname=HOST)).txn_ids)
+def _open(client: Any, n: int = 1, host: str = HOST) -> list[int]:
+    return list(client.open_txns(hms.OpenTxnRequest(num_txns=n, user=USER, hostname=host)).txn_ids)
 
 
 def _allocate(client: Any, table: str, txns: list[int]) -> list[Any]:
@@ -84,10 +84,19 @@ def _open_commit_op(client: Any, ctx: Ctx) -> Op:
     return op
 
 
+def _snapshot_table(ctx: Ctx) -> str:
+    """The table get_valid_write_ids reads: one per server, so the server measured second on a
+    shared database reads as many write ids as the first (not both servers' setups)."""
+    return f"{SNAPSHOT_TABLE}_{ctx.target}"
+
+
 def _snapshot_setup(client: Any, ctx: Ctx) -> None:
+    """The snapshot table's write ids. Opened as held txns: the one left open is aborted by the
+    case's teardown (left open, it kept every later txn in TXNS and doubled the next server's
+    get_valid_write_ids and get_open_txns on the shared database)."""
     ensure_database(client)
-    txns = _open(client, SNAPSHOT_COMMITTED + 2)
-    _allocate(client, SNAPSHOT_TABLE, txns)
+    txns = _open(client, SNAPSHOT_COMMITTED + 2, HELD_HOST)
+    _allocate(client, _snapshot_table(ctx), txns)
     for txn in txns[:-2]:
         client.commit_txn(hms.CommitTxnRequest(txnid=txn))
     client.abort_txn(hms.AbortTxnRequest(txnid=txns[-1]))  # txns[-2] stays open
@@ -95,7 +104,7 @@ def _snapshot_setup(client: Any, ctx: Ctx) -> None:
 
 def _snapshot_op(client: Any, ctx: Ctx) -> Op:
     """What a reader does per query: the table's write-id list."""
-    names = [f"{BENCH_DB}.{SNAPSHOT_TABLE}"]
+    names = [f"{BENCH_DB}.{_snapshot_table(ctx)}"]
 
     def op() -> Any:
         client.get_valid_write_ids(hms.GetValidWriteIdsRequest(fullTableNames=names))
@@ -328,6 +337,7 @@ def _txn_cases() -> list[Case]:
             f"one table, {SNAPSHOT_COMMITTED} committed write ids, 1 open, 1 aborted",
             make_op=_snapshot_op,
             setup=_snapshot_setup,
+            teardown=_abort_held,
             runs=one_and_eight,
             stock=NO_WRITE_IDS,
         ),

@@ -89,7 +89,8 @@ class CacheService:
         metrics.CACHE_PARTITIONS.set_function(lambda: float(cache.partitions))
 
     def _catch_up_after_write(self) -> int:
-        return self.poller.apply_own(self.sql.events.take_committed())
+        events = self.sql.events
+        return self.poller.apply_own(events.take_committed(), seen=events.take_current())
 
     def _absorb_own_events(self) -> int:
         return self.poller.apply_own(self.sql.events.take_committed(), read=False)

@@ -168,6 +168,18 @@ class EventLog:
         self._local.committed = []
         return done
 
+    def note_current(self, event_id: int | None) -> None:
+        """Remember, for this thread, the last event id a write's own statement saw committed
+        (None: forget it); ``take_current`` hands it to the cache's catch-up after the write."""
+        self._local.current = event_id
+
+    def take_current(self) -> int | None:
+        """The event id ``note_current`` remembered for this thread (then forgotten), if any:
+        a cache that has applied every event up to it has nothing to read back."""
+        found: int | None = getattr(self._local, "current", None)
+        self._local.current = None
+        return found
+
     def _pending(self) -> dict[int, list[Any]]:
         pending = getattr(self._local, "pending", None)
         if pending is None:

@@ -172,13 +172,19 @@ class Poller:
 
     # -- polling -------------------------------------------------------------------------------
 
-    def apply_own(self, events: Sequence[Any], *, read: bool = True) -> int:
+    def apply_own(
+        self, events: Sequence[Any], *, read: bool = True, seen: int | None = None
+    ) -> int:
         """After a write on this instance: apply its committed ``events`` (NotificationEvents,
         in id order) from memory when they follow the position without a gap, which saves
         reading them back; else (other writers' events in between, or none of ours) catch up
         from the log, or with ``read`` False leave them to the poller. With ``read`` False a
         poll under way is not waited for either: it or the next one (our commit's NOTIFY
-        wakes it) applies them from the log. Returns the position reached."""
+        wakes it) applies them from the log. ``seen``: the last event id the write's own
+        statement saw committed; once the position has reached it, nothing is read. Returns
+        the position reached."""
+        if seen is not None and not events and self._position >= seen:
+            return self._position
         if not self._poll_lock.acquire(blocking=read):
             return self._position
         try:
@@ -192,6 +198,8 @@ class Poller:
                 self._keep(fresh)
                 self._advance(ids[-1])
                 self.last_current = max(self.last_current, ids[-1])
+                return self._position
+            if seen is not None and self._position >= seen:
                 return self._position
             return self._catch_up_locked() if read else self._position
         finally:

@@ -216,7 +216,10 @@ def _no_such_locks(ext_id: int, mine: list[LockRow]) -> hms.NoSuchLockException:
 
 def _grant_unless_blocked() -> Any:
     """checkLock's grant as one statement (PostgreSQL): every row of lock ``ext`` becomes
-    acquired unless a lower lock blocks one of them; selects how many rows it granted."""
+    acquired unless a lower lock blocks one of them; selects how many rows it granted and
+    NEXT_EVENT_ID as the statement's snapshot sees it (every write a granted lock waited for
+    committed before that snapshot, so a cache holding the events below it needs no read of
+    the log after the grant)."""
     req, ex = _HL.alias("req"), _HL.alias("ex")
     ext = bindparam("ext", type_=BigInteger)
     blocker = (
@@ -239,7 +242,10 @@ def _grant_unless_blocked() -> Any:
         .returning(_HL.c.HL_LOCK_INT_ID)
         .cte("granted")
     )
-    return select(select(func.count()).select_from(granted).scalar_subquery())
+    return select(
+        select(func.count()).select_from(granted).scalar_subquery(),
+        select(schema.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID).scalar_subquery(),
+    )
 
 
 _GRANT_UNLESS_BLOCKED = pgsql.Compiled(_grant_unless_blocked, "hms_grant_locks", {"ext": "bigint"})
@@ -268,14 +274,16 @@ class Locks(TxnPart):
                 lambda conn: self._enqueue(conn, rqst, components, txn_id)
             )
         ext_id, rows = enqueued
+        self.events.note_current(None)
         try:
             if fast:
                 # The usual case, nothing in the way: the grant is one statement by itself
                 # (a lock waits only for lower lock ids, which were committed before this one
                 # was numbered). Blocked, nothing changed: the full check records the blocker.
                 with self.db.single_statement(write=True) as conn:
-                    granted = int(_GRANT_UNLESS_BLOCKED.execute(conn, ext=ext_id).scalar_one())
+                    granted, next_event = _GRANT_UNLESS_BLOCKED.execute(conn, ext=ext_id).one()
                 if granted == len(rows):
+                    self.events.note_current(int(next_event or 1) - 1)
                     return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
                 if granted:
                     raise _no_such_locks(ext_id, rows)

@@ -213,15 +213,19 @@ class Txns(TxnPart):
             txn_id = int(r.TXN_ID)
             hwm = txn_id
             young = r.first_young
+            # PostgreSQL leaves out committed rows with no gap before them and says which row
+            # came before each one it sends (prev_id); other databases send every row.
+            before = getattr(r, "prev_id", None)
+            before = previous if before is None else int(before)
             if r.age is not None and r.age < timeout:
-                if txn_id - previous - 1 > self.config.max_gap_fill:
+                if txn_id - before - 1 > self.config.max_gap_fill:
                     raise hms.MetaException(
-                        message=f"{txn_id - previous - 1} txn ids missing from TXNS below "
+                        message=f"{txn_id - before - 1} txn ids missing from TXNS below "
                         f"{txn_id_str(txn_id)} inside the open-txn window: refusing to list them "
                         "all as open (is TXNS missing its older rows?)"
                     )
                 txns.extend(
-                    TxnRow(gap, OPEN, hms.TxnType.DEFAULT) for gap in range(previous + 1, txn_id)
+                    TxnRow(gap, OPEN, hms.TxnType.DEFAULT) for gap in range(before + 1, txn_id)
                 )
             previous = txn_id
             if r.TXN_STATE == COMMITTED:
