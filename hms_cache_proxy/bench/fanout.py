@@ -8,8 +8,10 @@ transactions per second (``pg_stat_database``: every statement here runs in one)
 central instance's CPU time per second (``/proc``); then the lag from a write acknowledged by
 the central instance to its visibility on every sidecar (one client per sidecar: the table is
 read into each sidecar's cache, written through the central instance, then read through every
-sidecar every 5 ms, as raw reply bytes, until the new parameter shows; ``--writes`` writes).
-Prints a table; ``--report FILE`` writes it as JSON.
+sidecar every 5 ms (``--poll-ms``), as raw reply bytes, by one thread for all of them, until the
+new parameter shows; ``--writes`` writes), with the CPU time per write of the central instance,
+of a sidecar on average and of this measuring process. Prints a table; ``--report FILE``
+writes it as JSON.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import selectors
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,11 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
 
 
+def _own_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
 def _pg_figures(pg: PostgresServer) -> tuple[int, int]:
     """(connections to the metastore database, transactions committed or rolled back)."""
     conn = pg.connect()
@@ -105,7 +112,9 @@ def _idle(pg: PostgresServer, central: subprocess.Popen[bytes], seconds: float) 
     }
 
 
-def _lags(central_port: int, sidecar_ports: list[int], writes: int) -> list[float]:
+def _lags(
+    central_port: int, sidecar_ports: list[int], writes: int, poll_seconds: float
+) -> list[float]:
     """Seconds from each write's acknowledgement to its visibility on each sidecar."""
     if not sidecar_ports:
         return []
@@ -117,7 +126,6 @@ def _lags(central_port: int, sidecar_ports: list[int], writes: int) -> list[floa
     watchers = [socket.create_connection(("127.0.0.1", p), timeout=60) for p in sidecar_ports]
     request = encode_call("get_table", {"dbname": DB, "tbl_name": TABLE})
     lags: list[float] = []
-    lock = threading.Lock()
     try:
         for w in range(writes):
             for client in readers:  # each sidecar holds the table (a hit from here on)
@@ -129,22 +137,7 @@ def _lags(central_port: int, sidecar_ports: list[int], writes: int) -> list[floa
             writer.alter_table(DB, TABLE, table)
             acked = time.monotonic()
 
-            def watch(
-                sock: socket.socket, value: bytes = token.encode(), since: float = acked
-            ) -> None:
-                deadline = since + 30
-                while time.monotonic() < deadline:
-                    if value in _raw_call(sock, request):
-                        with lock:
-                            lags.append(time.monotonic() - since)
-                        return
-                    time.sleep(0.005)
-
-            threads = [threading.Thread(target=watch, args=(s,)) for s in watchers]
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
+            lags += _watch(watchers, request, token.encode(), acked, poll_seconds)
             time.sleep(0.2)  # between writes: the sidecars idle again
     finally:
         for c in [writer, *readers]:
@@ -154,20 +147,50 @@ def _lags(central_port: int, sidecar_ports: list[int], writes: int) -> list[floa
     return lags
 
 
-def _raw_call(sock: socket.socket, request: bytes) -> bytes:
-    """Send ``request`` and return the whole reply message's bytes."""
-    sock.sendall(request)
-    reply = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("the sidecar closed the connection")
-        reply += chunk
-        try:
-            if message_end(reply) <= len(reply):
-                return reply
-        except (struct.error, IndexError):
-            pass  # not all of it yet
+def _watch(
+    socks: list[socket.socket], request: bytes, value: bytes, since: float, poll: float
+) -> list[float]:
+    """Read through every socket every ``poll`` seconds (after its previous reply) until its
+    reply holds ``value``; the seconds from ``since`` to each sighting. One thread for all:
+    a thread per sidecar would measure its own wait for the GIL (and cost the machine's CPU
+    in switches between a hundred threads) more than the sidecars."""
+    lags: list[float] = []
+    deadline = since + 30
+    due = dict.fromkeys(range(len(socks)), since)  # not seen yet: when to read next
+    replies: dict[int, bytes] = {}  # reads in flight
+    with selectors.DefaultSelector() as selector:
+        while due or replies:
+            now = time.monotonic()
+            if now > deadline:
+                break  # those not seen by then give no sample (the report's count shows it)
+            for i, at in list(due.items()):
+                if at <= now:
+                    del due[i]
+                    socks[i].sendall(request)
+                    replies[i] = b""
+                    selector.register(socks[i], selectors.EVENT_READ, i)
+            wait = min(due.values(), default=now + 1) - now
+            for key, _ in selector.select(max(0.0, wait) if replies else 0):
+                i = key.data
+                chunk = socks[i].recv(65536)
+                if not chunk:
+                    raise ConnectionError("the sidecar closed the connection")
+                replies[i] += chunk
+                try:
+                    complete = message_end(replies[i]) <= len(replies[i])
+                except (struct.error, IndexError):
+                    continue  # not all of it yet
+                if not complete:
+                    continue
+                selector.unregister(socks[i])
+                reply = replies.pop(i)
+                if value in reply:
+                    lags.append(time.monotonic() - since)
+                else:
+                    due[i] = time.monotonic() + poll
+            if not replies and due:
+                time.sleep(max(0.0, min(due.values()) - time.monotonic()))
+    return lags
 
 
 def _pct(samples: list[float], q: float) -> float | None:
@@ -182,6 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sidecars", default="0,1,10,50,100", help="steps (default 0,1,10,50,100)")
     parser.add_argument("--idle-seconds", type=float, default=10.0)
     parser.add_argument("--writes", type=int, default=10)
+    parser.add_argument(
+        "--poll-ms",
+        type=float,
+        default=5.0,
+        help="each sidecar is read this often until the write shows (default 5; every read "
+        "wakes a sidecar, so at 100 sidecars the reads themselves load the machine)",
+    )
     parser.add_argument("--report", metavar="FILE")
     args = parser.parse_args(argv)
     steps = sorted({int(x) for x in args.sidecars.split(",")})
@@ -215,9 +245,21 @@ def main(argv: list[str] | None = None) -> int:
                 ports += new
                 time.sleep(3)  # every poller following
                 row = {"sidecars": n, **_idle(pg, central, args.idle_seconds)}
-                lags = _lags(central_port, ports, args.writes)
+                sidecar_pids = [p.pid for p in procs[1:]]
+                cpu0 = _cpu_seconds(central.pid), sum(map(_cpu_seconds, sidecar_pids)), _own_cpu()
+                lags = _lags(central_port, ports, args.writes, args.poll_ms / 1000)
+                cpu1 = _cpu_seconds(central.pid), sum(map(_cpu_seconds, sidecar_pids)), _own_cpu()
                 row.update(
-                    lag_samples=len(lags), lag_p50_ms=_pct(lags, 0.5), lag_p99_ms=_pct(lags, 0.99)
+                    lag_samples=len(lags),
+                    lag_p50_ms=_pct(lags, 0.5),
+                    lag_p99_ms=_pct(lags, 0.99),
+                    # The write phase's CPU (its reads and the watchers' polls included),
+                    # per write: the central instance's, and one sidecar's on average.
+                    central_cpu_ms_per_write=round(1000 * (cpu1[0] - cpu0[0]) / args.writes, 1),
+                    sidecar_cpu_ms_per_write=(
+                        round(1000 * (cpu1[1] - cpu0[1]) / args.writes / n, 2) if n else None
+                    ),
+                    measurer_cpu_ms_per_write=round(1000 * (cpu1[2] - cpu0[2]) / args.writes, 1),
                 )
                 rows.append(row)
                 print(json.dumps(row), flush=True)

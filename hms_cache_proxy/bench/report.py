@@ -516,6 +516,13 @@ the figures. The raw figures of the run below are in `benchmarks.json`, the char
 - `python -m hms_cache_proxy.bench.passthrough`: what upstream mode adds to a call (get_database
   straight to an upstream and through a proxy in front of it, p50/p99 of each); its figures are
   in docs/operations.md, "Upstream mode".
+- `scripts/measure_cpu_per_call.py`: CPU time per operation of one server and of its
+  PostgreSQL for a case, with PostgreSQL's wait events and statements ("Transaction writes at
+  8 clients", below): what to compare on a loaded machine.
+- `python -m hms_cache_proxy.bench.fanout --sidecars 50,100`: sidecars on one central
+  instance, the central's CPU per idle sidecar and the write-to-every-sidecar lag, with the CPU
+  per write of the central, of a sidecar and of the measurer; its figures are in
+  docs/operations.md, "Upstream mode".
 - `hms-cache-proxy fanout`: many instances on one PostgreSQL, their connections, idle statements
   and write-to-all lag ("Fan-out", below).
 

@@ -27,11 +27,13 @@ from typing import Any
 
 from thriftpy2.thrift import TApplicationException, TType
 
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.config import Settings
 from hms_cache_proxy.handler.base import HandlerBase
 from hms_cache_proxy.handler.databases import database_ref
 from hms_cache_proxy.idl import hms, service
 from hms_cache_proxy.store.events.databases import event_databases
+from hms_cache_proxy.thrift_bytes import Encoded
 
 log = logging.getLogger(__name__)
 
@@ -564,7 +566,10 @@ def _visible_events(
     for _ in range(_EVENT_PAGES):
         step = copy.copy(rqst)
         step.lastEvent, step.maxEvents = last, page
-        batch = fn(step).events or []
+        response = fn(step)
+        if isinstance(response, Encoded):  # the answer sidecars share, as bytes
+            response = thrift_bytes.decode(hms.NotificationEventResponse, response)
+        batch = response.events or []
         kept += [e for e in batch if _event_visible(e, visible)]
         if len(kept) >= page or len(batch) < page:
             break

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hms_cache_proxy.handler.base import HandlerBase
+from hms_cache_proxy.handler.encoded import wrap
 from hms_cache_proxy.idl import hms
 
 
@@ -13,9 +14,9 @@ class NotificationHandlers(HandlerBase):
         if rqst is None or rqst.lastEvent is None:
             raise hms.MetaException(message="lastEvent must be set")
         events = self.store.next_notifications(
-            rqst.lastEvent, rqst.maxEvents, rqst.eventTypeSkipList or ()
+            rqst.lastEvent, rqst.maxEvents, rqst.eventTypeSkipList or (), encoded=True
         )
-        return hms.NotificationEventResponse(events=events)
+        return wrap(hms.NotificationEventResponse, "events", events)
 
     def get_current_notificationEventId(self) -> hms.CurrentNotificationEventId:
         return hms.CurrentNotificationEventId(eventId=self.store.notification_event_id())

@@ -88,6 +88,12 @@ EVENTS_APPLIED = Counter(
     ["event_type"],
     registry=REGISTRY,
 )
+NOTIFICATION_ENCODINGS = Counter(
+    "hms_cache_notification_answers_encoded_total",
+    "get_next_notification answers encoded from the events applied last; each one goes to "
+    "every caller asking the same until the next event (sidecars held at one position).",
+    registry=REGISTRY,
+)
 INVALIDATIONS = Counter(
     "hms_cache_invalidations_total",
     "Cache entries dropped instead of updated, by reason.",

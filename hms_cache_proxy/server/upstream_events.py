@@ -31,6 +31,7 @@ from hms_cache_proxy.server.reply_cache import ReplyCache
 from hms_cache_proxy.server.upstream import UpstreamError
 from hms_cache_proxy.server.upstream_client import UpstreamClient
 from hms_cache_proxy.store.events import messages
+from hms_cache_proxy.store.events.alter_summary import AlterSummary, summarize
 from hms_cache_proxy.store.events.recent import WAIT_MARK
 
 log = logging.getLogger(__name__)
@@ -287,10 +288,9 @@ class UpstreamEvents:
         cache = self._cache
         cat, db = split_catalog(event.catName, event.dbName or "")
         try:
-            body = messages.decode(event.message, event.messageFormat)
-            before, after = messages.table_before(body), messages.table_after(body)
-            old_cat, old_db = split_catalog(before.catName or cat, before.dbName)
-            old_name = before.tableName.lower()
+            change = _alter_summary(event)
+            old_cat, old_db = split_catalog(change.cat_before or cat, change.db_before)
+            old_name = change.table_before.lower()
         except Exception:
             log.warning(
                 "upstream %s: ALTER_TABLE event %s unreadable: the cache starts over",
@@ -304,7 +304,7 @@ class UpstreamEvents:
             cache.drop_table_names(old_cat, old_db)
             cache.drop_table_names(cat, db)
             cache.drop_constraints()
-        elif _columns(before) != _columns(after):
+        elif change.columns_changed:
             cache.drop_constraints()
 
     # -- state -----------------------------------------------------------------------------------
@@ -342,6 +342,23 @@ class UpstreamEvents:
         metrics.UPSTREAM_LOG.set(1 if state == FOLLOWING else 0)
         if self._on_state is not None:
             self._on_state(state)
+
+
+def _alter_summary(event: Any) -> AlterSummary:
+    """The ALTER_TABLE message read as plain JSON (alter_summary.py), or, when its TJSON is
+    not plain JSON, decoded into Thrift objects (the slow way, exceptions propagate)."""
+    try:
+        return summarize(event.message, event.messageFormat)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass
+    body = messages.decode(event.message, event.messageFormat)
+    before, after = messages.table_before(body), messages.table_after(body)
+    return AlterSummary(
+        cat_before=before.catName,
+        db_before=before.dbName,
+        table_before=before.tableName,
+        columns_changed=_columns(before) != _columns(after),
+    )
 
 
 def _columns(table: Any) -> tuple[Any, Any]:

@@ -720,10 +720,16 @@ class Events(Protocol):
         """The id of the newest event in NOTIFICATION_LOG."""
 
     def next_notifications(
-        self, last_event: int, max_events: int | None, skip_types: Sequence[str] = ...
-    ) -> list[hms.NotificationEvent]:
+        self,
+        last_event: int,
+        max_events: int | None,
+        skip_types: Sequence[str] = ...,
+        *,
+        encoded: bool = ...,
+    ) -> Any:
         """Events after ``last_event`` in id order, at most ``max_events``, without
-        ``skip_types``."""
+        ``skip_types``: a list of NotificationEvents, or with ``encoded`` possibly their
+        Encoded list (thrift_bytes.Encoded) instead."""
 
     def notification_events_count(
         self,

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from hms_cache_proxy.app import Service, build_service
 from hms_cache_proxy.observability import metrics
 from hms_cache_proxy.server.upstream_events import FOLLOWING, UNREACHABLE
+from hms_cache_proxy.store.events.recent import WAIT_MARK
 from tests.integration.test_txn_calls import allocate, commit, open_txns, transactional_table
 from tests.integration.test_upstream_passthrough import proxy_settings
 from tests.support.apache_thrift import apache_client
@@ -386,6 +387,47 @@ def test_the_central_instance_answers_notification_reads_from_its_pollers_events
     assert [e.eventType for e in answer][-1] == "ALTER_TABLE"
     assert [e.eventId for e in tail.events] == [e.eventId for e in answer][2:]
     assert "ADD_PARTITION" not in [e.eventType for e in skipped.events]
+
+
+def _encodings() -> float:
+    value = metrics.REGISTRY.get_sample_value("hms_cache_notification_answers_encoded_total")
+    return value or 0.0
+
+
+def test_held_reads_at_one_position_get_one_encoded_answer_and_others_their_own(
+    central: Service, connect: Any, T: Any
+) -> None:
+    direct = connect(central.port)
+    _orders(direct, T)
+    start = direct.get_current_notificationEventId().eventId
+    wait = [f"{WAIT_MARK}10000"]
+    held_skips = [wait] * 5 + [[*wait, "ALTER_TABLE"]]
+    clients = [connect(central.port) for _ in held_skips]
+    answers: list[Any] = [None] * len(held_skips)
+
+    def held(i: int) -> None:
+        request = T.NotificationEventRequest(lastEvent=start, eventTypeSkipList=held_skips[i])
+        answers[i] = clients[i].get_next_notification(request).events
+
+    threads = [threading.Thread(target=held, args=(i,)) for i in range(len(held_skips))]
+    for th in threads:
+        th.start()
+    time.sleep(0.5)  # all held (one that comes later is answered the same: the window stays)
+    before = _encodings()
+    _set_param(direct, "k", "v")
+    for th in threads:
+        th.join(30)
+    assert _encodings() - before == 2  # two different requests held: one encoding each
+    assert [[(e.eventId, e.eventType) for e in a] for a in answers[:5]] == [
+        [(start + 1, "ALTER_TABLE")]
+    ] * 5
+    assert answers[5] == []  # its filter leaves the new event out
+    again = direct.get_next_notification(T.NotificationEventRequest(lastEvent=start))
+    earlier = direct.get_next_notification(T.NotificationEventRequest(lastEvent=start - 1))
+    assert _encodings() - before == 3  # "again" is the held ones' answer: only "earlier" is new
+    assert again.events == answers[0]
+    assert [e.eventId for e in earlier.events] == [start, start + 1]
+    assert earlier.events[-1] == answers[0][0]
 
 
 def _newest_logged(pg_url: str) -> int:

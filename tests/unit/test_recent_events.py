@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from thriftpy2.thrift import TType
+
+from hms_cache_proxy import thrift_bytes
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.events.recent import RecentEvents
 
@@ -41,3 +44,35 @@ def test_the_oldest_go_beyond_capacity_and_a_hole_or_reset_starts_over() -> None
     assert recent.after(7, None) is None and ids(recent.after(8, None)) == [9]
     recent.reset(20)
     assert recent.after(9, None) is None and ids(recent.after(20, None)) == []
+
+
+def test_the_same_request_is_encoded_once_until_the_window_moves() -> None:
+    recent = RecentEvents(0)
+    recent.add([ev(1), ev(2, "OPEN_TXN"), ev(3)])
+    first = recent.after_encoded(0, None, ["OPEN_TXN"])
+    assert all(recent.after_encoded(0, None, ["OPEN_TXN"]) is first for _ in range(99))
+    assert recent.encodings == 1  # a hundred sidecars at one position: one encoding
+    recent.add([ev(4)])  # the window moved: encoded afresh, with the new event
+    assert ids(decoded(recent.after_encoded(0, None, ["OPEN_TXN"]))) == [1, 3, 4]
+    assert recent.encodings == 2
+
+
+def test_other_positions_limits_and_filters_get_answers_of_their_own() -> None:
+    recent = RecentEvents(0, cap=3)
+    recent.add([ev(1), ev(2, "OPEN_TXN"), ev(3), ev(4), ev(5)])
+    asked = [(0, None, ()), (0, 2, ()), (0, 10, ("OPEN_TXN",)), (3, None, ()), (5, None, ())]
+    for last, limit, skip in asked:
+        assert decoded(recent.after_encoded(last, limit, skip)) == recent.after(last, limit, skip)
+    assert recent.encodings == len(asked)
+    recent.reset(10)
+    assert recent.after_encoded(5, None) is None  # before the window: the database's
+    assert decoded(recent.after_encoded(10, None)) == []
+
+
+def decoded(value: bytes | None) -> list[hms.NotificationEvent] | None:
+    """The events of an Encoded list, as the processor writes it in a response."""
+    assert value is not None
+    response = thrift_bytes.decode(
+        hms.NotificationEventResponse, thrift_bytes.struct_of((1, TType.LIST, value))
+    )
+    return list(response.events)

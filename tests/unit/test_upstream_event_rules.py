@@ -4,7 +4,10 @@ them against a central instance's own events."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+
+import pytest
 
 from hms_cache_proxy.idl import hms, service
 from hms_cache_proxy.server.reply_cache import (
@@ -18,6 +21,8 @@ from hms_cache_proxy.server.reply_cache import (
 from hms_cache_proxy.server.upstream import UpstreamPool
 from hms_cache_proxy.server.upstream_client import UpstreamClient
 from hms_cache_proxy.server.upstream_events import UpstreamEvents
+from hms_cache_proxy.store.events import messages
+from tests.support.metastore import cols, table
 
 SUBJECTS = {
     "table": Subject(TABLE, "hive", "sales", "orders"),
@@ -69,3 +74,45 @@ def test_each_kind_of_event_drops_what_it_changes() -> None:
 def test_an_unreadable_alter_table_empties_the_cache() -> None:
     garbled = _event("ALTER_TABLE", table="orders", message="{not json", messageFormat="json-0.2")
     assert _after(garbled) == set()
+
+
+def _altered(after_change: Any, *, skewed: bool = False) -> Any:
+    before = table(hms, "sales", "orders", keys=["day:string"])
+    if skewed:  # TJSON with list keys: not plain JSON, read the full way
+        before.sd.skewedInfo = hms.SkewedInfo(
+            skewedColNames=["a"], skewedColValues=[["1"]], skewedColValueLocationMaps={("1",): "x"}
+        )
+    after = copy.deepcopy(before)
+    after_change(after)
+    message = messages.encode(messages.alter_table(before, after))
+    return _event(
+        "ALTER_TABLE",
+        db=after.dbName,
+        table=after.tableName,
+        message=message,
+        messageFormat=messages.DEFAULT_FORMAT,
+    )
+
+
+@pytest.mark.parametrize("skewed", [False, True])
+def test_an_alter_table_drops_names_and_constraints_only_as_its_change_needs(
+    skewed: bool,
+) -> None:
+    everything = set(SUBJECTS)
+
+    def params(t: Any) -> None:
+        t.parameters = {"k": "v"}
+
+    def column(t: Any) -> None:
+        t.sd.cols = cols(hms, "a:int", "b:bigint")
+
+    def rename(t: Any) -> None:
+        t.tableName = "orders_old"
+
+    assert _after(_altered(params, skewed=skewed)) == everything - {"table"}
+    assert _after(_altered(column, skewed=skewed)) == everything - {"table", "constraints"}
+    assert _after(_altered(rename, skewed=skewed)) == everything - {
+        "table",
+        "names",
+        "constraints",
+    }

@@ -144,19 +144,28 @@ class CachedStore(StatsReads, PartitionReads, ForwardingStore):
     # -- the notification log --------------------------------------------------------------------
 
     def next_notifications(
-        self, last_event: int, max_events: int | None, skip_types: Sequence[str] = ()
-    ) -> list[Any]:
+        self,
+        last_event: int,
+        max_events: int | None,
+        skip_types: Sequence[str] = (),
+        *,
+        encoded: bool = False,
+    ) -> Any:
         """From the events the poller applied last when they reach back to ``last_event``
         and include every event this process committed (a client reads its own writes), so
         sidecars tailing this instance cost no database statement; else from the database.
         A sidecar's wait mark (``recent.WAIT_MARK``) holds the read until an event after
-        ``last_event`` is applied or the time asked for passes."""
+        ``last_event`` is applied or the time asked for passes. With ``encoded`` an answer
+        from memory is the Encoded list, shared by every caller asking the same."""
         wait, skip_types = split_wait(skip_types)
         if wait and self._wait_for is not None:
             self._wait_for(last_event + 1, wait)
         recent = self._recent
         if recent is not None and recent.end >= self._newest_here():
-            answer = recent.after(last_event, max_events, skip_types)
+            if encoded:
+                answer: Any = recent.after_encoded(last_event, max_events, skip_types)
+            else:
+                answer = recent.after(last_event, max_events, skip_types)
             if answer is not None:
                 return answer
         return self.sql.next_notifications(last_event, max_events, skip_types)

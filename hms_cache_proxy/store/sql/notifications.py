@@ -36,7 +36,10 @@ class Notifications(SqlPart):
         last_event: int,
         max_events: int | None,
         skip_types: Sequence[str] = (),
+        *,
+        encoded: bool = False,
     ) -> list[hms.NotificationEvent]:
+        """The events as objects (``encoded`` or not: read once, nobody shares them)."""
         with self.db.read() as conn:
             return self.events.next_events(conn, last_event, max_events, skip_types)
 
