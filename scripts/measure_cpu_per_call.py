@@ -74,8 +74,9 @@ def _postmaster(pg: PostgresServer) -> int:
 class WaitSampler:
     """pg_stat_activity's wait events of active client backends, every 10 ms, in a thread."""
 
-    def __init__(self, pg: PostgresServer) -> None:
+    def __init__(self, pg: PostgresServer, dbname: str) -> None:
         self.pg = pg
+        self.dbname = dbname
         self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -89,7 +90,7 @@ class WaitSampler:
         self._thread.join(5)
 
     def _run(self) -> None:
-        conn = self.pg.connect()
+        conn = self.pg.connect(self.dbname)  # its pg_class names the rows' relations
         conn.autocommit = True
         try:
             with conn.cursor() as cur:
@@ -160,7 +161,7 @@ def main() -> None:
             prepare(args.target, "127.0.0.1", server.port, case, made, "cpu")
             if args.stats:
                 _statements(pg, dbname, reset=True)
-            sampler = WaitSampler(pg) if args.waits else None
+            sampler = WaitSampler(pg, dbname) if args.waits else None
             server0, pg0, t0 = cpu_seconds(server.pid), cpu_seconds(_postmaster(pg)), time.time()
             if sampler:
                 sampler.__enter__()
