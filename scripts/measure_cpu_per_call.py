@@ -11,7 +11,8 @@ with bench.runner at N client processes and reads /proc/PID/stat of the server's
 (its workers too) and of the postmaster's (every backend) before and after: the CPU seconds
 over the run divided by the operations done (warm-up included on both sides). --waits samples
 pg_stat_activity's wait events of active backends every 10 ms (a backend in a row-lock
-queue is shown with the relation of the row: the tuple lock it holds or waits for);
+queue is shown with the relation of the row: the tuple lock it holds or waits for; statements
+are grouped by their text up to the first parenthesis, so an EXECUTE's values do not split them);
 --stats prints pg_stat_statements' top statements per operation (calls, execution ms,
 buffers per call).
 For a profile, run `py-spy record --gil --subprocesses -p SERVER_PID` beside it.
@@ -97,7 +98,9 @@ class WaitSampler:
                 while not self._stop.is_set():
                     cur.execute(
                         "SELECT coalesce(wait_event_type, 'CPU') || ':' || "
-                        "coalesce(wait_event, '-'), left(query, 44) || coalesce(' [row of ' || "
+                        "coalesce(wait_event, '-'), "
+                        "left(regexp_replace(query, '\\s*\\(.*', '', 's'), 44) "
+                        "|| coalesce(' [row of ' || "
                         "(SELECT string_agg(DISTINCT c.relname, ',') FROM pg_locks l "
                         "JOIN pg_class c ON c.oid = l.relation WHERE l.pid = a.pid "
                         "AND l.locktype = 'tuple') || ']', '') FROM pg_stat_activity a "
