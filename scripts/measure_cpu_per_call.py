@@ -10,8 +10,11 @@ with pg_stat_statements, track = all, so a PL/pgSQL function's own statements sh
 with bench.runner at N client processes and reads /proc/PID/stat of the server's process tree
 (its workers too) and of the postmaster's (every backend) before and after: the CPU seconds
 over the run divided by the operations done (warm-up included on both sides). --waits samples
-pg_stat_activity's wait events of active backends every 10 ms; --stats prints
-pg_stat_statements' top statements per operation (calls, execution ms, buffers per call).
+pg_stat_activity's wait events of active backends every 10 ms (a backend in a row-lock
+queue is shown with the relation of the row: the tuple lock it holds or waits for; statements
+are grouped by their text up to the first parenthesis, so an EXECUTE's values do not split them);
+--stats prints pg_stat_statements' top statements per operation (calls, execution ms,
+buffers per call).
 For a profile, run `py-spy record --gil --subprocesses -p SERVER_PID` beside it.
 No assertions: a measurement (docs/benchmarks.md, "Transaction writes at 8 clients").
 """
@@ -72,8 +75,9 @@ def _postmaster(pg: PostgresServer) -> int:
 class WaitSampler:
     """pg_stat_activity's wait events of active client backends, every 10 ms, in a thread."""
 
-    def __init__(self, pg: PostgresServer) -> None:
+    def __init__(self, pg: PostgresServer, dbname: str) -> None:
         self.pg = pg
+        self.dbname = dbname
         self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -87,14 +91,19 @@ class WaitSampler:
         self._thread.join(5)
 
     def _run(self) -> None:
-        conn = self.pg.connect()
+        conn = self.pg.connect(self.dbname)  # its pg_class names the rows' relations
         conn.autocommit = True
         try:
             with conn.cursor() as cur:
                 while not self._stop.is_set():
                     cur.execute(
                         "SELECT coalesce(wait_event_type, 'CPU') || ':' || "
-                        "coalesce(wait_event, '-'), left(query, 60) FROM pg_stat_activity "
+                        "coalesce(wait_event, '-'), "
+                        "left(regexp_replace(query, '\\s*\\(.*', '', 's'), 44) "
+                        "|| coalesce(' [row of ' || "
+                        "(SELECT string_agg(DISTINCT c.relname, ',') FROM pg_locks l "
+                        "JOIN pg_class c ON c.oid = l.relation WHERE l.pid = a.pid "
+                        "AND l.locktype = 'tuple') || ']', '') FROM pg_stat_activity a "
                         "WHERE backend_type = 'client backend' AND state = 'active' "
                         "AND pid <> pg_backend_pid()"
                     )
@@ -155,7 +164,7 @@ def main() -> None:
             prepare(args.target, "127.0.0.1", server.port, case, made, "cpu")
             if args.stats:
                 _statements(pg, dbname, reset=True)
-            sampler = WaitSampler(pg) if args.waits else None
+            sampler = WaitSampler(pg, dbname) if args.waits else None
             server0, pg0, t0 = cpu_seconds(server.pid), cpu_seconds(_postmaster(pg)), time.time()
             if sampler:
                 sampler.__enter__()

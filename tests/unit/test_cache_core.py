@@ -4,7 +4,9 @@ index, write-id advance on commit, installs that must not overwrite newer state,
 from __future__ import annotations
 
 import random
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from thriftpy2.protocol.cybin import TCyBinaryProtocolFactory
@@ -278,3 +280,60 @@ def test_constraints_install_only_when_nothing_since_may_have_changed_them() -> 
         cache.forget_constraints_locked(14, ("hive", "d"))
         assert cache.entries[child].constraints is None
         assert cache.fk_holders == set()
+
+
+def test_a_commit_that_wrote_nothing_is_applied_without_decoding_its_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 23: the writer's own OPEN_TXN / COMMIT_TXN of a txn that wrote nothing cost the
+    cache a JSON decode each; a commit listing writes is still decoded and moves W."""
+    from hms_cache_proxy.store.cached import apply
+    from hms_cache_proxy.store.events import messages
+
+    builder = messages.MessageBuilder(clock=lambda: 0, writer=messages.WRITER_NAME)
+    decoded: list[str] = []
+    real_decode = messages.decode
+
+    def counting(message: str, fmt: str | None) -> dict:
+        decoded.append(message)
+        return real_decode(message, fmt)
+
+    monkeypatch.setattr(apply.msg, "decode", counting)
+    from hms_cache_proxy.store.cached.prewarm import empty_write_ids
+
+    cache = Cache(10**9)
+    key = TableName("hive", "d", "t")
+    table = hms.Table(
+        tableName="t", dbName="d", parameters={"transactional": "true"}, partitionKeys=[]
+    )
+    entry = TableEntry(key, table, b"x", as_of=5, write_ids=empty_write_ids(key), parts=None)
+    assert entry.transactional
+    with cache.lock:
+        cache.put_locked(entry)
+    applier = apply.EventApplier(cache, _NoLoads())  # type: ignore[arg-type]
+
+    def event(event_id: int, kind: str, body: dict) -> Any:
+        return hms.NotificationEvent(
+            eventId=event_id,
+            eventTime=0,
+            eventType=kind,
+            dbName="d" if kind == messages.ALLOC_WRITE_ID_EVENT else None,
+            tableName="t" if kind == messages.ALLOC_WRITE_ID_EVENT else None,
+            message=messages.to_json(body),
+            messageFormat=messages.JSON_FORMAT,
+            catName=None,
+        )
+
+    write = hms.WriteEventInfo(writeId=6, database="d", table="t", files=None)
+    applier.apply(
+        [
+            event(10, messages.OPEN_TXN, builder.open_txn(7, 8)),
+            event(11, messages.ALLOC_WRITE_ID_EVENT, builder.alloc_write_id([(8, 6)], "d", "t")),
+            event(12, messages.COMMIT_TXN, builder.commit_txn(7)),  # wrote nothing
+            event(13, messages.COMMIT_TXN, builder.commit_txn(8, [write])),
+        ]
+    )
+    assert len(decoded) == 2 and all('"txnid":7' not in m for m in decoded)
+    assert cache.position == 13
+    w = cache.entries[TableName("hive", "d", "t")].write_ids
+    assert w is not None and w.high_watermark == 6

@@ -647,3 +647,25 @@ def test_extra_fields_of_writes_in_transactions() -> None:
         writer=message_base.WRITER_NAME, exclude_parameters=["secret"]
     )
     assert not messages.written_by_us(filtered.create_table(t))
+
+
+def test_a_commit_of_ours_that_lists_nothing_is_told_from_its_text() -> None:
+    """The cache applies such a COMMIT_TXN without decoding it (apply.EventApplier)."""
+    ours = messages.MessageBuilder(server=SERVER, clock=lambda: NOW, writer="hms-cache-proxy")
+    quiet = messages.to_json(ours.commit_txn(42))
+    assert messages.quiet_commit_txn_id(quiet, messages.JSON_FORMAT) == 42
+    assert messages.quiet_commit_txn_id(quiet, None) == 42
+    write = hms.WriteEventInfo(writeId=3, database="d", table="t", files=None)
+    for listing in (
+        ours.commit_txn(42, [write]),
+        ours.commit_txn(42, None, [("hive", "d", "t")]),
+        {**ours.commit_txn(42), "writeIds": [3], "databases": ["d"], "tables": ["t"]},
+    ):
+        assert messages.quiet_commit_txn_id(messages.to_json(listing), None) is None
+    hive = messages.MessageBuilder(server=SERVER, clock=lambda: NOW)  # no writer field
+    assert messages.quiet_commit_txn_id(messages.to_json(hive.commit_txn(42)), None) is None
+    gzipped = messages.encode(ours.commit_txn(42), messages.GZIP_FORMAT)
+    assert messages.quiet_commit_txn_id(gzipped, messages.GZIP_FORMAT) is None
+    # Our writer's key text inside a string value is escaped, so it is not taken for the key.
+    posing = messages.MessageBuilder(server='"writer":"hms-cache-proxy"', clock=lambda: NOW)
+    assert messages.quiet_commit_txn_id(messages.to_json(posing.commit_txn(42)), None) is None

@@ -257,6 +257,10 @@ class EventApplier:
         t = ev.eventType
         if t in IGNORED:
             return _nothing
+        if t == msg.COMMIT_TXN:
+            quiet = msg.quiet_commit_txn_id(ev.message, ev.messageFormat)
+            if quiet is not None:  # a txn that wrote nothing: not worth decoding
+                return self._commit({"txnid": quiet})
         body = msg.decode(ev.message, ev.messageFormat)
         ours = msg.written_by_us(body)
         cat = _norm(ev.catName) or "hive"

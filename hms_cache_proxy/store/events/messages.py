@@ -239,6 +239,30 @@ def decode(message: str, fmt: str | None) -> dict[str, Any]:
     return body
 
 
+_COMMIT_HEAD = '{"txnid":'
+_OURS_TEXT = f'"{WRITER}":"{WRITER_NAME}"'
+_COMMIT_LISTS = (f'"{TXN_WRITES}"', f'"{TABLES_ALTERED}"', '"writeIds":[')
+
+
+def quiet_commit_txn_id(message: str, fmt: str | None) -> int | None:
+    """The txn id of a COMMIT_TXN this project wrote in plain JSON listing no write and no
+    altered table (a commit of a txn that wrote nothing: the cache has nothing to change for
+    it), read without decoding the message; None for any other message (decode it then).
+
+    Told from the text: a '"' inside a JSON string is always escaped, so the texts of keys
+    looked for here can only be the body's own keys; our bodies are ``to_json``'s compact
+    text and start with the txn id (``TxnMessages.commit_txn``)."""
+    if fmt and fmt != JSON_FORMAT and _kind(fmt) != "json":
+        return None
+    if not message.startswith(_COMMIT_HEAD) or _OURS_TEXT not in message:
+        return None
+    if any(key in message for key in _COMMIT_LISTS):
+        return None
+    end = message.find(",", len(_COMMIT_HEAD))
+    text = message[len(_COMMIT_HEAD) : end]
+    return int(text) if end > 0 and text.isdigit() else None
+
+
 def canonical_format(fmt: str) -> str:
     """The MESSAGE_FORMAT value Hive writes for a configured format name ("gzip" and any case
     become "gzip(json-2.0)")."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 SCHEMA = "hms_cache_proxy"
-VERSION = 1
+VERSION = 2
 """Bump with any change of the functions' text or signatures (new names, old ones stay)."""
 
 OPEN_FN = f"{SCHEMA}.open_txns_v{VERSION}"
@@ -44,23 +44,29 @@ FROM_SENTINEL, TO_SENTINEL, WRITE_ID_SENTINEL, WRITE_ID_LIST_SENTINEL = (
 
 _NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
 
-# The event steps shared by both functions: events.log's reserve (the sequence row's lock,
-# then in a new statement the previous event's time) and write (row, notify).
+# The event steps every function ends with, after all its other work: the sequence row's lock
+# is held from its UPDATE to the commit (event ids in commit order, docs/cache.md), so only two
+# statements run under it. The UPDATE takes the lock and returns the moved NEXT_EVENT_ID (the
+# newest committed version of the row: READ COMMITTED re-reads it once the lock is granted);
+# the INSERT, a new statement and so a snapshot taken after the grant, reads the previous
+# event's time in its own SELECT (events.log's reserve and write, folded into two statements).
 _WRITE_EVENT = """
-  UPDATE "NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = "NEXT_EVENT_ID" + 1;
-  SELECT max("NEXT_EVENT_ID") INTO v_next FROM "NOTIFICATION_SEQUENCE";
+  UPDATE "NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = "NEXT_EVENT_ID" + 1
+    RETURNING "NEXT_EVENT_ID" INTO v_next;
   IF v_next IS NULL THEN
     INSERT INTO "NOTIFICATION_SEQUENCE" ("NNI_ID", "NEXT_EVENT_ID") VALUES (1, 1)
       ON CONFLICT DO NOTHING;
-    UPDATE "NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = "NEXT_EVENT_ID" + 1;
-    SELECT max("NEXT_EVENT_ID") INTO v_next FROM "NOTIFICATION_SEQUENCE";
+    UPDATE "NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = "NEXT_EVENT_ID" + 1
+      RETURNING "NEXT_EVENT_ID" INTO v_next;
   END IF;
   v_event := v_next - 1;
-  SELECT "EVENT_TIME" INTO v_prev FROM "NOTIFICATION_LOG" WHERE "EVENT_ID" = v_event - 1;
-  v_time := GREATEST(floor(extract(epoch FROM clock_timestamp()))::bigint, COALESCE(v_prev, 0));
   INSERT INTO "NOTIFICATION_LOG" ("NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", "CAT_NAME",
     "DB_NAME", "TBL_NAME", "MESSAGE", "MESSAGE_FORMAT")
-    VALUES (p_nl_id, v_event, v_time, v_type_name, NULL, v_db, v_tbl, v_body, p_format);
+    SELECT p_nl_id, v_event, GREATEST(floor(extract(epoch FROM clock_timestamp()))::bigint,
+        COALESCE((SELECT p."EVENT_TIME" FROM "NOTIFICATION_LOG" p
+          WHERE p."EVENT_ID" = v_event - 1), 0)),
+      v_type_name, NULL, v_db, v_tbl, v_body, p_format
+    RETURNING "EVENT_TIME" INTO v_time;
   IF p_channel IS NOT NULL THEN
     PERFORM pg_notify(p_channel, v_event::text);
   END IF;
@@ -75,7 +81,7 @@ RETURNS TABLE (txn_ids bigint[], lock_wait double precision, event_id bigint,
   event_time bigint, message text)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
-  v_ids bigint[]; v_wait double precision; v_next bigint; v_event bigint; v_prev bigint;
+  v_ids bigint[]; v_wait double precision; v_next bigint; v_event bigint;
   v_time bigint; v_body text; v_type_name text := 'OPEN_TXN';
   v_db text; v_tbl text;
 BEGIN
@@ -129,7 +135,7 @@ LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
   v_txn_type integer; v_ops text[]; v_writes text; v_read_only boolean; v_move boolean;
   v_update boolean; v_commit_id bigint;
-  v_next bigint; v_event bigint; v_prev bigint; v_time bigint; v_body text;
+  v_next bigint; v_event bigint; v_time bigint; v_body text;
   v_type_name text := 'COMMIT_TXN'; v_db text; v_tbl text;
 BEGIN
   -- pgsql.lock_and_read_commit: the open txn's row locked, then (new statements, snapshots
@@ -220,7 +226,7 @@ RETURNS TABLE (outcome text, txn_ids bigint[], write_ids bigint[], event_id bigi
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
   v_bad boolean; v_missing bigint[]; v_k integer; v_first bigint; v_txns bigint[];
-  v_wids bigint[]; v_next bigint; v_event bigint; v_prev bigint; v_time bigint; v_body text;
+  v_wids bigint[]; v_next bigint; v_event bigint; v_time bigint; v_body text;
   v_type_name text := 'ALLOC_WRITE_ID_EVENT'; v_db text := p_db; v_tbl text := p_tbl;
 BEGIN
   -- pgsql.lock_and_read_allocation: the txns' rows locked in id order, then their states.
@@ -271,7 +277,7 @@ CREATE OR REPLACE FUNCTION {ABORT_FN}(
 RETURNS TABLE (outcome text, event_id bigint, event_time bigint, message text)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
-  v_txn_type integer; v_dbs text; v_next bigint; v_event bigint; v_prev bigint;
+  v_txn_type integer; v_dbs text; v_next bigint; v_event bigint;
   v_time bigint; v_body text; v_type_name text := 'ABORT_TXN'; v_db text; v_tbl text;
 BEGIN
   -- Abort._abort_txn_txn: the open txn's row locked; a txn not open, or a replayed one
