@@ -5,8 +5,8 @@ add, drop and exchange are in partition_writes.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     Connection,
@@ -131,7 +131,8 @@ class PartitionAlters(SqlPart):
         tk = self.reads.resolve_table(conn, cat, db, tbl, share=True)
         table = self.tables.load_table_by_id(conn, tk.tbl_id)
         names = [self.reads.name_for(tk, p.values) for p in new_parts]
-        loaded = self.reads.load_by_names(conn, tk, names, lock=True)
+        row_ids: dict[str, tuple[int, int | None]] = {}
+        loaded = self.reads.load_by_names(conn, tk, names, lock=True, row_ids=row_ids)
         before = {p_name(tk, p): p for p in loaded}
         for name, p in zip(names, new_parts, strict=True):
             if name not in before:
@@ -157,7 +158,7 @@ class PartitionAlters(SqlPart):
                 prepare(old, new)
             self._stamp_partition(new, old, tw)
             pairs.append((name, old, new))
-        ids = self._replace_partitions(conn, tk, table, pairs)
+        ids = self._replace_partitions(conn, tk, table, pairs, row_ids)
         stored = in_order(self.reads.load_partitions(conn, tk, list(ids.values())), new_parts)
         self._emit(
             conn,
@@ -321,18 +322,24 @@ class PartitionAlters(SqlPart):
         tk: ResolvedTable,
         table: hms.Table,
         pairs: Sequence[tuple[str, hms.Partition, hms.Partition]],
+        row_ids: Mapping[str, tuple[int, int | None]] | None = None,
     ) -> dict[str, int]:
         """Rewrite partitions in place: same PART_IDs, new rows for everything hanging off them.
-        Returns the PART_IDs by (old) partition name."""
-        rows = fetch_in(
-            conn,
-            _P.c.PART_NAME,
-            [n for n, _, _ in pairs],
-            lambda cond: select(_P.c.PART_ID, _P.c.PART_NAME, _P.c.SD_ID).where(
-                _P.c.TBL_ID == tk.tbl_id, cond
-            ),
-        )
-        by_name = {r.PART_NAME: r for r in rows}
+        ``row_ids``: the partitions' (PART_ID, SD_ID) by name as the caller read them with
+        their rows locked (else they are read here). Returns the PART_IDs by (old) name."""
+        if row_ids is None:
+            row_ids = {
+                r.PART_NAME: (r.PART_ID, r.SD_ID)
+                for r in fetch_in(
+                    conn,
+                    _P.c.PART_NAME,
+                    [n for n, _, _ in pairs],
+                    lambda cond: select(_P.c.PART_ID, _P.c.PART_NAME, _P.c.SD_ID).where(
+                        _P.c.TBL_ID == tk.tbl_id, cond
+                    ),
+                )
+            }
+        by_name = {n: _RowIds(*row_ids[n]) for n, _, _ in pairs}
         part_ids = [by_name[n].PART_ID for n, _, _ in pairs]
         old_sds = [by_name[n].SD_ID for n, _, _ in pairs if by_name[n].SD_ID is not None]
         table_cd = None
@@ -517,6 +524,13 @@ class PartitionAlters(SqlPart):
             ],
         )
         return old, stored
+
+
+class _RowIds(NamedTuple):
+    """A partition's PARTITIONS.PART_ID and SD_ID."""
+
+    PART_ID: int
+    SD_ID: int | None
 
 
 _ROW_COLUMNS = ("PART_ID", "SD_ID", "CREATE_TIME", "LAST_ACCESS_TIME", "WRITE_ID")
