@@ -49,7 +49,7 @@ class HeldAlter:
         (part,) = store.get_partitions_by_names(CAT, DB, "t", [f"p={value}"])
         part.parameters = {**(part.parameters or {}), "held": "yes"}
 
-        def prepare(_old: hms.Partition, _new: hms.Partition) -> None:
+        def prepare(_table: hms.Table, _old: hms.Partition, _new: hms.Partition) -> None:
             self.inside.set()
             assert self.go.wait(HANG_S)
 

@@ -76,15 +76,15 @@ class PartitionAlters(SqlPart):
         *,
         write_id: int | None = None,
         valid_write_id_list: str | None = None,
-        prepare: Callable[[hms.Partition, hms.Partition], None] | None = None,
+        prepare: Callable[[hms.Table, hms.Partition, hms.Partition], None] | None = None,
         is_truncate: bool = False,
     ) -> list[tuple[hms.Partition, hms.Partition]]:
         """Replace partitions (found by their values); returns (before, after) pairs, as stored.
 
         A missing partition is NoSuchObjectException ``partition values=[a, b]`` (Hive's
-        ObjectStore.getPartition). ``prepare(before, after)`` may adjust each new partition
-        inside the transaction. One ALTER_PARTITION event per partition (``is_truncate`` marks
-        them as truncate_table's).
+        ObjectStore.getPartition). ``prepare(table, before, after)`` may adjust each new
+        partition inside the transaction (``table`` as read there). One ALTER_PARTITION
+        event per partition (``is_truncate`` marks them as truncate_table's).
 
         Write ids (Hive's ObjectStore.alterPartitions): only a transactional table takes one,
         ``write_id`` (the request's) or else the new partitions' writeId (one value; echoes of
@@ -118,7 +118,7 @@ class PartitionAlters(SqlPart):
         *,
         write_id: int | None = None,
         valid_write_id_list: str | None = None,
-        prepare: Callable[[hms.Partition, hms.Partition], None] | None = None,
+        prepare: Callable[[hms.Table, hms.Partition, hms.Partition], None] | None = None,
         is_truncate: bool = False,
         last: bool = False,
     ) -> list[tuple[hms.Partition, hms.Partition]]:
@@ -155,7 +155,7 @@ class PartitionAlters(SqlPart):
             old = before[name]
             new = copy_partition(p, dbName=tk.db, tableName=tk.name, catName=tk.cat)
             if prepare is not None:
-                prepare(old, new)
+                prepare(table, old, new)
             self._stamp_partition(new, old, tw)
             pairs.append((name, old, new))
         ids = self._replace_partitions(conn, tk, table, pairs, row_ids)
@@ -341,7 +341,7 @@ class PartitionAlters(SqlPart):
             }
         by_name = {n: _RowIds(*row_ids[n]) for n, _, _ in pairs}
         part_ids = [by_name[n].PART_ID for n, _, _ in pairs]
-        old_sds = [by_name[n].SD_ID for n, _, _ in pairs if by_name[n].SD_ID is not None]
+        old_sds = [sd for n, _, _ in pairs if (sd := by_name[n].SD_ID) is not None]
         table_cd = None
         if one_statement(conn):
             table_sd = [] if tk.sd_id is None else [tk.sd_id]
@@ -382,7 +382,8 @@ class PartitionAlters(SqlPart):
             if table_cd is not None and same_columns(new.sd.cols, table_cols):
                 cd_ids.append(table_cd)
             elif old.sd is not None and same_columns(new.sd.cols, old.sd.cols):
-                cd_ids.append(old_cd.get(by_name[name].SD_ID))
+                old_sd = by_name[name].SD_ID
+                cd_ids.append(None if old_sd is None else old_cd.get(old_sd))
             else:
                 pending.append(len(cd_ids))
                 cd_ids.append(None)
