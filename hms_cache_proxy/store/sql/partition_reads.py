@@ -65,6 +65,28 @@ _PUSHDOWN_VALUES = 1000
 _statements: dict[tuple[str, str], Any] = {}
 
 
+def _resolve_statement(mode: str) -> Any:
+    """resolve_table's query (bound: r_cat, r_db, r_tbl); ``mode`` lock or share: the
+    table's row only FOR UPDATE or FOR SHARE (the same row lock, taken by the same read)."""
+    t, d, k = schema.TBLS, schema.DBS, schema.PARTITION_KEYS
+    stmt = (
+        select(t.c.TBL_ID, t.c.SD_ID, k.c.PKEY_NAME, k.c.PKEY_TYPE, k.c.PKEY_COMMENT)
+        .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID).outerjoin(k, k.c.TBL_ID == t.c.TBL_ID))
+        .where(
+            d.c.CTLG_NAME == bindparam("r_cat"),
+            d.c.NAME == bindparam("r_db"),
+            t.c.TBL_NAME == bindparam("r_tbl"),
+        )
+        .order_by(k.c.INTEGER_IDX)
+    )
+    return stmt if mode == "read" else stmt.with_for_update(of=t, read=mode == "share")
+
+
+_RESOLVE = {mode: _resolve_statement(mode) for mode in ("read", "lock", "share")}
+"""Built once: a statement object reused keeps its SQLAlchemy cache key (no rebuilding and
+re-keying per call on the write path's hot reads)."""
+
+
 def _name_order(dialect: str) -> Any:
     """Partition-name order in code points on every database (as the cache orders them)."""
     return _P.c.PART_NAME.collate("C") if dialect == "postgresql" else _P.c.PART_NAME
@@ -165,16 +187,8 @@ class PartitionReads(SqlPart):
         ``lock``: the table's row FOR UPDATE (writers of the table or of its set of partitions);
         ``share``: FOR SHARE, which excludes those writers but not other sharers (alters of
         partitions, which lock the partitions' own rows: ``lock_partitions``)."""
-        t, d, k = schema.TBLS, schema.DBS, schema.PARTITION_KEYS
-        stmt = (
-            select(t.c.TBL_ID, t.c.SD_ID, k.c.PKEY_NAME, k.c.PKEY_TYPE, k.c.PKEY_COMMENT)
-            .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID).outerjoin(k, k.c.TBL_ID == t.c.TBL_ID))
-            .where(d.c.CTLG_NAME == cat, d.c.NAME == db, t.c.TBL_NAME == name)
-            .order_by(k.c.INTEGER_IDX)
-        )
-        if lock or share:  # the table's row only (the same row lock, taken by the same read)
-            stmt = stmt.with_for_update(of=t, read=not lock)
-        rows = conn.execute(stmt).all()
+        stmt = _RESOLVE["lock" if lock else "share" if share else "read"]
+        rows = conn.execute(stmt, {"r_cat": cat, "r_db": db, "r_tbl": name}).all()
         if not rows:
             raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, name)} table not found")
         keys = [
