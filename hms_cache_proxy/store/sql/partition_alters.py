@@ -39,6 +39,7 @@ from hms_cache_proxy.store.sql.sql_base import (
     TxnWrite,
     is_transactional,
     java_list,
+    table_ref,
 )
 from hms_cache_proxy.store.sql.storage import (
     delete_storage_descriptors,
@@ -49,7 +50,7 @@ from hms_cache_proxy.store.sql.storage import (
     same_columns,
 )
 from hms_cache_proxy.store.sql.table_alters import TableAlters
-from hms_cache_proxy.store.sql.tables import Tables
+from hms_cache_proxy.store.sql.tables import TABLE_BY_NAME_SHARED, Tables
 
 _P, _KV = schema.PARTITIONS, schema.PARTITION_KEY_VALS
 
@@ -128,8 +129,7 @@ class PartitionAlters(SqlPart):
         # (alter_table, drop_table, add/drop/rename/exchange partitions, statistics, truncate)
         # locks it FOR UPDATE and so waits for this alter, while alters of other partitions of
         # the table go on at once; the partitions' own rows serialize alters of one partition.
-        tk = self.reads.resolve_table(conn, cat, db, tbl, share=True)
-        table = self.tables.load_table_by_id(conn, tk.tbl_id)
+        tk, table = self._share_locked_table(conn, cat, db, tbl)
         names = [self.reads.name_for(tk, p.values) for p in new_parts]
         row_ids: dict[str, tuple[int, int | None]] = {}
         loaded = self.reads.load_by_names(conn, tk, names, lock=True, row_ids=row_ids)
@@ -182,6 +182,21 @@ class PartitionAlters(SqlPart):
             last=last,
         )
         return [(old, new) for (_, old, _), new in zip(pairs, stored, strict=True)]
+
+    def _share_locked_table(
+        self, conn: Connection, cat: str, db: str, tbl: str
+    ) -> tuple[ResolvedTable, hms.Table]:
+        """The table, read with its row FOR SHARE, and what partition calls resolve of it
+        (``resolve_table(share=True)`` and the table's load in one statement and its details'
+        query). NoSuchObjectException ``<cat>.<db>.<tbl> table not found``."""
+        sd_ids: list[int | None] = []
+        params = {"cat": cat, "db": db, "tbl": tbl}
+        found = self.tables.load_tables(conn, TABLE_BY_NAME_SHARED, params, sd_ids=sd_ids)
+        if not found:
+            raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, tbl)} table not found")
+        table = found[0]
+        row = _TableIds(TBL_ID=table.id, SD_ID=sd_ids[0])
+        return ResolvedTable(row, list(table.partitionKeys or []), cat, db, tbl), table
 
     @writes_events
     def truncate_table(
@@ -525,6 +540,13 @@ class PartitionAlters(SqlPart):
             ],
         )
         return old, stored
+
+
+class _TableIds(NamedTuple):
+    """A table's TBLS.TBL_ID and SD_ID (what ResolvedTable takes of its row)."""
+
+    TBL_ID: int
+    SD_ID: int | None
 
 
 class _RowIds(NamedTuple):
