@@ -6,8 +6,8 @@ quick statistics recomputed).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from hms_cache_proxy import warehouse
 from hms_cache_proxy.handler import basic_stats
@@ -22,6 +22,22 @@ from hms_cache_proxy.handler.partition_add import (
 )
 from hms_cache_proxy.handler.table_rules import DDL_TIME, data_deletable, is_view
 from hms_cache_proxy.idl import hms
+
+
+class _NeedDatabaseDirs(Exception):
+    """Raised inside an alter's transaction (rolling it back) when its location checks need
+    the database directories, which are read outside it."""
+
+
+def _elsewhere(
+    below: Callable[[str | None, str | None], bool],
+    table_dir: str | None,
+    news: Sequence[hms.Partition],
+) -> bool:
+    """Whether a new partition's location lies outside the table's directory ``table_dir``."""
+    return any(
+        q.sd is not None and q.sd.location and not below(table_dir, q.sd.location) for q in news
+    )
 
 
 def _int_or_none(text: str) -> int | None:
@@ -90,8 +106,49 @@ class PartitionAlterHandlers(PartitionAddHandlers):
                 params[DDL_TIME] = str(int(time.time()))
             q.parameters = params
             news.append(lowered(q))
+        # The table is read in the store's transaction (handed to ``prepare``), not before it.
+        # Database directories are read before that transaction, and only when a changed
+        # location has to be checked while some new location lies outside the table's
+        # directory (it could lie in another database's directory): the first try finds out,
+        # rolls back, and the alter runs again with them.
+        dirs: list[tuple[DatabaseKey, str]] | None = None
+
+        def prepare(table: hms.Table, before: hms.Partition, after: hms.Partition) -> None:
+            new_loc = after.sd.location if after.sd is not None else None
+            checked = bool(new_loc) and new_loc != (
+                before.sd.location if before.sd is not None else None
+            )
+            table_dir = table.sd.location if table.sd is not None else None
+            if checked and dirs is None and _elsewhere(self.below_table_dir, table_dir, news):
+                raise _NeedDatabaseDirs
+            self._prepare_altered(table, data_deletable(table), dirs or [], props, before, after)
+
+        while True:
+            try:
+                self.store.alter_partitions(
+                    cat,
+                    db,
+                    tbl,
+                    news,
+                    write_id=write_id if write_id is not None and write_id > 0 else None,
+                    valid_write_id_list=valid_write_id_list,
+                    prepare=prepare,
+                )
+                return
+            except _NeedDatabaseDirs:
+                dirs = self.database_dirs()
+            except hms.NoSuchObjectException as exc:
+                self._raise_alter_missing(cat, db, tbl, exc, single=single)
+            except (hms.InvalidObjectException, hms.AlreadyExistsException) as exc:
+                raise hms.InvalidOperationException(message=exc.message) from None
+
+    def _raise_alter_missing(
+        self, cat: str, db: str, tbl: str, exc: hms.NoSuchObjectException, *, single: bool
+    ) -> NoReturn:
+        """An alter's NoSuchObjectException in Hive's words: the table's (or database's)
+        absence, else the store's message (a missing partition)."""
         try:
-            table = self.store.get_table(cat, db, tbl)
+            self.store.get_table(cat, db, tbl)
         except hms.NoSuchObjectException:
             if single:
                 raise hms.InvalidOperationException(
@@ -102,43 +159,14 @@ class PartitionAlterHandlers(PartitionAddHandlers):
                 message="Alter partition operation failed: InvalidObjectException(message:Unable "
                 "to alter partitions because table or database does not exist.)"
             ) from None
-
-        deletable = data_deletable(table)
-        table_dir = table.sd.location if table.sd is not None else None
-        # Database directories, read before the store's transaction, when a new location
-        # could lie in another database's directory (one outside the table's directory).
-        elsewhere = any(
-            q.sd is not None
-            and q.sd.location
-            and not self.below_table_dir(table_dir, q.sd.location)
-            for q in news
-        )
-        dirs = self.database_dirs() if elsewhere else []
-
-        def prepare(before: hms.Partition, after: hms.Partition) -> None:
-            self._prepare_altered(table, deletable, dirs, props, before, after)
-
-        try:
-            self.store.alter_partitions(
-                cat,
-                db,
-                tbl,
-                news,
-                write_id=write_id if write_id is not None and write_id > 0 else None,
-                valid_write_id_list=valid_write_id_list,
-                prepare=prepare,
-            )
-        except hms.NoSuchObjectException as exc:
-            if single:
-                raise hms.InvalidOperationException(
-                    message=f"alter is not possible: {exc.message}"
-                ) from None
+        if single:
             raise hms.InvalidOperationException(
-                message="Alter partition operation failed: "
-                f"NoSuchObjectException(message:{exc.message})"
+                message=f"alter is not possible: {exc.message}"
             ) from None
-        except (hms.InvalidObjectException, hms.AlreadyExistsException) as exc:
-            raise hms.InvalidOperationException(message=exc.message) from None
+        raise hms.InvalidOperationException(
+            message="Alter partition operation failed: "
+            f"NoSuchObjectException(message:{exc.message})"
+        ) from None
 
     def _prepare_altered(
         self,

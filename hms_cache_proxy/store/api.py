@@ -196,12 +196,13 @@ class Metadata(Protocol):
         *,
         write_id: int | None = ...,
         valid_write_id_list: str | None = ...,
-        prepare: Callable[[hms.Partition, hms.Partition], None] | None = ...,
+        prepare: Callable[[hms.Table, hms.Partition, hms.Partition], None] | None = ...,
         is_truncate: bool = ...,
     ) -> list[tuple[hms.Partition, hms.Partition]]:
         """Replace partitions found by their values; returns (before, after) pairs, as stored.
-        NoSuchObjectException ``<cat>.<db>.<tbl> table not found``, NoSuchObjectException
-        ``partition values=[...]`` for a missing one."""
+        ``prepare(table, before, after)`` runs per partition inside the transaction, the table
+        as read there. NoSuchObjectException ``<cat>.<db>.<tbl> table not found``,
+        NoSuchObjectException ``partition values=[...]`` for a missing one."""
 
     def rename_partition(
         self,

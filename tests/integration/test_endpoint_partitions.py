@@ -381,6 +381,12 @@ def test_alter_partition_errors_are_invalid_operation(client, T):
         "exist.",
     ):
         client.alter_partition("default", "nope", partition(T, "default", "nope", ["a", "1"]))
+    with raises(
+        T.InvalidOperationException,
+        "Alter partition operation failed: InvalidObjectException(message:Unable to alter "
+        "partitions because table or database does not exist.)",
+    ):
+        client.alter_partitions("default", "nope", [partition(T, "default", "nope", ["a", "1"])])
     before = last_event_id(client)
     good = client.get_partition("default", "pt", ["a", "1"])
     good.parameters["changed"] = "1"

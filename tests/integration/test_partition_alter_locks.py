@@ -49,7 +49,7 @@ class HeldAlter:
         (part,) = store.get_partitions_by_names(CAT, DB, "t", [f"p={value}"])
         part.parameters = {**(part.parameters or {}), "held": "yes"}
 
-        def prepare(_old: hms.Partition, _new: hms.Partition) -> None:
+        def prepare(_table: hms.Table, _old: hms.Partition, _new: hms.Partition) -> None:
             self.inside.set()
             assert self.go.wait(HANG_S)
 
@@ -151,3 +151,19 @@ def test_drop_table_waits_for_an_alter_under_way(pg) -> None:
     with pytest.raises(hms.NoSuchObjectException):
         store.get_table(CAT, DB, "t")
     assert store.current_notification_event_id() == events_before + 2  # ALTER, then DROP
+
+
+def test_alter_table_waits_for_an_alter_under_way(pg) -> None:
+    """The alter holds its table's row FOR SHARE (taken by the read that loads the table):
+    alter_table, which locks that row FOR UPDATE and touches no partition row here, waits."""
+    store, url = pg
+    held = HeldAlter(store, "1")
+    table = store.get_table(CAT, DB, "t")
+    table.parameters = {**(table.parameters or {}), "altered": "yes"}
+    thread, errors = _in_thread(lambda: store.alter_table(CAT, DB, "t", table))
+    _wait_for_lock_waiter(url)
+    assert thread.is_alive()
+    held.release()
+    thread.join(HANG_S)
+    assert not thread.is_alive() and not errors, errors
+    assert store.get_table(CAT, DB, "t").parameters["altered"] == "yes"

@@ -276,6 +276,20 @@ def test_a_user_cannot_reach_another_databases_directory(serve, tmp_path, cache_
         alice.create_table(table(hms, "pub", "ok", keys=["ds:string"]))
         with pytest.raises(hms.MetaException, match="lies inside database hive.secret's"):
             alice.add_partition(partition(hms, "pub", "ok", ["a"], location=f"{wh}/secret.db/t1"))
+        # An alter moving a partition there: the handler reads the database directories
+        # only once the store's transaction finds a changed location outside the table's
+        # directory (that attempt rolls back, the second checks and refuses).
+        alice.add_partition(partition(hms, "pub", "ok", ["b"]))
+        moved = alice.get_partition("pub", "ok", ["b"])
+        kept = moved.sd.location
+        moved.sd.location = f"{wh}/secret.db/t1"
+        for alter in (
+            alice.alter_partition,
+            lambda db, tbl, p: alice.alter_partitions(db, tbl, [p]),
+        ):
+            with pytest.raises(hms.InvalidOperationException, match="lies inside database hive.se"):
+                alter("pub", "ok", moved)
+        assert alice.get_partition("pub", "ok", ["b"]).sd.location == kept
         new = alice.get_table("pub", "ok")
         new.sd.location = f"{wh}/secret.db/t1"
         with pytest.raises(hms.InvalidOperationException, match="lies inside database"):

@@ -5,8 +5,8 @@ add, drop and exchange are in partition_writes.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     Connection,
@@ -39,6 +39,7 @@ from hms_cache_proxy.store.sql.sql_base import (
     TxnWrite,
     is_transactional,
     java_list,
+    table_ref,
 )
 from hms_cache_proxy.store.sql.storage import (
     delete_storage_descriptors,
@@ -49,7 +50,7 @@ from hms_cache_proxy.store.sql.storage import (
     same_columns,
 )
 from hms_cache_proxy.store.sql.table_alters import TableAlters
-from hms_cache_proxy.store.sql.tables import Tables
+from hms_cache_proxy.store.sql.tables import TABLE_BY_NAME_SHARED, Tables
 
 _P, _KV = schema.PARTITIONS, schema.PARTITION_KEY_VALS
 
@@ -76,15 +77,15 @@ class PartitionAlters(SqlPart):
         *,
         write_id: int | None = None,
         valid_write_id_list: str | None = None,
-        prepare: Callable[[hms.Partition, hms.Partition], None] | None = None,
+        prepare: Callable[[hms.Table, hms.Partition, hms.Partition], None] | None = None,
         is_truncate: bool = False,
     ) -> list[tuple[hms.Partition, hms.Partition]]:
         """Replace partitions (found by their values); returns (before, after) pairs, as stored.
 
         A missing partition is NoSuchObjectException ``partition values=[a, b]`` (Hive's
-        ObjectStore.getPartition). ``prepare(before, after)`` may adjust each new partition
-        inside the transaction. One ALTER_PARTITION event per partition (``is_truncate`` marks
-        them as truncate_table's).
+        ObjectStore.getPartition). ``prepare(table, before, after)`` may adjust each new
+        partition inside the transaction (``table`` as read there). One ALTER_PARTITION
+        event per partition (``is_truncate`` marks them as truncate_table's).
 
         Write ids (Hive's ObjectStore.alterPartitions): only a transactional table takes one,
         ``write_id`` (the request's) or else the new partitions' writeId (one value; echoes of
@@ -118,7 +119,7 @@ class PartitionAlters(SqlPart):
         *,
         write_id: int | None = None,
         valid_write_id_list: str | None = None,
-        prepare: Callable[[hms.Partition, hms.Partition], None] | None = None,
+        prepare: Callable[[hms.Table, hms.Partition, hms.Partition], None] | None = None,
         is_truncate: bool = False,
         last: bool = False,
     ) -> list[tuple[hms.Partition, hms.Partition]]:
@@ -128,10 +129,10 @@ class PartitionAlters(SqlPart):
         # (alter_table, drop_table, add/drop/rename/exchange partitions, statistics, truncate)
         # locks it FOR UPDATE and so waits for this alter, while alters of other partitions of
         # the table go on at once; the partitions' own rows serialize alters of one partition.
-        tk = self.reads.resolve_table(conn, cat, db, tbl, share=True)
-        table = self.tables.load_table_by_id(conn, tk.tbl_id)
+        tk, table = self._share_locked_table(conn, cat, db, tbl)
         names = [self.reads.name_for(tk, p.values) for p in new_parts]
-        loaded = self.reads.load_by_names(conn, tk, names, lock=True)
+        row_ids: dict[str, tuple[int, int | None]] = {}
+        loaded = self.reads.load_by_names(conn, tk, names, lock=True, row_ids=row_ids)
         before = {p_name(tk, p): p for p in loaded}
         for name, p in zip(names, new_parts, strict=True):
             if name not in before:
@@ -154,10 +155,10 @@ class PartitionAlters(SqlPart):
             old = before[name]
             new = copy_partition(p, dbName=tk.db, tableName=tk.name, catName=tk.cat)
             if prepare is not None:
-                prepare(old, new)
+                prepare(table, old, new)
             self._stamp_partition(new, old, tw)
             pairs.append((name, old, new))
-        ids = self._replace_partitions(conn, tk, table, pairs)
+        ids = self._replace_partitions(conn, tk, table, pairs, row_ids)
         stored = in_order(self.reads.load_partitions(conn, tk, list(ids.values())), new_parts)
         self._emit(
             conn,
@@ -181,6 +182,21 @@ class PartitionAlters(SqlPart):
             last=last,
         )
         return [(old, new) for (_, old, _), new in zip(pairs, stored, strict=True)]
+
+    def _share_locked_table(
+        self, conn: Connection, cat: str, db: str, tbl: str
+    ) -> tuple[ResolvedTable, hms.Table]:
+        """The table, read with its row FOR SHARE, and what partition calls resolve of it
+        (``resolve_table(share=True)`` and the table's load in one statement and its details'
+        query). NoSuchObjectException ``<cat>.<db>.<tbl> table not found``."""
+        sd_ids: list[int | None] = []
+        params = {"cat": cat, "db": db, "tbl": tbl}
+        found = self.tables.load_tables(conn, TABLE_BY_NAME_SHARED, params, sd_ids=sd_ids)
+        if not found:
+            raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, tbl)} table not found")
+        table = found[0]
+        row = _TableIds(TBL_ID=table.id, SD_ID=sd_ids[0])
+        return ResolvedTable(row, list(table.partitionKeys or []), cat, db, tbl), table
 
     @writes_events
     def truncate_table(
@@ -321,20 +337,26 @@ class PartitionAlters(SqlPart):
         tk: ResolvedTable,
         table: hms.Table,
         pairs: Sequence[tuple[str, hms.Partition, hms.Partition]],
+        row_ids: Mapping[str, tuple[int, int | None]] | None = None,
     ) -> dict[str, int]:
         """Rewrite partitions in place: same PART_IDs, new rows for everything hanging off them.
-        Returns the PART_IDs by (old) partition name."""
-        rows = fetch_in(
-            conn,
-            _P.c.PART_NAME,
-            [n for n, _, _ in pairs],
-            lambda cond: select(_P.c.PART_ID, _P.c.PART_NAME, _P.c.SD_ID).where(
-                _P.c.TBL_ID == tk.tbl_id, cond
-            ),
-        )
-        by_name = {r.PART_NAME: r for r in rows}
+        ``row_ids``: the partitions' (PART_ID, SD_ID) by name as the caller read them with
+        their rows locked (else they are read here). Returns the PART_IDs by (old) name."""
+        if row_ids is None:
+            row_ids = {
+                r.PART_NAME: (r.PART_ID, r.SD_ID)
+                for r in fetch_in(
+                    conn,
+                    _P.c.PART_NAME,
+                    [n for n, _, _ in pairs],
+                    lambda cond: select(_P.c.PART_ID, _P.c.PART_NAME, _P.c.SD_ID).where(
+                        _P.c.TBL_ID == tk.tbl_id, cond
+                    ),
+                )
+            }
+        by_name = {n: _RowIds(*row_ids[n]) for n, _, _ in pairs}
         part_ids = [by_name[n].PART_ID for n, _, _ in pairs]
-        old_sds = [by_name[n].SD_ID for n, _, _ in pairs if by_name[n].SD_ID is not None]
+        old_sds = [sd for n, _, _ in pairs if (sd := by_name[n].SD_ID) is not None]
         table_cd = None
         if one_statement(conn):
             table_sd = [] if tk.sd_id is None else [tk.sd_id]
@@ -375,7 +397,8 @@ class PartitionAlters(SqlPart):
             if table_cd is not None and same_columns(new.sd.cols, table_cols):
                 cd_ids.append(table_cd)
             elif old.sd is not None and same_columns(new.sd.cols, old.sd.cols):
-                cd_ids.append(old_cd.get(by_name[name].SD_ID))
+                old_sd = by_name[name].SD_ID
+                cd_ids.append(None if old_sd is None else old_cd.get(old_sd))
             else:
                 pending.append(len(cd_ids))
                 cd_ids.append(None)
@@ -517,6 +540,20 @@ class PartitionAlters(SqlPart):
             ],
         )
         return old, stored
+
+
+class _TableIds(NamedTuple):
+    """A table's TBLS.TBL_ID and SD_ID (what ResolvedTable takes of its row)."""
+
+    TBL_ID: int
+    SD_ID: int | None
+
+
+class _RowIds(NamedTuple):
+    """A partition's PARTITIONS.PART_ID and SD_ID."""
+
+    PART_ID: int
+    SD_ID: int | None
 
 
 _ROW_COLUMNS = ("PART_ID", "SD_ID", "CREATE_TIME", "LAST_ACCESS_TIME", "WRITE_ID")

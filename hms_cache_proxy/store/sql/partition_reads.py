@@ -65,6 +65,28 @@ _PUSHDOWN_VALUES = 1000
 _statements: dict[tuple[str, str], Any] = {}
 
 
+def _resolve_statement(mode: str) -> Any:
+    """resolve_table's query (bound: r_cat, r_db, r_tbl); ``mode`` lock or share: the
+    table's row only FOR UPDATE or FOR SHARE (the same row lock, taken by the same read)."""
+    t, d, k = schema.TBLS, schema.DBS, schema.PARTITION_KEYS
+    stmt = (
+        select(t.c.TBL_ID, t.c.SD_ID, k.c.PKEY_NAME, k.c.PKEY_TYPE, k.c.PKEY_COMMENT)
+        .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID).outerjoin(k, k.c.TBL_ID == t.c.TBL_ID))
+        .where(
+            d.c.CTLG_NAME == bindparam("r_cat"),
+            d.c.NAME == bindparam("r_db"),
+            t.c.TBL_NAME == bindparam("r_tbl"),
+        )
+        .order_by(k.c.INTEGER_IDX)
+    )
+    return stmt if mode == "read" else stmt.with_for_update(of=t, read=mode == "share")
+
+
+_RESOLVE = {mode: _resolve_statement(mode) for mode in ("read", "lock", "share")}
+"""Built once: a statement object reused keeps its SQLAlchemy cache key (no rebuilding and
+re-keying per call on the write path's hot reads)."""
+
+
 def _name_order(dialect: str) -> Any:
     """Partition-name order in code points on every database (as the cache orders them)."""
     return _P.c.PART_NAME.collate("C") if dialect == "postgresql" else _P.c.PART_NAME
@@ -165,16 +187,8 @@ class PartitionReads(SqlPart):
         ``lock``: the table's row FOR UPDATE (writers of the table or of its set of partitions);
         ``share``: FOR SHARE, which excludes those writers but not other sharers (alters of
         partitions, which lock the partitions' own rows: ``lock_partitions``)."""
-        t, d, k = schema.TBLS, schema.DBS, schema.PARTITION_KEYS
-        stmt = (
-            select(t.c.TBL_ID, t.c.SD_ID, k.c.PKEY_NAME, k.c.PKEY_TYPE, k.c.PKEY_COMMENT)
-            .select_from(t.join(d, t.c.DB_ID == d.c.DB_ID).outerjoin(k, k.c.TBL_ID == t.c.TBL_ID))
-            .where(d.c.CTLG_NAME == cat, d.c.NAME == db, t.c.TBL_NAME == name)
-            .order_by(k.c.INTEGER_IDX)
-        )
-        if lock or share:  # the table's row only (the same row lock, taken by the same read)
-            stmt = stmt.with_for_update(of=t, read=not lock)
-        rows = conn.execute(stmt).all()
+        stmt = _RESOLVE["lock" if lock else "share" if share else "read"]
+        rows = conn.execute(stmt, {"r_cat": cat, "r_db": db, "r_tbl": name}).all()
         if not rows:
             raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, name)} table not found")
         keys = [
@@ -194,9 +208,11 @@ class PartitionReads(SqlPart):
         part_ids: Sequence[int] | None,
         *,
         limit: int | None = None,
+        row_ids: dict[str, tuple[int, int | None]] | None = None,
     ) -> list[hms.Partition]:
         """Partitions of the table in partition-name order: all of them (``part_ids`` None,
-        up to ``limit``) or those with the given ids. Two queries whatever their number."""
+        up to ``limit``) or those with the given ids. Two queries whatever their number.
+        ``row_ids``, when given, receives each partition's (PART_ID, SD_ID) by name."""
         if part_ids is None:
             stmt = _partitions_of_table(self.db.dialect, limited=limit is not None and limit >= 0)
             params: dict[str, Any] = {"tbl_id": tk.tbl_id}
@@ -209,12 +225,19 @@ class PartitionReads(SqlPart):
             for part in chunks(sorted(set(part_ids)), 30_000):
                 rows.extend(conn.execute(stmt, {"tbl_id": tk.tbl_id, "ids": list(part)}).all())
             rows.sort(key=lambda r: r.PART_NAME)
-        return self._built(conn, tk, rows)
+        return self._built(conn, tk, rows, row_ids)
 
     def _built(
-        self, conn: Connection, tk: ResolvedTable, rows: Sequence[Any]
+        self,
+        conn: Connection,
+        tk: ResolvedTable,
+        rows: Sequence[Any],
+        row_ids: dict[str, tuple[int, int | None]] | None = None,
     ) -> list[hms.Partition]:
-        """Partitions from their PARTITION_COLUMNS rows (in that order), details read at once."""
+        """Partitions from their PARTITION_COLUMNS rows (in that order), details read at once;
+        ``row_ids`` (if given) receives their (PART_ID, SD_ID) by PART_NAME."""
+        if row_ids is not None:
+            row_ids.update((r.PART_NAME, (r.PART_ID, r.SD_ID)) for r in rows)
         if not rows:
             return []
         details = load_details(
@@ -345,12 +368,20 @@ class PartitionReads(SqlPart):
             return self.load_by_names(conn, tk, names)
 
     def load_by_names(
-        self, conn: Connection, tk: ResolvedTable, names: Sequence[str], *, lock: bool = False
+        self,
+        conn: Connection,
+        tk: ResolvedTable,
+        names: Sequence[str],
+        *,
+        lock: bool = False,
+        row_ids: dict[str, tuple[int, int | None]] | None = None,
     ) -> list[hms.Partition]:
         """The named partitions (absent ones left out), in name order. ``lock``: their rows
         locked FOR UPDATE in PART_ID order (one order for every writer, so alters of
         overlapping partitions wait rather than deadlock); the caller holds the table's row
-        at least FOR SHARE, so no partition of the table comes or goes meanwhile."""
+        at least FOR SHARE, so no partition of the table comes or goes meanwhile.
+        ``row_ids``, when given, receives each found partition's (PART_ID, SD_ID) by name
+        (under ``lock`` they stay so until the caller commits)."""
         wanted = sorted(set(names))
         if self.db.dialect == "postgresql" and wanted:
             # By name in the same read that loads them (no separate lookup of their ids). A
@@ -361,7 +392,7 @@ class PartitionReads(SqlPart):
             for part in [wanted] if lock else chunks(wanted, 30_000):
                 rows.extend(conn.execute(stmt, {"tbl_id": tk.tbl_id, "names": list(part)}).all())
             rows.sort(key=lambda r: r.PART_NAME)
-            return self._built(conn, tk, rows)
+            return self._built(conn, tk, rows, row_ids)
         if lock and wanted:
             for part in chunks(wanted, 30_000):
                 conn.execute(
@@ -383,7 +414,7 @@ class PartitionReads(SqlPart):
             if wanted
             else []
         )
-        return self.load_partitions(conn, tk, ids) if ids else []
+        return self.load_partitions(conn, tk, ids, row_ids=row_ids) if ids else []
 
     def get_partitions_by_filter(
         self, cat: str, db: str, tbl: str, filter_text: str, max_parts: int = -1

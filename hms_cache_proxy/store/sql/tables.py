@@ -87,6 +87,8 @@ TABLE_BY_NAME = table_select(
     _T.c.TBL_NAME == bindparam("tbl"),
 )
 TABLE_BY_ID = table_select(_T.c.TBL_ID == bindparam("tbl_id"))
+TABLE_BY_NAME_SHARED = TABLE_BY_NAME.with_for_update(of=_T, read=True)
+"""TABLE_BY_NAME taking the table's row FOR SHARE (alters of its partitions)."""
 
 
 class Tables(SqlPart):
@@ -206,9 +208,18 @@ class Tables(SqlPart):
         return conn.execute(stmt).first() is not None
 
     def load_tables(
-        self, conn: Connection, stmt: Any, params: dict[str, Any] | None = None
+        self,
+        conn: Connection,
+        stmt: Any,
+        params: dict[str, Any] | None = None,
+        *,
+        sd_ids: list[int | None] | None = None,
     ) -> list[hms.Table]:
+        """The tables ``stmt`` (a ``table_select``) finds; ``sd_ids``, when given, receives
+        their SD_IDs in the same order."""
         rows = conn.execute(stmt, params or {}).all()
+        if sd_ids is not None:
+            sd_ids.extend(r.SD_ID for r in rows)
         if not rows:
             return []
         details = load_details(

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.idl import hms
@@ -45,6 +45,20 @@ from hms_cache_proxy.store.txn_snapshots import (
 )
 
 _T2W, _NWI = schema.TXN_TO_WRITE_ID, schema.NEXT_WRITE_ID
+
+_OPEN_TXN_OF_WRITE_ID = (
+    select(schema.TXNS.c.TXN_ID)
+    .select_from(_T2W.join(schema.TXNS, schema.TXNS.c.TXN_ID == _T2W.c.T2W_TXNID))
+    .where(
+        _T2W.c.T2W_DATABASE == bindparam("w_db"),
+        _T2W.c.T2W_TABLE == bindparam("w_tbl"),
+        _T2W.c.T2W_WRITEID == bindparam("w_id"),
+        schema.TXNS.c.TXN_STATE == OPEN,
+    )
+    .with_for_update(read=True, of=schema.TXNS)
+)
+"""require_open_write_id's read: the txn of write id w_id of w_db.w_tbl while it is open, its
+TXNS row share-locked. Built once, so its SQLAlchemy cache key is too (a write's hot path)."""
 
 
 def split_table_name(full_name: str) -> tuple[str, str]:
@@ -331,18 +345,8 @@ class WriteIds(TxnPart):
         # The usual case in one round trip: the write id's txn, its row share-locked while
         # open (the same row and lock as below; READ COMMITTED re-checks the state after a
         # wait, so a txn that ended meanwhile is not returned).
-        t = schema.TXNS
-        found = conn.execute(
-            select(t.c.TXN_ID)
-            .select_from(_T2W.join(t, t.c.TXN_ID == _T2W.c.T2W_TXNID))
-            .where(
-                _T2W.c.T2W_DATABASE == db,
-                _T2W.c.T2W_TABLE == table,
-                _T2W.c.T2W_WRITEID == write_id,
-                t.c.TXN_STATE == OPEN,
-            )
-            .with_for_update(read=True, of=t)
-        ).scalar()
+        params = {"w_db": db, "w_tbl": table, "w_id": write_id}
+        found = conn.execute(_OPEN_TXN_OF_WRITE_ID, params).scalar()
         if found is not None:
             return int(found)
         txn = self._txn_of_write_id(conn, db, table, write_id)
