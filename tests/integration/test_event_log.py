@@ -7,6 +7,7 @@ import select as io_select
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg2
 import pytest
@@ -422,6 +423,64 @@ def test_the_poller_can_wait_for_own_events_a_writer_has_not_recorded_yet(db: Da
     recorder.join()
     assert found is not None and [e.eventId for e in found] == [event_id, event_id + 1]
     assert log.wait_committed_here(event_id, event_id + 2, timeout=0.05) is None
+
+
+def test_the_poller_waits_longer_only_while_a_writer_of_this_process_holds_the_events(
+    db: Database,
+) -> None:
+    """Past the short wait, ``wait_committed_here`` keeps waiting while a transaction of this
+    process has appended one of the announced events and not ended (or a server-side
+    function call is under way), and gives up at the short wait otherwise: on a loaded
+    machine the writer's thread can wait longer for a core than the poller waits."""
+    log = new_log(db)
+    log.record_commits(db)
+    [first] = write(db, log, [ev(1)])
+    appended = threading.Event()
+    finish = threading.Event()
+
+    def hold(conn: Any) -> None:
+        log.append(conn, [ev(2)])
+        appended.set()
+        finish.wait(30)
+
+    def writer() -> None:
+        db.transaction(hold)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert appended.wait(30)
+    announced = first + 1
+    # Nothing of ours unsettled beyond it: the short wait only.
+    assert log.wait_committed_here(first, announced + 1, timeout=0.01, writer_timeout=30) is None
+    threading.Timer(0.1, finish.set).start()
+    found = log.wait_committed_here(first, announced, timeout=0.01, writer_timeout=30)
+    thread.join()
+    assert found is not None and [e.eventId for e in found] == [first, announced]
+
+    # A rolled-back writer's ids stop holding the poller.
+    def roll_back(conn: Any) -> None:
+        log.append(conn, [ev(3)])
+        raise RuntimeError("roll back")
+
+    with pytest.raises(RuntimeError):
+        db.transaction(roll_back)
+    assert log.wait_committed_here(announced + 1, announced + 1, 0.01, writer_timeout=30) is None
+    # A function call under way holds it until the call records its event.
+    later = hms.NotificationEvent(
+        eventId=announced + 5, eventTime=1, eventType="OPEN_TXN", message="{}"
+    )
+
+    def call() -> None:
+        with log.function_call():
+            finish.clear()
+            time.sleep(0.1)
+            log.record_committed([later])
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    found = log.wait_committed_here(announced + 5, announced + 5, 0.01, writer_timeout=30)
+    caller.join()
+    assert found == [later]
 
 
 def _poller(db: Database, log: EventLog, applied: list[int]):

@@ -16,9 +16,10 @@ All SQL on NOTIFICATION_LOG and NOTIFICATION_SEQUENCE lives in this module.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +90,8 @@ _KEEP_COMMITTED = 256
 """Most committed events ``take_committed`` keeps per thread (a thread whose writes no cache
 takes, open_txns for one, would otherwise collect them without end; fewer only means the cache
 reads the log instead)."""
+_KEEP_UNSETTLED = 4096
+"""At most this many event ids of unfinished transactions are tracked for the poller."""
 
 NOTIFY_CHANNEL = "hms_notification_log"
 """PostgreSQL channel that ``append`` notifies (payload: the last new event id) on commit."""
@@ -148,6 +151,12 @@ class EventLog:
         self.last_write_started = float("-inf")
         """time.monotonic() of this process's last write that appends events (a hint for the
         poller: the events a NOTIFY announces may be its own, about to be recorded)."""
+        self._unsettled: set[int] = set()
+        """Event ids this process's open transactions appended (known to a writer thread,
+        not yet committed or rolled back): a poller woken for one waits for the writer."""
+        self._calls_in_flight = 0
+        """Server-side function calls under way (their event ids are learned only from the
+        reply): while one is, an announced event may be its, about to be recorded."""
         self.newest_here = 0
         """The newest event id this process appended and committed (with record_commits)."""
 
@@ -192,6 +201,25 @@ class EventLog:
         events = self._pending().pop(id(conn), None)
         if events and committed:
             self.record_committed(events)
+        if events:
+            with self._recent_lock:
+                self._unsettled.difference_update(e.eventId for e in events)
+                self._recent_changed.notify_all()
+
+    @contextlib.contextmanager
+    def function_call(self) -> Iterator[None]:
+        """Around a server-side function call that appends events: the poller, woken by its
+        NOTIFY, waits for the call's thread to record them (``record_committed``) rather than
+        read them back from the log."""
+        self.last_write_started = time.monotonic()
+        with self._recent_lock:
+            self._calls_in_flight += 1
+        try:
+            yield
+        finally:
+            with self._recent_lock:
+                self._calls_in_flight -= 1
+                self._recent_changed.notify_all()
 
     def record_committed(self, events: list[Any]) -> None:
         """Remember NotificationEvents this thread wrote and committed outside ``Database.
@@ -225,19 +253,31 @@ class EventLog:
         seconds."""
         return time.monotonic() - self.last_write_started < within
 
-    def wait_committed_here(self, first: int, last: int, timeout: float) -> list[Any] | None:
+    def wait_committed_here(
+        self, first: int, last: int, timeout: float, writer_timeout: float = 0.0
+    ) -> list[Any] | None:
         """``committed_here``, waiting up to ``timeout`` for the writer's thread to record
         them: a NOTIFY reaches the poller as soon as the commit does, often before the thread
-        that wrote the events has its reply (and has recorded them)."""
+        that wrote the events has its reply (and has recorded them). Up to ``writer_timeout``
+        while a writer of this process still holds one of them (its transaction has not
+        ended) or a function call is under way: on a busy machine that thread may wait
+        longer than ``timeout`` for a core, and reading its events back would cost more."""
         if last < first or last - first >= _KEEP_COMMITTED:
             return None
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
         with self._recent_changed:
             while True:
                 found = [self._recent.get(i) for i in range(first, last + 1)]
                 if None not in found:
                     return found
-                left = deadline - time.monotonic()
+                now = time.monotonic()
+                limit = timeout
+                if self._calls_in_flight or any(
+                    e is None and i in self._unsettled
+                    for i, e in zip(range(first, last + 1), found, strict=True)
+                ):
+                    limit = max(timeout, writer_timeout)
+                left = start + limit - now
                 if left <= 0:
                     return None
                 self._recent_changed.wait(left)
@@ -250,6 +290,10 @@ class EventLog:
         event_ids: list[int],
         event_time: int,
     ) -> None:
+        with self._recent_lock:
+            if len(self._unsettled) > _KEEP_UNSETTLED:
+                self._unsettled.clear()  # a bound, should a transaction's end go unseen
+            self._unsettled.update(event_ids)
         self._pending().setdefault(id(conn), []).extend(
             hms.NotificationEvent(
                 eventId=event_id,

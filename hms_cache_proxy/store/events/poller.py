@@ -49,6 +49,10 @@ GAP_PURGED = "events_purged"
 _OWN_EVENTS_WAIT_SECONDS = 0.005
 """How long the poller, woken by a NOTIFY while this instance is writing, waits for the
 writer's thread to record the announced events before reading them from the log."""
+_OWN_WRITER_WAIT_SECONDS = 0.2
+"""How long it waits while a writer of this instance still holds one of those events (or a
+server-side function call is under way): on a loaded machine the writer's thread can wait
+that long for a core, and it will record them or drop them on a rollback."""
 """on_gap reason: the log no longer holds the events after our position."""
 
 
@@ -359,7 +363,10 @@ class Poller:
                     # Likely this instance's own write whose thread has not recorded its
                     # events yet: waiting a moment saves reading them back from the log.
                     own = self.events.wait_committed_here(
-                        self._position + 1, announced, _OWN_EVENTS_WAIT_SECONDS
+                        self._position + 1,
+                        announced,
+                        _OWN_EVENTS_WAIT_SECONDS,
+                        _OWN_WRITER_WAIT_SECONDS,
                     )
                 if own is not None and self.apply_own(own, read=False) >= announced:
                     continue  # all of them this instance's own: applied from memory

@@ -88,11 +88,10 @@ class FunctionCalls(TxnPart):
         """``fn`` on an autocommit connection's DB-API cursor, retried as
         ``Database.transaction`` retries."""
         attempt = 0
-        self.events.last_write_started = time.monotonic()
         while True:
             attempt += 1
             try:
-                with self.db.autocommit_cursor() as cur:
+                with self.events.function_call(), self.db.autocommit_cursor() as cur:
                     return fn(cur)
             except DBAPIError as exc:
                 if attempt > self.db.write_retries or not self.db.is_retryable(exc):
