@@ -63,7 +63,7 @@ from hms_cache_proxy.store.txn.txn_base import (
     txn_id_str,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn_snapshots import LONG_MAX, bitset_to_bytes
+from hms_cache_proxy.store.txn_snapshots import LONG_MAX, ValidReadTxnList, bitset_to_bytes
 
 _T = schema.TXNS
 _OPEN_RETRIES = 10
@@ -117,6 +117,22 @@ class OpenTxnList:
             min_open_txn=min_open,
             abortedBits=bitset_to_bytes(bits),
         )
+
+    def snapshot(self) -> ValidReadTxnList:
+        """``ValidReadTxnList.from_open_txns_response(self.response())`` (a read outside any
+        txn) without the reply object and its bitset bytes: get_valid_write_ids' hot path."""
+        exceptions: list[int] = []
+        bits = 0
+        min_open: int | None = None
+        for t in self.txns:
+            if t.txn_type == hms.TxnType.READ_ONLY:
+                continue
+            if t.state == ABORTED:
+                bits |= 1 << len(exceptions)
+            elif min_open is None:
+                min_open = t.txn_id
+            exceptions.append(t.txn_id)
+        return ValidReadTxnList(exceptions, bits, self.hwm, min_open)
 
     def info_response(self) -> Any:
         """GetOpenTxnsInfoResponse: every listed txn with its user, host and times."""

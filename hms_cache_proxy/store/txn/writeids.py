@@ -280,7 +280,7 @@ class WriteIds(TxnPart):
         db, table = split_table_name(full_name)
         with self.db.autocommit_cursor() as cur:
             listed, hwm, found, rows = self.txns.open_txn_list_with_write_ids(cur, db, table)
-        snapshot = ValidReadTxnList.from_open_txns_response(listed.response())
+        snapshot = listed.snapshot()
         return _valid_write_ids(full_name, snapshot, hwm, rows, found)
 
     @staticmethod
