@@ -268,6 +268,34 @@ def test_min_open_counts_excluded_txns_and_aborted_bits_follow_the_list() -> Non
     assert listed.response([]).abortedBits == b"\x02"
 
 
+@pytest.mark.parametrize(
+    "states",
+    [(), ("o",), ("a",), ("a", "a"), ("o", "a", "o"), ("a", "o", "a", "a", "o")],
+)
+@pytest.mark.parametrize("read_only_at", [None, 0, 2])
+def test_snapshot_is_the_snapshot_of_the_response(
+    states: tuple[str, ...], read_only_at: int | None
+) -> None:
+    rows = tuple(
+        TxnRow(
+            3 + 2 * i,
+            state,
+            hms.TxnType.READ_ONLY if i == read_only_at else hms.TxnType.DEFAULT,
+        )
+        for i, state in enumerate(states)
+    )
+    listed = OpenTxnList(20, rows)
+    expected = ValidReadTxnList.from_open_txns_response(listed.response())
+    got = listed.snapshot()
+    assert got == expected
+    assert (got.exceptions, got.aborted_bits, got.min_open_txn) == (
+        expected.exceptions,
+        expected.aborted_bits,
+        expected.min_open_txn,
+    )
+    assert got.to_string() == expected.to_string()
+
+
 # -- write ids --------------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from hms_cache_proxy.store.db.engine import PooledCursor
 from hms_cache_proxy.store.db.prepared import Prepared
 
 _NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
@@ -369,12 +370,12 @@ _TABLE_WRITE_IDS = Prepared(
 
 
 def table_write_ids(
-    conn: Connection, db: str, table: str, txn_hwm: int, invalid: Sequence[int]
+    on: Connection | PooledCursor, db: str, table: str, txn_hwm: int, invalid: Sequence[int]
 ) -> tuple[int, bool, list[tuple[int, int]]]:
     """The table's write-id hwm, whether a valid write id lies at or below it, and the
     (txn, write id) rows at or below it whose txn is above ``txn_hwm`` or in ``invalid``."""
     values = {"txn_hwm": txn_hwm, "db": db, "tbl": table, "invalid": list(invalid)}
-    rows = conn.exec_driver_sql(_TABLE_WRITE_IDS.text(conn), values).all()
+    rows = _rows(on, _TABLE_WRITE_IDS, values)
     hwm = int(rows[0][0]) if rows else 0
     found = bool(rows[0][1]) if rows else False
     return hwm, found, [(int(r[2]), int(r[3])) for r in rows if r[2] is not None]
@@ -462,11 +463,17 @@ the list reports as open has no write ids, so the rows left out are exactly the 
 
 
 def write_ids_now_rows(
-    conn: Connection, window_ms: int, floor: int, unsettled: list[int], db: str, table: str
+    on: Connection | PooledCursor,
+    window_ms: int,
+    floor: int,
+    unsettled: list[int],
+    db: str,
+    table: str,
 ) -> Sequence[Any]:
-    """The rows of _WRITE_IDS_NOW, ``t`` rows first in TXN_ID order, ``w`` rows by write id."""
+    """The rows of _WRITE_IDS_NOW, ``t`` rows first in TXN_ID order, ``w`` rows by write id
+    (columns by position: kind, then open_txn_rows' first six, write_id, found)."""
     values = {"window": window_ms, "floor": floor, "unsettled": unsettled, "db": db, "tbl": table}
-    return conn.exec_driver_sql(_WRITE_IDS_NOW.text(conn), values).all()
+    return _rows(on, _WRITE_IDS_NOW, values)
 
 
 _LIST_TYPES = {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]"}
@@ -482,12 +489,23 @@ decoded) say nothing the gaps do not."""
 
 
 def open_txn_rows(
-    conn: Connection, window_ms: int, floor: int, unsettled: list[int], info: bool
+    on: Connection | PooledCursor, window_ms: int, floor: int, unsettled: list[int], info: bool
 ) -> Sequence[Any]:
-    """The rows of txns.open_txn_list's query, in TXN_ID order."""
+    """The rows of txns.open_txn_list's query, in TXN_ID order (columns by position)."""
     statement = _OPEN_TXN_LIST_INFO if info else _OPEN_TXN_LIST
     values = {"window": window_ms, "floor": floor, "unsettled": unsettled}
-    return conn.exec_driver_sql(statement.text(conn), values).all()
+    return _rows(on, statement, values)
+
+
+def _rows(on: Connection | PooledCursor, statement: Prepared, values: dict[str, Any]) -> Any:
+    """``statement``'s rows on a SQLAlchemy connection (Row objects) or on
+    ``Database.autocommit_cursor``'s bare cursor (plain tuples: no Row or Result per call,
+    for the hot reads); either way indexed by column position."""
+    if isinstance(on, PooledCursor):
+        cursor = on.cursor
+        cursor.execute(statement.pooled_text(on), values)
+        return cursor.fetchall()
+    return on.exec_driver_sql(statement.text(on), values).all()
 
 
 HEARTBEAT_TXN_SQL = (

@@ -42,6 +42,7 @@ from sqlalchemy import (
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import PooledCursor
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent, one_statement
 from hms_cache_proxy.store.txn import pgsql
@@ -62,11 +63,14 @@ from hms_cache_proxy.store.txn.txn_base import (
     txn_id_str,
     txn_type_of,
 )
-from hms_cache_proxy.store.txn_snapshots import LONG_MAX, bitset_to_bytes
+from hms_cache_proxy.store.txn_snapshots import LONG_MAX, ValidReadTxnList, bitset_to_bytes
 
 _T = schema.TXNS
 _OPEN_RETRIES = 10
 _SETTLE_MARGIN_S = 1.0
+_PREV_AT = 5
+_PREV_AT_INFO = 9
+"""Where prev_id sits in pgsql.open_txn_rows' rows (after the four info columns with info)."""
 """Slack on the open window before a read's top id may become the settled floor."""
 
 
@@ -113,6 +117,22 @@ class OpenTxnList:
             min_open_txn=min_open,
             abortedBits=bitset_to_bytes(bits),
         )
+
+    def snapshot(self) -> ValidReadTxnList:
+        """``ValidReadTxnList.from_open_txns_response(self.response())`` (a read outside any
+        txn) without the reply object and its bitset bytes: get_valid_write_ids' hot path."""
+        exceptions: list[int] = []
+        bits = 0
+        min_open: int | None = None
+        for t in self.txns:
+            if t.txn_type == hms.TxnType.READ_ONLY:
+                continue
+            if t.state == ABORTED:
+                bits |= 1 << len(exceptions)
+            elif min_open is None:
+                min_open = t.txn_id
+            exceptions.append(t.txn_id)
+        return ValidReadTxnList(exceptions, bits, self.hwm, min_open)
 
     def info_response(self) -> Any:
         """GetOpenTxnsInfoResponse: every listed txn with its user, host and times."""
@@ -169,40 +189,71 @@ class Txns(TxnPart):
                 sorted(settled.unsettled) if settled else [],
                 info,
             )
+            prev_at: int | None = _PREV_AT_INFO if info else _PREV_AT
         else:
             rows = conn.execute(self._open_txn_list_query(conn, info, floor, settled))
-        return self._open_txn_list_of(rows, info, fresh_snapshot, began)
+            prev_at = None
+        return self._open_txn_list_of(rows, info, fresh_snapshot, began, prev_at)
+
+    def open_txn_list_now(self, info: bool = False) -> OpenTxnList:
+        """``open_txn_list`` of a fresh snapshot by one autocommit statement (one snapshot)
+        through ``Database.autocommit_cursor``, on PostgreSQL through psycopg2, else through
+        ``single_statement``. The same rows either way; the bare cursor spares the SQLAlchemy
+        Connection, Result and Row objects of the hot get_open_txns."""
+        if not self.db.folds_round_trips:
+            with self.db.single_statement() as conn:
+                return self.open_txn_list(conn, info=info, fresh_snapshot=True)
+        settled = self._settled_txns
+        began = time.monotonic()  # before the query takes its snapshot
+        with self.db.autocommit_cursor() as cur:
+            rows = pgsql.open_txn_rows(
+                cur,
+                self.config.open_txn_timeout_ms,
+                settled.floor if settled else 0,
+                sorted(settled.unsettled) if settled else [],
+                info,
+            )
+        return self._open_txn_list_of(rows, info, True, began, _PREV_AT_INFO if info else _PREV_AT)
 
     def open_txn_list_with_write_ids(
-        self, conn: Connection, db: str, table: str
+        self, on: Connection | PooledCursor, db: str, table: str
     ) -> tuple[OpenTxnList, int, bool, list[tuple[int, int]]]:
-        """PostgreSQL: ``open_txn_list`` of a fresh snapshot and, from the same statement, the
-        table's write-id hwm, whether a write id at or below it belongs to a txn that is not
-        open or aborted, and the (txn, write id) rows of open or aborted txns, by write id."""
+        """PostgreSQL through psycopg2: ``open_txn_list`` of a fresh snapshot and, from the
+        same statement (one snapshot), the table's write-id hwm, whether a write id at or below
+        it belongs to a txn that is not open or aborted, and the (txn, write id) rows of open or
+        aborted txns, by write id. ``on``: a connection (inside a transaction) or
+        ``Database.autocommit_cursor``'s cursor (a call of its own)."""
         settled = self._settled_txns
         began = time.monotonic()
         rows = pgsql.write_ids_now_rows(
-            conn,
+            on,
             self.config.open_txn_timeout_ms,
             settled.floor if settled else 0,
             sorted(settled.unsettled) if settled else [],
             db,
             table,
         )
-        listed = self._open_txn_list_of([r for r in rows if r.kind == "t"], False, True, began)
+        # Columns: kind, TXN_ID, TXN_STATE, TXN_TYPE, age, first_young, prev_id, write_id, found.
+        listed = self._open_txn_list_of(
+            [r[1:7] for r in rows if r[0] == "t"], False, True, began, _PREV_AT
+        )
         hwm, found = 0, False
         writes: list[tuple[int, int]] = []
         for r in rows:
-            if r.kind == "w":
-                writes.append((int(r.TXN_ID), int(r.write_id)))
-            elif r.kind == "h":
-                hwm, found = int(r.write_id), bool(r.found)
+            kind = r[0]
+            if kind == "w":
+                writes.append((int(r[1]), int(r[7])))
+            elif kind == "h":
+                hwm, found = int(r[7]), bool(r[8])
         return listed, hwm, found, writes
 
     def _open_txn_list_of(
-        self, rows: Any, info: bool, fresh_snapshot: bool, began: float
+        self, rows: Any, info: bool, fresh_snapshot: bool, began: float, prev_at: int | None
     ) -> OpenTxnList:
-        """open_txn_list from its query's rows (TXN_ID order), read after ``began``."""
+        """open_txn_list from its query's rows (TXN_ID order), read after ``began``. Columns by
+        position: TXN_ID, TXN_STATE, TXN_TYPE, age, first_young, with ``info`` the user, host,
+        start and heartbeat, and at ``prev_at`` (PostgreSQL's statement) the id of the row
+        before."""
         timeout = self.config.open_txn_timeout_ms
         txns: list[TxnRow] = []
         not_committed: list[int] = []
@@ -210,14 +261,15 @@ class Txns(TxnPart):
         previous = 0
         young: int | None = None
         for r in rows:
-            txn_id = int(r.TXN_ID)
+            txn_id = int(r[0])
             hwm = txn_id
-            young = r.first_young
+            young = r[4]
             # PostgreSQL leaves out committed rows with no gap before them and says which row
             # came before each one it sends (prev_id); other databases send every row.
-            before = getattr(r, "prev_id", None)
+            before = None if prev_at is None else r[prev_at]
             before = previous if before is None else int(before)
-            if r.age is not None and r.age < timeout:
+            age = r[3]
+            if age is not None and age < timeout:
                 if txn_id - before - 1 > self.config.max_gap_fill:
                     raise hms.MetaException(
                         message=f"{txn_id - before - 1} txn ids missing from TXNS below "
@@ -228,23 +280,24 @@ class Txns(TxnPart):
                     TxnRow(gap, OPEN, hms.TxnType.DEFAULT) for gap in range(before + 1, txn_id)
                 )
             previous = txn_id
-            if r.TXN_STATE == COMMITTED:
+            state = r[1]
+            if state == COMMITTED:
                 continue
             not_committed.append(txn_id)
             if info:
                 txns.append(
                     TxnRow(
                         txn_id,
-                        r.TXN_STATE,
-                        txn_type_of(r.TXN_TYPE),
-                        r.TXN_USER or "",
-                        r.TXN_HOST or "",
-                        int(r.TXN_STARTED or 0),
-                        int(r.TXN_LAST_HEARTBEAT or 0),
+                        state,
+                        txn_type_of(r[2]),
+                        r[5] or "",
+                        r[6] or "",
+                        int(r[7] or 0),
+                        int(r[8] or 0),
                     )
                 )
             else:
-                txns.append(TxnRow(txn_id, r.TXN_STATE, txn_type_of(r.TXN_TYPE)))
+                txns.append(TxnRow(txn_id, state, txn_type_of(r[2])))
         if fresh_snapshot and hwm:
             self._settle(began, hwm, None if young is None else int(young), not_committed)
         return OpenTxnList(hwm, tuple(txns))
@@ -323,12 +376,10 @@ class Txns(TxnPart):
                 self._settle_pending = (top, time.monotonic())
 
     def get_open_txns(self, exclude_types: Iterable[int] = (hms.TxnType.READ_ONLY,)) -> Any:
-        with self.db.single_statement() as conn:  # open_txn_list is one query
-            return self.open_txn_list(conn, fresh_snapshot=True).response(exclude_types)
+        return self.open_txn_list_now().response(exclude_types)  # one query, one snapshot
 
     def get_open_txns_info(self) -> Any:
-        with self.db.single_statement() as conn:
-            return self.open_txn_list(conn, info=True, fresh_snapshot=True).info_response()
+        return self.open_txn_list_now(info=True).info_response()
 
     # -- opening ------------------------------------------------------------------------------
 

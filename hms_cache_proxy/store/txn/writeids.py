@@ -232,16 +232,14 @@ class WriteIds(TxnPart):
             except ValueError as exc:
                 raise hms.MetaException(message=f"Invalid validTxnList: {exc}") from exc
             if len(names) == 1:  # what Hive sends per query: one statement, its own snapshot
-                with self.db.single_statement() as conn:
-                    return [self.table_write_ids(conn, names[0], given)]
+                return [self._table_write_ids_given(names[0], given)]
         # Each statement may see its own snapshot, as in Hive (READ COMMITTED): a txn that
         # opens or commits between the list and the write ids is above the list's hwm or
         # stays open in it, so its write ids count as invalid either way. No BEGIN / COMMIT.
         if given is not None:
             snapshot = given
         elif write_id is None and len(names) == 1 and self.db.folds_round_trips:
-            with self.db.single_statement() as conn:  # the list and the write ids at once
-                return [self._table_write_ids_now(conn, names[0])]
+            return [self._table_write_ids_now(names[0])]  # the list and the write ids at once
         else:
             with self.db.single_statement() as conn:
                 if write_id is not None and names:
@@ -276,11 +274,27 @@ class WriteIds(TxnPart):
             hwm, rows = self._table_write_ids(conn, db, table, snapshot.high_watermark)
         return _valid_write_ids(full_name, snapshot, hwm, rows, found_valid)
 
-    def _table_write_ids_now(self, conn: Connection, full_name: str) -> Any:
-        """``table_write_ids`` at a snapshot taken now, by one statement (PostgreSQL)."""
+    def _table_write_ids_given(self, full_name: str, snapshot: ValidReadTxnList) -> Any:
+        """``table_write_ids`` by one autocommit statement: on PostgreSQL through psycopg2 on
+        ``Database.autocommit_cursor``'s bare cursor (no SQLAlchemy Connection, Result or Row
+        per call), else through ``single_statement``."""
+        if not self.db.folds_round_trips:
+            with self.db.single_statement() as conn:
+                return self.table_write_ids(conn, full_name, snapshot)
         db, table = split_table_name(full_name)
-        listed, hwm, found, rows = self.txns.open_txn_list_with_write_ids(conn, db, table)
-        snapshot = ValidReadTxnList.from_open_txns_response(listed.response())
+        with self.db.autocommit_cursor() as cur:
+            hwm, found_valid, rows = pgsql.table_write_ids(
+                cur, db, table, snapshot.high_watermark, snapshot.exceptions
+            )
+        return _valid_write_ids(full_name, snapshot, hwm, rows, found_valid)
+
+    def _table_write_ids_now(self, full_name: str) -> Any:
+        """``table_write_ids`` at a snapshot taken now, by one autocommit statement on
+        ``Database.autocommit_cursor``'s bare cursor (PostgreSQL through psycopg2)."""
+        db, table = split_table_name(full_name)
+        with self.db.autocommit_cursor() as cur:
+            listed, hwm, found, rows = self.txns.open_txn_list_with_write_ids(cur, db, table)
+        snapshot = listed.snapshot()
         return _valid_write_ids(full_name, snapshot, hwm, rows, found)
 
     @staticmethod
