@@ -323,6 +323,15 @@ def _step(
         cpu1 = cpu()
         row["learn_load_after"] = _load()
         found = [lag for lags in by_write for lag in lags if lag is not None]
+        # From the write's send instead: an upper bound (its round trip included). A sidecar
+        # may apply the event before the writer has the reply (the central instance answers
+        # the held reads and the write at once), so a learn lag from the reply can be < 0.
+        from_send = [
+            lag + rt
+            for lags, rt in zip(by_write, round_trips, strict=True)
+            for lag in lags
+            if lag is not None
+        ]
         row.update(
             learn_samples=len(found),
             learn_missing=sum(lag is None for lags in by_write for lag in lags),
@@ -330,6 +339,8 @@ def _step(
             learn_p99_ms=_pct(found, 0.99),
             learn_max_ms=_pct(found, 1.0),
             learn_min_ms=_pct(found, 0.0),
+            learn_from_send_p50_ms=_pct(from_send, 0.5),
+            learn_from_send_p99_ms=_pct(from_send, 0.99),
             # The learn phase's CPU per write (the reads that fill the sidecars' caches too).
             learn=per_write(cpu0, cpu1),
             # Per write, per sidecar (ms; None: not found), and each write's round trip:
