@@ -58,10 +58,19 @@ LEARN_GAP_SECONDS = 0.5
 write's reads (no polling tells when)."""
 
 
+_handed_out: set[int] = set()
+
+
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port free now and not handed out before in this process (a port closed here may be
+    the next one the kernel offers: two sidecars must not be given it)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def _spawn(
