@@ -520,8 +520,12 @@ the figures. The raw figures of the run below are in `benchmarks.json`, the char
   PostgreSQL for a case, with PostgreSQL's wait events and statements ("Transaction writes at
   8 clients", below): what to compare on a loaded machine.
 - `python -m hms_cache_proxy.bench.fanout --sidecars 50,100`: sidecars on one central
-  instance, the central's CPU per idle sidecar and the write-to-every-sidecar lag, with the CPU
-  per write of the central, of a sidecar and of the measurer; its figures are in
+  instance, the central's CPU per idle sidecar and two lags per write and sidecar, each in a
+  phase of its own: the learn lag (from the write's reply to the sidecar's poller applying its
+  event, from the apply times in the sidecar's /readyz, nothing reading the sidecars
+  meanwhile) and the reader-visible lag (to the first read through the sidecar that shows it,
+  every sidecar read every 5 ms); with the load average and the CPU per write of the central,
+  of a sidecar and of the measurer; `--measure learn` runs the first alone. Its figures are in
   docs/operations.md, "Upstream mode".
 - `hms-cache-proxy fanout`: many instances on one PostgreSQL, their connections, idle statements
   and write-to-all lag ("Fan-out", below).

@@ -14,6 +14,9 @@ right after the position (the log was purged past it, or the upstream's log is a
 empties the cache and the poller goes on from the batch's end. So does an event id that went
 backwards (an upstream restored or re-created). Read-your-writes: ``catch_up`` reads the
 upstream's current event id and waits until it is applied.
+
+The last ``RECENT_APPLIED`` events applied are kept with the wall-clock time each was applied
+(``describe``, shown in /readyz): when did this instance learn of event N.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +41,9 @@ from hms_cache_proxy.store.events.recent import WAIT_MARK
 log = logging.getLogger(__name__)
 
 STARTING, FOLLOWING, NO_LOG, UNREACHABLE = "starting", "following", "no_log", "unreachable"
+
+RECENT_APPLIED = 64
+"""Applied events whose apply time is kept (bounded: a few KiB in /readyz)."""
 
 _DATABASE_ONLY = frozenset(
     {"CREATE_DATABASE", "ALTER_DATABASE", "CREATE_FUNCTION", "DROP_FUNCTION"}
@@ -85,6 +92,7 @@ class UpstreamEvents:
         self._state = STARTING
         self._reason = "not polled yet"
         self._position: int | None = None  # last event applied; None: to be read afresh
+        self._applied: deque[tuple[int, float]] = deque(maxlen=RECENT_APPLIED)  # (id, time.time())
         self._check_position = False  # after a failure: did the upstream's log go backwards?
         self._polled_at = float("-inf")  # monotonic time of the last complete poll
         self._woken = False
@@ -102,9 +110,15 @@ class UpstreamEvents:
         return self._position
 
     def describe(self) -> dict[str, Any]:
-        """For /readyz and the logs."""
+        """For /readyz and the logs. ``recent_applied``: [event id, unix time it was applied]
+        of the last events applied, oldest first."""
         with self._cond:
-            return {"state": self._state, "reason": self._reason, "position": self._position}
+            return {
+                "state": self._state,
+                "reason": self._reason,
+                "position": self._position,
+                "recent_applied": [[event_id, round(at, 6)] for event_id, at in self._applied],
+            }
 
     def fresh(self) -> bool:
         """The log is followed and was read to its end lately: the cache may answer."""
@@ -239,7 +253,7 @@ class UpstreamEvents:
             )
             self._cache.flush()
             metrics.INVALIDATIONS.labels("gap").inc()
-            self._set_position(int(events[-1].eventId))
+            self._advance(int(events[-1].eventId))
             return
         if self._state == NO_LOG:
             self._cache.flush()  # entries kept by time only go: events say what changes now
@@ -247,7 +261,7 @@ class UpstreamEvents:
             if event.eventId != self._position + 1:
                 break  # a hole: the next round starts there
             self._drop(event)
-            self._set_position(int(event.eventId))
+            self._advance(int(event.eventId))
         self._set(FOLLOWING, f"at event {self._position}")
 
     def _drop(self, event: Any) -> None:
@@ -313,6 +327,15 @@ class UpstreamEvents:
         with self._cond:
             self._position = position
         metrics.POSITION.set(position)
+
+    def _advance(self, event_id: int) -> None:
+        """Event ``event_id`` is applied (its entries dropped, or the whole cache): the
+        position moves to it and the time is kept."""
+        at = time.time()
+        with self._cond:
+            self._position = event_id
+            self._applied.append((event_id, at))
+        metrics.POSITION.set(event_id)
 
     def _failed(self, reason: str) -> None:
         """The cache stops answering until a poll reads the log to its end again (what it

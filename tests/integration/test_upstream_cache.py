@@ -4,6 +4,8 @@ by the events of the central instance's notification log (docs/cache.md, "In ups
 
 from __future__ import annotations
 
+import http.client
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -508,3 +510,25 @@ def test_readyz_reports_the_upstream_cache(
     detail = sidecar.readiness.snapshot()["upstream_cache"]
     assert detail["answering"] is True and detail["by_time"] is False
     assert detail["notification_log"]["state"] == FOLLOWING
+
+
+def test_readyz_lists_the_events_applied_with_the_time_each_was_applied(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+) -> None:
+    sidecar = start_sidecar(metrics_port=0)
+    writer = connect(central.port)
+    before = time.time()
+    writer.create_database(T.Database(name="learnt"))
+    event_id = writer.get_current_notificationEventId().eventId
+    assert sidecar.sidecar is not None
+    until(lambda: (sidecar.sidecar.events.position or 0) >= event_id, "the sidecar applied it")
+    conn = http.client.HTTPConnection("127.0.0.1", sidecar.metrics_port, timeout=30)
+    try:
+        conn.request("GET", "/readyz")
+        log = json.loads(conn.getresponse().read())["upstream_cache"]["notification_log"]
+    finally:
+        conn.close()
+    assert log["position"] >= event_id
+    applied = dict(log["recent_applied"])
+    assert list(applied) == sorted(applied)  # oldest first
+    assert before <= applied[event_id] <= time.time()  # applied after the write was sent

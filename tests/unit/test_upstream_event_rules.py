@@ -5,6 +5,7 @@ them against a central instance's own events."""
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from hms_cache_proxy.server.reply_cache import (
 )
 from hms_cache_proxy.server.upstream import UpstreamPool
 from hms_cache_proxy.server.upstream_client import UpstreamClient
-from hms_cache_proxy.server.upstream_events import UpstreamEvents
+from hms_cache_proxy.server.upstream_events import RECENT_APPLIED, UpstreamEvents
 from hms_cache_proxy.store.events import messages
 from tests.support.metastore import cols, table
 
@@ -116,3 +117,14 @@ def test_an_alter_table_drops_names_and_constraints_only_as_its_change_needs(
         "names",
         "constraints",
     }
+
+
+def test_the_last_events_applied_are_kept_with_their_times_and_no_more() -> None:
+    client = UpstreamClient(service, UpstreamPool("127.0.0.1", 9))  # never called here
+    poller = UpstreamEvents(client, ReplyCache(1 << 20), interval_seconds=1)
+    poller._set_position(0)
+    before = time.time()
+    poller._apply([_numbered(i + 1, _event("ALTER_DATABASE")) for i in range(RECENT_APPLIED + 36)])
+    applied = poller.describe()["recent_applied"]
+    assert [event_id for event_id, _ in applied] == list(range(37, RECENT_APPLIED + 37))
+    assert all(before <= at <= time.time() for _, at in applied)
