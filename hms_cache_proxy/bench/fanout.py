@@ -139,7 +139,7 @@ def _idle(pg: PostgresServer, central: subprocess.Popen[bytes], seconds: float) 
     cpu1, t1 = _cpu_seconds(central.pid), time.monotonic()
     return {
         "pg_connections": max(conns0, conns1) - 1,  # less the measuring one
-        "pg_transactions_per_second": round((x1 - x0 - 2) / (t1 - t0), 1),  # less ours
+        "pg_transactions_per_second": round(max(0, x1 - x0 - 2) / (t1 - t0), 1),  # less ours
         "central_cpu_ms_per_second": round(1000 * (cpu1 - cpu0) / (t1 - t0), 1),
     }
 
