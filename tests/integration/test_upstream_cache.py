@@ -4,6 +4,7 @@ by the events of the central instance's notification log (docs/cache.md, "In ups
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import threading
@@ -255,11 +256,14 @@ def test_each_session_has_entries_of_its_own(
     assert forwarded("get_table") == loads + 1
 
 
-def test_a_hole_in_the_upstreams_log_empties_the_cache(
-    pg_url: str, tmp_path: Path, connect: Any, T: Any
-) -> None:
-    # The upstream reads its log from the database (cache off), where the hole is made.
-    with running_service(pg_url, tmp_path / "w", cache_enabled=False) as central:
+@contextlib.contextmanager
+def woken_sidecar_on_the_database_log(
+    pg_url: str, workdir: Path
+) -> Iterator[tuple[Service, Service]]:
+    """(sidecar, central): a central instance with its cache off, which reads its notification
+    log from the database (where a test can change it), and a sidecar in front of it whose
+    poller reads only when woken, already following the log."""
+    with running_service(pg_url, workdir, cache_enabled=False) as central:
         _log_an_event(central.port)
         sidecar = build_service(
             proxy_settings(
@@ -272,9 +276,17 @@ def test_a_hole_in_the_upstreams_log_empties_the_cache(
         try:
             assert sidecar.sidecar is not None
             until(sidecar.sidecar.answering, "the sidecar follows the upstream's log")
-            _hole(sidecar, central, connect, T, pg_url)
+            yield sidecar, central
         finally:
             sidecar.stop(grace_seconds=5)
+
+
+def test_a_hole_in_the_upstreams_log_empties_the_cache(
+    pg_url: str, tmp_path: Path, connect: Any, T: Any
+) -> None:
+    # The upstream reads its log from the database (cache off), where the hole is made.
+    with woken_sidecar_on_the_database_log(pg_url, tmp_path / "w") as (sidecar, central):
+        _hole(sidecar, central, connect, T, pg_url)
 
 
 def _hole(sidecar: Service, central: Service, connect: Any, T: Any, pg_url: str) -> None:

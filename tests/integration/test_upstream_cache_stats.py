@@ -23,19 +23,13 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from hms_cache_proxy.app import build_service
 from tests.integration import test_upstream_cache as shared
 from tests.integration.test_upstream_cache import (
-    IDLE,
     Quiet,
     _applied,
-    _log_an_event,
     forwarded,
-    until,
 )
-from tests.integration.test_upstream_passthrough import proxy_settings
 from tests.support.metastore import partition, table
-from tests.support.server import running_service
 
 pytestmark = pytest.mark.postgres
 
@@ -115,22 +109,9 @@ def test_statistics_changed_without_an_event_are_answered_at_once(quiet: Quiet, 
 def unlogged(pg_url: str, tmp_path: Path, connect: Any) -> Iterator[Quiet]:
     """A quiet sidecar (as ``quiet``) in front of a central instance with its cache off, which
     reads its notification log from the database: ``_unlog`` takes events out of it there."""
-    with running_service(pg_url, tmp_path / "w", cache_enabled=False) as central:
-        _log_an_event(central.port)
-        sidecar = build_service(
-            proxy_settings(
-                f"thrift://127.0.0.1:{central.port}",
-                upstream_poll_interval_seconds=IDLE,
-                upstream_wait_seconds=0,
-            )
-        )
-        sidecar.start_background()
-        try:
-            assert sidecar.sidecar is not None
-            until(sidecar.sidecar.answering, "the sidecar follows the upstream's log")
-            yield Quiet(connect(sidecar.port), connect(central.port), sidecar.sidecar.events)
-        finally:
-            sidecar.stop(grace_seconds=5)
+    with shared.woken_sidecar_on_the_database_log(pg_url, tmp_path / "w") as (sidecar, central):
+        assert sidecar.sidecar is not None
+        yield Quiet(connect(sidecar.port), connect(central.port), sidecar.sidecar.events)
 
 
 def _unlog(pg_url: str, last: int) -> None:

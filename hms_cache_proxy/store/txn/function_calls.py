@@ -29,7 +29,7 @@ from hms_cache_proxy.store.db.engine import PooledCursor
 from hms_cache_proxy.store.db.prepared import Prepared
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.txn import pgsql, plpgsql
-from hms_cache_proxy.store.txn.txn_base import SettledTxns, TxnPart
+from hms_cache_proxy.store.txn.txn_base import SettledTxns, TxnPart, settled_bounds
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -140,8 +140,7 @@ class FunctionCalls(TxnPart):
             agent_info,
             txn_type,
             self.config.open_txn_timeout_ms,
-            settled.floor if settled else 0,
-            sorted(settled.unsettled) if settled else [],
+            *settled_bounds(settled),
         )
         with_event = txn_type != hms.TxnType.READ_ONLY
         message = (

@@ -159,6 +159,12 @@ class SettledTxns:
     unsettled: frozenset[int]
 
 
+def settled_bounds(settled: SettledTxns | None) -> tuple[int, list[int]]:
+    """``settled``'s floor and its unsettled ids in order, as the open-txn statements take
+    them; (0, []) without one: every row is read."""
+    return (settled.floor, sorted(settled.unsettled)) if settled else (0, [])
+
+
 class TxnShared:
     """What every part of the service works with: the database, the event log, the settings
     and the clock, made once per service."""

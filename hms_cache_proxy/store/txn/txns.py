@@ -60,6 +60,7 @@ from hms_cache_proxy.store.txn.txn_base import (
     TxnPart,
     TxnShared,
     raise_unexpected_state,
+    settled_bounds,
     txn_id_str,
     txn_type_of,
 )
@@ -209,8 +210,7 @@ class Txns(TxnPart):
             rows = pgsql.open_txn_rows(
                 cur,
                 self.config.open_txn_timeout_ms,
-                settled.floor if settled else 0,
-                sorted(settled.unsettled) if settled else [],
+                *settled_bounds(settled),
                 info,
             )
         return self._open_txn_list_of(rows, info, True, began, _PREV_AT_INFO if info else _PREV_AT)
@@ -228,8 +228,7 @@ class Txns(TxnPart):
         rows = pgsql.write_ids_now_rows(
             on,
             self.config.open_txn_timeout_ms,
-            settled.floor if settled else 0,
-            sorted(settled.unsettled) if settled else [],
+            *settled_bounds(settled),
             db,
             table,
         )
@@ -450,8 +449,7 @@ class Txns(TxnPart):
                 agent_info,
                 txn_type,
                 self.config.open_txn_timeout_ms,
-                settled.floor if settled else 0,
-                sorted(settled.unsettled) if settled else [],
+                *settled_bounds(settled),
             )
             level = self.config.use_min_history_level
             if txn_type == hms.TxnType.READ_ONLY:  # no event
