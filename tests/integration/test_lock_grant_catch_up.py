@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.integration.test_txn_locks import component
 from tests.support.cache import clients, instances
 from tests.support.metastore import table
 
@@ -30,15 +31,8 @@ def pair(pg_server: Any, tmp_path: Path) -> Any:
 
 
 def _exclusive(T: Any) -> Any:
-    component = T.LockComponent(
-        type=T.LockType.EXCLUSIVE,
-        level=T.LockLevel.TABLE,
-        dbname="default",
-        tablename="ice",
-        operationType=T.DataOperationType.NO_TXN,
-        isTransactional=True,
-    )
-    return T.LockRequest(component=[component], user="alice", hostname="host")
+    ice = component(T, "EXCLUSIVE", db="default", table="ice", transactional=True)
+    return T.LockRequest(component=[ice], user="alice", hostname="host")
 
 
 def _reads_of_the_log(svc: Any) -> list[int]:
