@@ -2,7 +2,9 @@
 
 Reads /healthz, /readyz and /metrics (no token needed) and prints whether the instance is up and
 ready, its connections and calls, the cache's size, event position and lag, the hit rate and the
-commonest miss reasons. With ``--interval`` it scrapes twice and adds calls per second.
+commonest miss reasons; in front of an upstream metastore, where its notification log is
+followed and how long ago the last event was applied. With ``--interval`` it scrapes twice and
+adds calls per second.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class Report:
     ready_status: int
     ready: dict[str, Any]
     scrape: Scrape
+    wall_time: float = 0.0  # time.time() of the scrape: the age of upstream events applied
 
 
 def normalise_url(url: str) -> str:
@@ -111,7 +114,9 @@ def gather(url: str, timeout: float = 5.0) -> Report:
         raise Unreachable(f"{base}/metrics is not Prometheus text: {exc}") from exc
     if not scrape.has("hms_build_info"):
         raise Unreachable(f"{base} does not look like an hms-cache-proxy (no hms_build_info)")
-    return Report(base, health_status, _json(health), ready_status, _json(ready), scrape)
+    return Report(
+        base, health_status, _json(health), ready_status, _json(ready), scrape, time.time()
+    )
 
 
 def _n(value: float) -> str:
@@ -125,6 +130,22 @@ def _bytes(value: float) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} TiB"  # pragma: no cover - the loop returns
+
+
+def _upstream_line(upstream: dict[str, Any], now: float) -> str:
+    """Where the upstream's notification log is followed: its state, the position, and when the
+    newest event was applied (from /readyz ``recent_applied``: [event id, unix time])."""
+    if upstream.get("by_time"):
+        return f"upstream:   caching by time ({_n(upstream.get('ttl_seconds', 0))} s), no log"
+    log = upstream.get("notification_log") or {}
+    line = f"upstream:   log {log.get('state', '?')} ({log.get('reason', '?')})"
+    recent = log.get("recent_applied") or []
+    if recent:
+        event_id, at = recent[-1]
+        line += f"; last applied event {_n(event_id)}, {max(0.0, now - float(at)):.1f} s ago"
+    else:
+        line += "; no event applied yet"
+    return line
 
 
 def format_report(report: Report, previous: Report | None = None) -> str:
@@ -174,6 +195,10 @@ def format_report(report: Report, previous: Report | None = None) -> str:
         f"events:     position {_n(m.total('hms_cache_event_position'))}; lag "
         f"{_n(m.total('hms_cache_lag_events'))} events ({m.total('hms_cache_lag_seconds'):.2f} s)"
     )
+
+    upstream = r.get("upstream_cache")
+    if isinstance(upstream, dict):
+        lines.append(_upstream_line(upstream, report.wall_time))
 
     hits = m.total("hms_cache_hits_total")
     reasons = m.by_label("hms_cache_misses_total", "reason")

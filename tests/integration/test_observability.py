@@ -713,6 +713,28 @@ def test_status_hit_rate_and_top_miss_reasons():
     ]
 
 
+def test_status_upstream_line_says_how_the_upstream_is_followed():
+    scrape = status.Scrape.parse('hms_build_info{version="9.9"} 1\n', 0.0)
+
+    def upstream_line(upstream: dict) -> str:
+        report = status.Report(
+            "http://x", 200, {}, 200, {"upstream_cache": upstream}, scrape, 100.0
+        )
+        return next(x for x in status.format_report(report).splitlines() if "upstream:" in x)
+
+    log = {"state": "following", "reason": "at event 7", "recent_applied": [[6, 95.0], [7, 97.5]]}
+    assert upstream_line({"by_time": False, "notification_log": log}) == (
+        "upstream:   log following (at event 7); last applied event 7, 2.5 s ago"
+    )
+    log = {"state": "starting", "reason": "no answer yet", "recent_applied": []}
+    assert upstream_line({"by_time": False, "notification_log": log}) == (
+        "upstream:   log starting (no answer yet); no event applied yet"
+    )
+    assert upstream_line({"by_time": True, "ttl_seconds": 30}) == (
+        "upstream:   caching by time (30 s), no log"
+    )
+
+
 # -- the serve command ---------------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import io
 import json
 import threading
 import time
@@ -17,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from hms_cache_proxy.app import Service, build_service
-from hms_cache_proxy.observability import metrics
+from hms_cache_proxy.observability import metrics, status
 from hms_cache_proxy.server.upstream_events import FOLLOWING, UNREACHABLE
 from hms_cache_proxy.store.events.recent import WAIT_MARK
 from tests.integration.test_txn_calls import allocate, commit, open_txns, transactional_table
@@ -544,3 +545,19 @@ def test_readyz_lists_the_events_applied_with_the_time_each_was_applied(
     applied = dict(log["recent_applied"])
     assert list(applied) == sorted(applied)  # oldest first
     assert before <= applied[event_id] <= time.time()  # applied after the write was sent
+
+
+def test_status_shows_the_upstream_log_followed_and_the_last_event_applied(
+    central: Service, start_sidecar: Callable[..., Service], connect: Any, T: Any
+) -> None:
+    sidecar = start_sidecar(metrics_port=0)
+    writer = connect(central.port)
+    writer.create_database(T.Database(name="status_seen"))
+    event_id = writer.get_current_notificationEventId().eventId
+    assert sidecar.sidecar is not None
+    until(lambda: (sidecar.sidecar.events.position or 0) >= event_id, "the sidecar applied it")
+    out = io.StringIO()
+    status.run(f"http://127.0.0.1:{sidecar.metrics_port}", out=out)
+    line = next(x for x in out.getvalue().splitlines() if x.startswith("upstream:"))
+    assert line.startswith(f"upstream:   log {FOLLOWING} (")
+    assert f"last applied event {event_id:,}, " in line and line.endswith(" s ago")
