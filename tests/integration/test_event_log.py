@@ -527,6 +527,43 @@ def test_own_events_after_someone_elses_are_read_from_the_log(db: Database) -> N
     assert applied == theirs + mine
 
 
+def test_own_events_after_another_threads_are_applied_with_them_without_reading_the_log(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = new_log(db)
+    log.record_commits(db)
+    applied: list[int] = []
+    poller = _poller(db, log, applied)
+    theirs: list[int] = []
+    # Another thread of this process commits first (its events are not this thread's).
+    other = threading.Thread(target=lambda: theirs.extend(write(db, log, [ev(1), ev(2)])))
+    other.start()
+    other.join()
+    mine = write(db, log, [ev(3)])
+    own = log.take_committed()
+    assert [e.eventId for e in own] == mine
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("read the log")
+
+    monkeypatch.setattr(log, "next_events", no_read)
+    with pytest.raises(AssertionError, match="read the log"):
+        poller.apply_own(own)  # alone, not next: read back
+    assert poller.apply_own(log.with_committed_before(own, poller.position)) == mine[-1]
+    assert applied == theirs + mine
+
+
+def test_own_events_after_someone_elses_are_left_as_they_are(db: Database) -> None:
+    log, other = new_log(db), new_log(db)
+    log.record_commits(db)
+    position = read(db, log.current_event_id)
+    write(db, other, [ev(1)])  # another process's event: not known here
+    write(db, log, [ev(2)])
+    own = log.take_committed()
+    assert log.with_committed_before(own, position) == own
+    assert log.with_committed_before(own, position + 1) == own  # next already: as it is
+
+
 def test_own_events_not_next_are_left_to_the_poller_when_reading_is_not_asked(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,14 +19,16 @@ from tests.support.stores import sql_store as compose_sql_store
 
 pytestmark = [pytest.mark.postgres]
 
-ALTER_MESSAGES = 15
+ALTER_MESSAGES = 13
 """The table with its row share-locked (2: its row and its details), the partitions by
 name with their rows locked (2; they also give the rows' PART_ID and SD_ID), the write id's
 txn (1), the writer's write-id list (1), clearing them and locking the column descriptors they
-may free (1), the new descriptors (1), the rewrite (1), the old descriptors' removal (2), the
+may free (1), the new descriptors (1), the rewrite with the old descriptors' removal (1), the
 result (2), the event ids (1), the events with the COMMIT (1). Statement by statement, as
 before issue 23, it was 29; 17 while the table was resolved (and locked) apart from its load
-and the partition rows' ids were read again after the locking read."""
+and the partition rows' ids were read again after the locking read; 15 while the old
+descriptors went in a message of their own and their column descriptor, which the new
+descriptors use, was checked for use by another."""
 
 
 @pytest.fixture

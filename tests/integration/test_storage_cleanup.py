@@ -101,6 +101,15 @@ def test_nothing_of_a_descriptor_is_left_behind(database_url: str, tmp_path: Pat
         store.alter_partitions("hive", DB, "t", altered)
         assert _counts(store) == grown  # each old descriptor went, a new one came
         assert {p.sd.parameters["p"] for p in store.get_partitions("hive", DB, "t")} == {"altered"}
+        # New columns: the old column descriptors, which nothing uses any more, go too.
+        altered = store.get_partitions("hive", DB, "t")
+        for i, p in enumerate(altered):
+            p.sd.cols = [hms.FieldSchema(name="a", type="int"), hms.FieldSchema(f"d{i}", "int")]
+        store.alter_partitions("hive", DB, "t", altered)
+        assert _counts(store) == grown
+        assert [p.sd.cols[1].name for p in store.get_partitions("hive", DB, "t")] == [
+            f"d{i}" for i in range(5)
+        ]
         store.drop_partitions("hive", DB, "t", ["k=v1", "k=v2"])
         fewer = _counts(store)
         assert fewer["SDS"] == grown["SDS"] - 2

@@ -90,7 +90,8 @@ class CacheService:
 
     def _catch_up_after_write(self) -> int:
         events = self.sql.events
-        return self.poller.apply_own(events.take_committed(), seen=events.take_current())
+        own = events.with_committed_before(events.take_committed(), self.poller.position)
+        return self.poller.apply_own(own, seen=events.take_current())
 
     def _absorb_own_events(self) -> int:
         return self.poller.apply_own(self.sql.events.take_committed(), read=False)

@@ -248,6 +248,18 @@ class EventLog:
             found = [self._recent.get(i) for i in range(first, last + 1)]
         return None if None in found else found
 
+    def with_committed_before(self, own: list[Any], position: int) -> list[Any]:
+        """``own`` (this thread's committed events, in id order) preceded by the events
+        after ``position`` that other threads of this process committed before them, when
+        this process committed and recorded every event from ``position + 1`` on; else
+        ``own`` unchanged. With several writers on one instance another thread's events
+        often come between the cache's position and a writer's own: those are known here
+        already, and applying them from memory saves reading them back from the log."""
+        if not own or own[0].eventId <= position + 1:
+            return own
+        found = self.committed_here(position + 1, own[-1].eventId)
+        return own if found is None else found
+
     def writing_recently(self, within: float = 0.5) -> bool:
         """Whether this process started a write that appends events in the last ``within``
         seconds."""

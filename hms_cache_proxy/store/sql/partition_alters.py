@@ -42,7 +42,9 @@ from hms_cache_proxy.store.sql.sql_base import (
     table_ref,
 )
 from hms_cache_proxy.store.sql.storage import (
+    PG_DELETE_SDS_DBAPI,
     delete_storage_descriptors,
+    drop_freed_column_descriptors,
     insert_column_descriptors,
     insert_rows,
     insert_storage_descriptors,
@@ -435,12 +437,15 @@ class PartitionAlters(SqlPart):
             )
             prm.extend(param_rows("PART_ID", pid, new.parameters))
         if one_statement(conn):
-            _rewrite_partitions_pg(conn, part_rows, kv_rows, prm)
+            freed = _rewrite_partitions_pg(conn, part_rows, kv_rows, prm, old_sds)
+            # A column descriptor the new descriptors use stays: no statement to check it.
+            in_use = set(cd_ids)
+            drop_freed_column_descriptors(conn, [cd for cd in freed if cd not in in_use])
         else:
             _update_partition_rows(conn, part_rows)
             insert_rows(conn, _KV, kv_rows)
             insert_rows(conn, schema.PARTITION_PARAMS, prm)
-        delete_storage_descriptors(conn, old_sds)
+            delete_storage_descriptors(conn, old_sds)
         return {n: by_name[n].PART_ID for n, _, _ in pairs}
 
     @writes_events
@@ -658,13 +663,19 @@ def _rewrite_partitions_pg(
     part_rows: Sequence[tuple[Any, ...]],
     kv_rows: Sequence[dict[str, Any]],
     params: Sequence[dict[str, Any]],
-) -> None:
+    old_sds: Sequence[int] = (),
+) -> list[int]:
     """``_replace_partitions``' writes in one round trip: the PARTITIONS rows (PART_ID, SD_ID,
     CREATE_TIME, LAST_ACCESS_TIME, WRITE_ID), then their key values and parameters, as the
-    general path's update and two inserts do, in that order."""
-    conn.exec_driver_sql(
-        _REWRITE_SQL,
+    general path's update and two inserts do, in that order; then the deletion of the old
+    storage descriptors ``old_sds`` (``delete_storage_descriptors``' statement, which the
+    rewrite has left unreferenced). Returns the column descriptors that deletion freed
+    (``drop_freed_column_descriptors`` drops the unused ones)."""
+    sds = sorted(set(old_sds))
+    result = conn.exec_driver_sql(
+        _REWRITE_SQL + (f"; {PG_DELETE_SDS_DBAPI}" if sds else ""),
         {
+            "sds_freed": sds,
             "pid": [r[0] for r in part_rows],
             "sd": [r[1] for r in part_rows],
             "created": [r[2] for r in part_rows],
@@ -678,3 +689,4 @@ def _rewrite_partitions_pg(
             "p_value": [r["PARAM_VALUE"] for r in params],
         },
     )
+    return [int(r[0]) for r in result] if sds else []

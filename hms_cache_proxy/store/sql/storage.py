@@ -332,8 +332,7 @@ def delete_storage_descriptors(conn: Connection, sd_ids: IdSource) -> None:
             return
         if conn.dialect.name == "postgresql":
             freed_cds = [r[0] for r in conn.execute(_PG_DELETE_SDS, {"ids": sd_ids})]
-            if freed_cds:
-                conn.execute(_PG_DROP_UNUSED_CDS, {"ids": freed_cds})
+            drop_freed_column_descriptors(conn, freed_cds)
             return
     rows = fetch_in(
         conn,
@@ -409,6 +408,18 @@ SELECT DISTINCT "CD_ID" FROM sd WHERE "CD_ID" IS NOT NULL
 """delete_storage_descriptors on PostgreSQL: descriptors, child rows, skewed string lists and
 serdes in one statement (its foreign keys are checked when it ends); the column descriptors
 they used come back for _PG_DROP_UNUSED_CDS, which sees the descriptors gone."""
+
+PG_DELETE_SDS_DBAPI = _PG_DELETE_SDS.text.replace(":ids", "%(sds_freed)s")
+"""_PG_DELETE_SDS in psycopg2's parameter style (parameter ``sds_freed``: the SD_IDs), to end
+a message of the caller's statements (one round trip); its rows are the freed CD_IDs, for
+``drop_freed_column_descriptors``."""
+
+
+def drop_freed_column_descriptors(conn: Connection, freed_cds: Sequence[int]) -> None:
+    """After PG_DELETE_SDS_DBAPI: the column descriptors it freed that nothing uses now."""
+    if freed_cds:
+        conn.execute(_PG_DROP_UNUSED_CDS, {"ids": list(freed_cds)})
+
 
 _PG_DROP_UNUSED_CDS = text(
     """
