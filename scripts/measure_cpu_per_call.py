@@ -14,7 +14,9 @@ pg_stat_activity's wait events of active backends every 10 ms (a backend in a ro
 queue is shown with the relation of the row: the tuple lock it holds or waits for; statements
 are grouped by their text up to the first parenthesis, so an EXECUTE's values do not split them);
 --stats prints pg_stat_statements' top statements per operation (calls, execution ms,
-buffers per call).
+buffers per call). Before the first ``*_history`` case txn_history's finished txns are added and
+settled, as `bench` does (--no-settle: not settled, to see the seconds after they appear); they
+stay for the cases after it.
 For a profile, run `py-spy record --gil --subprocesses -p SERVER_PID` beside it.
 No assertions: a measurement (docs/benchmarks.md, "Transaction writes at 8 clients").
 """
@@ -36,7 +38,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hms_cache_proxy.bench import targets  # noqa: E402
+from hms_cache_proxy.bench import targets, txn_history  # noqa: E402
 from hms_cache_proxy.bench.case_catalog import case_by_name  # noqa: E402
 from hms_cache_proxy.bench.cases import DECODED  # noqa: E402
 from hms_cache_proxy.bench.postgres import PostgresServer  # noqa: E402
@@ -142,6 +144,9 @@ def main() -> None:
     ap.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--waits", action="store_true", help="sample pg_stat_activity")
     ap.add_argument("--stats", action="store_true", help="pg_stat_statements per operation")
+    ap.add_argument(
+        "--no-settle", action="store_true", help="time *_history cases without txn_history.settle"
+    )
     args = ap.parse_args()
     extra = {k: yaml.safe_load(v) for k, v in (s.split("=", 1) for s in args.setting)}
     pg_settings = (
@@ -157,11 +162,18 @@ def main() -> None:
         url, work, args.target, {"cache_enabled": args.target == "cache", **extra}
     )
     made: set[str] = set()
+    history_added = False
     try:
         print(f"server pid {server.pid}; settings {extra or '{}'}", flush=True)
         for name in args.cases:
             case = case_by_name(name)
             prepare(args.target, "127.0.0.1", server.port, case, made, "cpu")
+            if case.history and not history_added:  # as `bench` does, before the first one
+                level = extra.get("txn_use_min_history_level", True)
+                txn_history.add(url, stock=False, min_history_level=bool(level))
+                if not args.no_settle:
+                    txn_history.settle("127.0.0.1", server.port)
+                history_added = True
             if args.stats:
                 _statements(pg, dbname, reset=True)
             sampler = WaitSampler(pg, dbname) if args.waits else None
