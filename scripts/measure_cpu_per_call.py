@@ -13,10 +13,12 @@ over the run divided by the operations done (warm-up included on both sides). --
 pg_stat_activity's wait events of active backends every 10 ms (a backend in a row-lock
 queue is shown with the relation of the row: the tuple lock it holds or waits for; statements
 are grouped by their text up to the first parenthesis, so an EXECUTE's values do not split them);
---stats prints pg_stat_statements' top statements per operation (calls, execution ms,
-buffers per call). Before the first ``*_history`` case txn_history's finished txns are added and
-settled, as `bench` does (--no-settle: not settled, to see the seconds after they appear); they
-stay for the cases after it.
+--stats prints the shared buffers per operation of all top-level statements (a function's own
+statements not counted twice: the figure a load does not move) and pg_stat_statements' top
+statements per operation (calls, execution ms, buffers per call). Before the first
+``*_history`` case txn_history's finished txns are added and settled, as `bench` does
+(--no-settle: not settled, to see the seconds after they appear); they stay for the cases after
+it.
 For a profile, run `py-spy record --gil --subprocesses -p SERVER_PID` beside it.
 No assertions: a measurement (docs/benchmarks.md, "Transaction writes at 8 clients").
 """
@@ -126,9 +128,11 @@ def _statements(pg: PostgresServer, dbname: str, reset: bool) -> list[Any]:
                 cur.execute("SELECT pg_stat_statements_reset()")
                 return []
             cur.execute(
+                "SELECT NULL, NULL, sum(shared_blks_hit + shared_blks_read), 'all top-level "
+                "statements' FROM pg_stat_statements WHERE toplevel UNION ALL ("
                 "SELECT calls, total_exec_time, shared_blks_hit::float / greatest(calls, 1), "
                 "left(regexp_replace(query, '\\s+', ' ', 'g'), 100) FROM pg_stat_statements "
-                "ORDER BY total_exec_time DESC LIMIT 15"
+                "ORDER BY total_exec_time DESC LIMIT 15)"
             )
             return list(cur.fetchall())
     finally:
@@ -206,7 +210,9 @@ def main() -> None:
                 flush=True,
             )
             if args.stats:
-                for calls, total_ms, blocks, query in _statements(pg, dbname, reset=False):
+                total, *top = _statements(pg, dbname, reset=False)
+                print(f"  {float(total[2] or 0) / ops:7.1f} buffers/op in all top-level statements")
+                for calls, total_ms, blocks, query in top:
                     print(
                         f"  {calls / ops:5.2f}/op {total_ms / ops:7.3f} ms/op "
                         f"{blocks:7.1f} buffers/call  {query}"
