@@ -44,7 +44,7 @@ from hms_cache_proxy.bench import targets, txn_history  # noqa: E402
 from hms_cache_proxy.bench.case_catalog import case_by_name  # noqa: E402
 from hms_cache_proxy.bench.cases import DECODED  # noqa: E402
 from hms_cache_proxy.bench.postgres import PostgresServer  # noqa: E402
-from hms_cache_proxy.bench.runner import Timing, prepare, run_case  # noqa: E402
+from hms_cache_proxy.bench.runner import Timing, prepare, run_case, teardown  # noqa: E402
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -201,6 +201,7 @@ def main() -> None:
             elapsed = time.time() - t0
             if result.status != "ok" or not result.calls_per_s:
                 print(f"{name}: {result.status} {result.reason}")
+                teardown(args.target, "127.0.0.1", server.port, case, "cpu")
                 continue
             ops = result.calls_per_s * elapsed
             print(
@@ -221,6 +222,8 @@ def main() -> None:
                 total = sum(sampler.counts.values())
                 for (wait, query), n in sampler.counts.most_common(8):
                     print(f"  {n / total * 100:5.1f}% {wait:28s} {query}")
+            # As `bench`: the txns a case holds open end after it (the next case would list them).
+            teardown(args.target, "127.0.0.1", server.port, case, "cpu")
     finally:
         server.stop()
         pg.stop()
