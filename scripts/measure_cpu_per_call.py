@@ -13,8 +13,12 @@ over the run divided by the operations done (warm-up included on both sides). --
 pg_stat_activity's wait events of active backends every 10 ms (a backend in a row-lock
 queue is shown with the relation of the row: the tuple lock it holds or waits for; statements
 are grouped by their text up to the first parenthesis, so an EXECUTE's values do not split them);
---stats prints pg_stat_statements' top statements per operation (calls, execution ms,
-buffers per call).
+--stats prints the shared buffers per operation of all top-level statements (a function's own
+statements not counted twice: the figure a load does not move) and pg_stat_statements' top
+statements per operation (calls, execution ms, buffers per call). Before the first
+``*_history`` case txn_history's finished txns are added and settled, as `bench` does
+(--no-settle: not settled, to see the seconds after they appear); they stay for the cases after
+it.
 For a profile, run `py-spy record --gil --subprocesses -p SERVER_PID` beside it.
 No assertions: a measurement (docs/benchmarks.md, "Transaction writes at 8 clients").
 """
@@ -36,11 +40,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hms_cache_proxy.bench import targets  # noqa: E402
+from hms_cache_proxy.bench import targets, txn_history  # noqa: E402
 from hms_cache_proxy.bench.case_catalog import case_by_name  # noqa: E402
 from hms_cache_proxy.bench.cases import DECODED  # noqa: E402
 from hms_cache_proxy.bench.postgres import PostgresServer  # noqa: E402
-from hms_cache_proxy.bench.runner import Timing, prepare, run_case  # noqa: E402
+from hms_cache_proxy.bench.runner import Timing, prepare, run_case, teardown  # noqa: E402
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -124,9 +128,11 @@ def _statements(pg: PostgresServer, dbname: str, reset: bool) -> list[Any]:
                 cur.execute("SELECT pg_stat_statements_reset()")
                 return []
             cur.execute(
+                "SELECT NULL, NULL, sum(shared_blks_hit + shared_blks_read), 'all top-level "
+                "statements' FROM pg_stat_statements WHERE toplevel UNION ALL ("
                 "SELECT calls, total_exec_time, shared_blks_hit::float / greatest(calls, 1), "
                 "left(regexp_replace(query, '\\s+', ' ', 'g'), 100) FROM pg_stat_statements "
-                "ORDER BY total_exec_time DESC LIMIT 15"
+                "ORDER BY total_exec_time DESC LIMIT 15)"
             )
             return list(cur.fetchall())
     finally:
@@ -142,6 +148,9 @@ def main() -> None:
     ap.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--waits", action="store_true", help="sample pg_stat_activity")
     ap.add_argument("--stats", action="store_true", help="pg_stat_statements per operation")
+    ap.add_argument(
+        "--no-settle", action="store_true", help="time *_history cases without txn_history.settle"
+    )
     args = ap.parse_args()
     extra = {k: yaml.safe_load(v) for k, v in (s.split("=", 1) for s in args.setting)}
     pg_settings = (
@@ -157,11 +166,18 @@ def main() -> None:
         url, work, args.target, {"cache_enabled": args.target == "cache", **extra}
     )
     made: set[str] = set()
+    history_added = False
     try:
         print(f"server pid {server.pid}; settings {extra or '{}'}", flush=True)
         for name in args.cases:
             case = case_by_name(name)
             prepare(args.target, "127.0.0.1", server.port, case, made, "cpu")
+            if case.history and not history_added:  # as `bench` does, before the first one
+                level = extra.get("txn_use_min_history_level", True)
+                txn_history.add(url, stock=False, min_history_level=bool(level))
+                if not args.no_settle:
+                    txn_history.settle("127.0.0.1", server.port)
+                history_added = True
             if args.stats:
                 _statements(pg, dbname, reset=True)
             sampler = WaitSampler(pg, dbname) if args.waits else None
@@ -185,6 +201,7 @@ def main() -> None:
             elapsed = time.time() - t0
             if result.status != "ok" or not result.calls_per_s:
                 print(f"{name}: {result.status} {result.reason}")
+                teardown(args.target, "127.0.0.1", server.port, case, "cpu")
                 continue
             ops = result.calls_per_s * elapsed
             print(
@@ -194,7 +211,9 @@ def main() -> None:
                 flush=True,
             )
             if args.stats:
-                for calls, total_ms, blocks, query in _statements(pg, dbname, reset=False):
+                total, *top = _statements(pg, dbname, reset=False)
+                print(f"  {float(total[2] or 0) / ops:7.1f} buffers/op in all top-level statements")
+                for calls, total_ms, blocks, query in top:
                     print(
                         f"  {calls / ops:5.2f}/op {total_ms / ops:7.3f} ms/op "
                         f"{blocks:7.1f} buffers/call  {query}"
@@ -203,6 +222,8 @@ def main() -> None:
                 total = sum(sampler.counts.values())
                 for (wait, query), n in sampler.counts.most_common(8):
                     print(f"  {n / total * 100:5.1f}% {wait:28s} {query}")
+            # As `bench`: the txns a case holds open end after it (the next case would list them).
+            teardown(args.target, "127.0.0.1", server.port, case, "cpu")
     finally:
         server.stop()
         pg.stop()

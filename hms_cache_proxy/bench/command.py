@@ -233,7 +233,12 @@ class Run:
                 failed[case.name] = f"setup: {type(exc).__name__}: {exc}"[:500]
         if made:
             print(f"{target.key}: data made in {time.monotonic() - t0:.0f} s", flush=True)
-        history = _History(database_url, target.key == targets.STOCK)
+        history = _History(
+            database_url,
+            target.key == targets.STOCK,
+            bool((target.settings or {}).get("txn_use_min_history_level", True)),
+            (host, port),
+        )
         for case in self.cases:
             runs = self.runs_of(case, target.key)
             reason = case.stock if target.key == targets.STOCK and case.stock else None
@@ -290,11 +295,20 @@ class Run:
 
 class _History:
     """The finished transactions the ``*_history`` cases run with: added to the target's
-    database before the first of them, removed after the target's cases."""
+    database before the first of them (as a server with ``min_history_level`` leaves them; ours
+    then settles, txn_history.settle), removed after the target's cases."""
 
-    def __init__(self, database_url: str | None, stock: bool) -> None:
+    def __init__(
+        self,
+        database_url: str | None,
+        stock: bool,
+        min_history_level: bool,
+        server: tuple[str, int],
+    ) -> None:
         self.url = database_url
         self.stock = stock
+        self.min_history_level = min_history_level
+        self.server = server
         self.added = False
         self.failed: str | None = None
 
@@ -307,10 +321,12 @@ class _History:
 
             t0 = time.monotonic()
             try:
-                txn_history.add(self.url, self.stock)
+                txn_history.add(self.url, self.stock, min_history_level=self.min_history_level)
                 self.added = True
+                if not self.stock:
+                    txn_history.settle(*self.server)
                 print(
-                    f"history: {txn_history.HISTORY_TXNS:,} finished txns added in "
+                    f"history: {txn_history.HISTORY_TXNS:,} finished txns added (and settled) in "
                     f"{time.monotonic() - t0:.1f} s",
                     flush=True,
                 )
@@ -322,8 +338,28 @@ class _History:
         if self.added:
             from hms_cache_proxy.bench import txn_history
 
-            txn_history.remove(self.url, self.stock)  # type: ignore[arg-type]
+            left = txn_history.remove(self.url, self.stock)  # type: ignore[arg-type]
             self.added = False
+            if left < txn_history.HISTORY_TXNS:
+                print(
+                    f"history: {left:,} of its {txn_history.HISTORY_TXNS:,} txns were left at "
+                    "the end: a housekeeping round removed the rest while the *_history cases "
+                    f"ran (--setting {_HOUSEKEEPING_INTERVAL}=0 keeps them)",
+                    flush=True,
+                )
+
+
+_HOUSEKEEPING_INTERVAL = "txn_housekeeping_interval_seconds"
+
+
+def _history_settings(cases: list[Case]) -> dict[str, Any]:
+    """With ``*_history`` cases our servers run no housekeeping rounds (unless --setting says
+    otherwise): a round removes the history's TXNS rows (about 4 s of database work at 100,000),
+    and one that came while those cases ran would time its removal in one case and leave the
+    rest with no history."""
+    if any(c.history for c in cases) and _HOUSEKEEPING_INTERVAL in targets.known_settings():
+        return {_HOUSEKEEPING_INTERVAL: 0}
+    return {}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -340,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
         return _finish(report, args)
     try:
         cases = select_cases(args.cases, args.quick)
-        service_extra = _parse_settings(args.setting, "--setting")
+        service_extra = {**_history_settings(cases), **_parse_settings(args.setting, "--setting")}
         cache_extra = {**service_extra, **_parse_settings(args.cache_setting)}
         if args.output is None:  # the default, checked here so that --list never needs it
             args.output = _default_output()

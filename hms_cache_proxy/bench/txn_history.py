@@ -6,14 +6,28 @@ rows below the low-water mark. The ``*_history`` cases measure the transaction c
 ``HISTORY_TXNS`` of them in the database (made here in a few statements, since committing that
 many through Thrift would take minutes), against the same cases on an empty history.
 
-Our database (Hive 4's schema): TXNS rows in state ``c`` started an hour ago, one
-COMPLETED_TXN_COMPONENTS and one TXN_TO_WRITE_ID row each, on a table of their own. The stock
-2.3 server's (its own txn tables, unquoted names): Hive 2.3 deletes a txn's TXNS row at commit,
-so its history is the COMPLETED_TXN_COMPONENTS rows and the txn ids they used. Every row is
-marked (user, table name), so ``remove`` takes out exactly what ``add`` put in.
+Our database (Hive 4's schema): what 100,000 insert txns committed one after another leave
+until housekeeping's next round (Hive 4 keeps committed TXNS rows until then with either
+min-history switch): TXNS rows in state ``c`` started an hour ago, one COMPLETED_TXN_COMPONENTS
+and one TXN_TO_WRITE_ID row each, on a table of their own; with the level switch off
+(``min_history_level`` False) also the WRITE_SET row each commit writes then, inserts too (commit
+id: the txn hwm, its own id). No MIN_HISTORY_LEVEL rows (commit deletes a txn's) and no
+NOTIFICATION_LOG rows: the log is read by EVENT_ID, a unique index, and a cache server would
+have to apply any new event first. The stock 2.3 server's (its own txn tables, unquoted names):
+Hive 2.3 deletes a txn's TXNS row at commit, so its history is the COMPLETED_TXN_COMPONENTS rows
+and the txn ids they used. Every row is marked (user, table name), so ``remove`` takes out
+exactly what ``add`` put in.
+
+A server that served those txns would have its settled floor (``txns.Txns._settle``) above
+them; one that sees them appear at once reads them all on each open-txn read (and, with the
+level switch, each open) until the floor has moved up twice, a few seconds. ``settle`` makes
+those reads before the cases are timed.
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 from sqlalchemy import create_engine, text
 
@@ -22,6 +36,8 @@ HISTORY_USER = "hms_bench_history"
 HISTORY_DB = "hms_bench"
 HISTORY_TABLE = "acid_history"
 _HOUR_MS = 3_600_000
+SETTLE_S = 6.0
+"""Two moves of the settled floor at the default open_txn_timeout (1 s): 2 x 2 s, and a margin."""
 
 _OURS_ADD = [
     'INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER", '
@@ -40,7 +56,15 @@ _OURS_ADD = [
     # (the benchmark's PostgreSQL runs without autovacuum).
     'ANALYZE "TXNS", "TXN_TO_WRITE_ID", "NEXT_WRITE_ID", "COMPLETED_TXN_COMPONENTS"',
 ]
+_OURS_WRITE_SET = [
+    'INSERT INTO "WRITE_SET" ("WS_DATABASE", "WS_TABLE", "WS_PARTITION", "WS_TXNID", '
+    '"WS_COMMIT_ID", "WS_OPERATION_TYPE") '
+    'SELECT :db, :tbl, NULL, "T2W_TXNID", "T2W_TXNID", \'i\' FROM "TXN_TO_WRITE_ID" '
+    'WHERE "T2W_TABLE" = :tbl',
+    'ANALYZE "WRITE_SET"',
+]
 _OURS_REMOVE = [
+    'DELETE FROM "WRITE_SET" WHERE "WS_TABLE" = :tbl',
     'DELETE FROM "COMPLETED_TXN_COMPONENTS" WHERE "CTC_TABLE" = :tbl',
     'DELETE FROM "NEXT_WRITE_ID" WHERE "NWI_TABLE" = :tbl',
     'DELETE FROM "TXN_TO_WRITE_ID" WHERE "T2W_TABLE" = :tbl',
@@ -54,9 +78,8 @@ _STOCK_ADD = [
 _STOCK_REMOVE = ["DELETE FROM completed_txn_components WHERE ctc_table = :tbl"]
 
 
-def _run(url: str, statements: list[str], n: int) -> None:
-    import time
-
+def _run(url: str, statements: list[str], n: int) -> int:
+    """Run ``statements`` in one transaction; the rows the last one changed."""
     params = {
         "n": n,
         "user": HISTORY_USER,
@@ -65,19 +88,45 @@ def _run(url: str, statements: list[str], n: int) -> None:
         "started": int(time.time() * 1000) - _HOUR_MS,
     }
     engine = create_engine(url)
+    changed = 0
     try:
         with engine.begin() as conn:
             for statement in statements:
-                conn.execute(text(statement), params)
+                changed = conn.execute(text(statement), params).rowcount
     finally:
         engine.dispose()
+    return int(changed)
 
 
-def add(url: str, stock: bool, n: int = HISTORY_TXNS) -> None:
-    """Put ``n`` finished transactions into the database at ``url`` (PostgreSQL)."""
-    _run(url, _STOCK_ADD if stock else _OURS_ADD, n)
+def add(url: str, stock: bool, n: int = HISTORY_TXNS, min_history_level: bool = True) -> None:
+    """Put ``n`` finished transactions into the database at ``url`` (PostgreSQL), as a server
+    with ``txn_use_min_history_level`` as given leaves them."""
+    ours = _OURS_ADD if min_history_level else _OURS_ADD + _OURS_WRITE_SET
+    _run(url, _STOCK_ADD if stock else ours, n)
 
 
-def remove(url: str, stock: bool) -> None:
-    """Take out what ``add`` put in (what housekeeping has removed meanwhile is gone already)."""
-    _run(url, _STOCK_REMOVE if stock else _OURS_REMOVE, 0)
+def settle(host: str, port: int, seconds: float = SETTLE_S) -> None:
+    """get_open_txns on the server at ``host``:``port`` every 0.1 s for ``seconds``: its settled
+    floor moves up (at most every open_txn_timeout + 1 s, to the top of an earlier read) until it
+    is above the history, as it would be had the server served those txns."""
+    from hms_cache_proxy.bench.cases import connect
+
+    client = connect(host, port)
+    try:
+        keep_reading(client.get_open_txns, seconds)
+    finally:
+        client.close()
+
+
+def keep_reading(read: Callable[[], object], seconds: float = SETTLE_S) -> None:
+    """``read()`` every 0.1 s for ``seconds`` (``settle``'s calls, on any get_open_txns)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        read()
+        time.sleep(0.1)
+
+
+def remove(url: str, stock: bool) -> int:
+    """Take out what ``add`` put in (what housekeeping has removed meanwhile is gone already);
+    how many of its txns were left (TXNS rows; the stock server's: COMPLETED_TXN_COMPONENTS)."""
+    return _run(url, _STOCK_REMOVE if stock else _OURS_REMOVE, 0)
