@@ -78,3 +78,74 @@ def test_a_grant_with_nothing_new_in_the_log_reads_nothing_back(T, pair) -> None
         assert resp.state == T.LockState.ACQUIRED
         ca.unlock(T.UnlockRequest(lockid=resp.lockid))
     assert reads[0] == 0
+
+
+def _check(client: Any, T: Any, lockid: int) -> Any:
+    return client.check_lock(T.CheckLockRequest(lockid=lockid))
+
+
+def test_check_lock_of_a_held_lock_reads_what_another_instance_committed(T, pair) -> None:
+    """check_lock answering ACQUIRED for a lock granted earlier (elsewhere too): the answer
+    reflects every write committed before it, as the grant's does."""
+    (a, b), (ca, cb) = pair
+    ca.create_table(table(T, "default", "ice", params={KEY: "v0"}))
+    for svc in (a, b):
+        svc.cache.poller.catch_up()
+    held = cb.lock(_exclusive(T))
+    assert held.state == T.LockState.ACQUIRED
+    assert ca.get_table("default", "ice").parameters[KEY] == "v0"  # cached on a
+
+    tbl = cb.get_table("default", "ice")
+    tbl.parameters = {**tbl.parameters, KEY: "v1"}
+    cb.alter_table("default", "ice", tbl)
+    assert ca.get_table("default", "ice").parameters[KEY] == "v0"  # a has not polled
+
+    assert _check(ca, T, held.lockid).state == T.LockState.ACQUIRED
+    assert ca.get_table("default", "ice").parameters[KEY] == "v1"
+    cb.unlock(T.UnlockRequest(lockid=held.lockid))
+
+
+def test_check_lock_of_a_held_lock_with_nothing_new_reads_nothing_back(T, pair) -> None:
+    """A client polling a lock it holds, nothing committed since the instance's position:
+    the statement that heartbeats also reads NEXT_EVENT_ID, so the log is not read."""
+    (a, b), (ca, _) = pair
+    ca.create_table(table(T, "default", "ice", params={KEY: "v0"}))
+    held = ca.lock(_exclusive(T))
+    for svc in (a, b):
+        svc.cache.poller.catch_up()
+    reads = _reads_of_the_log(a)
+    for _ in range(3):
+        assert _check(ca, T, held.lockid).state == T.LockState.ACQUIRED
+    assert reads[0] == 0
+    ca.unlock(T.UnlockRequest(lockid=held.lockid))
+
+
+def test_a_waiting_lock_granted_by_check_lock_reads_what_came_before(T, pair) -> None:
+    """A waiting lock granted by check_lock once the blocker is gone: the holder reads the
+    blocker's write (another instance's); with nothing new, nothing is read back."""
+    (a, b), (ca, cb) = pair
+    ca.create_table(table(T, "default", "ice", params={KEY: "v0"}))
+    for svc in (a, b):
+        svc.cache.poller.catch_up()
+    assert ca.get_table("default", "ice").parameters[KEY] == "v0"  # cached on a
+
+    blocker = cb.lock(_exclusive(T))
+    waiting = ca.lock(_exclusive(T))
+    assert waiting.state == T.LockState.WAITING
+    tbl = cb.get_table("default", "ice")
+    tbl.parameters = {**tbl.parameters, KEY: "v1"}
+    cb.alter_table("default", "ice", tbl)
+    cb.unlock(T.UnlockRequest(lockid=blocker.lockid))
+    assert _check(ca, T, waiting.lockid).state == T.LockState.ACQUIRED
+    assert ca.get_table("default", "ice").parameters[KEY] == "v1"
+    ca.unlock(T.UnlockRequest(lockid=waiting.lockid))
+
+    blocker = cb.lock(_exclusive(T))
+    waiting = ca.lock(_exclusive(T))
+    assert waiting.state == T.LockState.WAITING
+    a.cache.poller.catch_up()
+    reads = _reads_of_the_log(a)
+    cb.unlock(T.UnlockRequest(lockid=blocker.lockid))
+    assert _check(ca, T, waiting.lockid).state == T.LockState.ACQUIRED
+    assert reads[0] == 0
+    ca.unlock(T.UnlockRequest(lockid=waiting.lockid))

@@ -215,6 +215,49 @@ def test_show_locks_lists_acquired_first_and_filters(client, T) -> None:
     assert [x.lockid for x in client.show_locks(T.ShowLocksRequest(txnid=txn)).locks] == [b.lockid]
 
 
+def _heartbeats(service, ext_id: int, txn: int) -> tuple[list[int], int | None]:
+    """The lock's rows' HL_LAST_HEARTBEAT and its txn's TXN_LAST_HEARTBEAT."""
+    hl, txns = schema.HIVE_LOCKS, schema.TXNS
+    with service.database.read() as conn:
+        rows = conn.execute(
+            select(hl.c.HL_LAST_HEARTBEAT).where(hl.c.HL_LOCK_EXT_ID == ext_id)
+        ).scalars()
+        beat = conn.execute(select(txns.c.TXN_LAST_HEARTBEAT).where(txns.c.TXN_ID == txn)).scalar()
+        return [int(r) for r in rows], None if beat is None else int(beat)
+
+
+def test_check_lock_of_a_held_lock_heartbeats_it_or_its_txn(client, T, service) -> None:
+    txn = open_txn(client, T)
+    of_txn = lock(client, T, component(T, R, table="hb1"), txn=txn)
+    loose = lock(client, T, component(T, R, table="hb2"), component(T, R, table="hb3"))
+    (txn_lock_beats, txn_before), (loose_before, _) = (
+        _heartbeats(service, of_txn.lockid, txn),
+        _heartbeats(service, loose.lockid, 0),
+    )
+    time.sleep(0.01)  # the heartbeats are in milliseconds
+    for held in (of_txn, loose):
+        resp = client.check_lock(T.CheckLockRequest(lockid=held.lockid))
+        assert (resp.lockid, resp.state) == (held.lockid, T.LockState.ACQUIRED)
+    txn_lock_after, txn_after = _heartbeats(service, of_txn.lockid, txn)
+    loose_after, _ = _heartbeats(service, loose.lockid, 0)
+    assert txn_lock_beats == txn_lock_after == [0]  # a txn's locks heartbeat via the txn
+    assert txn_before is not None and txn_after is not None and txn_after > txn_before
+    assert len(loose_after) == 2 and min(loose_after) > max(loose_before)
+
+
+def test_check_lock_of_a_held_lock_whose_txn_is_no_longer_open(client, T, service) -> None:
+    """Rows left acquired under a txn that is not open (written so here; Hive removes them
+    with the txn): check_lock names the txn's state, as Hive's heartbeat does."""
+    txn = open_txn(client, T)
+    held = lock(client, T, component(T, R, table="gone"), txn=txn)
+    txns = schema.TXNS
+    service.database.transaction(
+        lambda conn: conn.execute(txns.update().where(txns.c.TXN_ID == txn).values(TXN_STATE="a"))
+    )
+    with pytest.raises(T.TxnAbortedException, match=f"txnid:{txn} already aborted"):
+        client.check_lock(T.CheckLockRequest(lockid=held.lockid))
+
+
 def test_unlock_and_check_lock_rules(client, T) -> None:
     txn = open_txn(client, T)
     mine = lock(client, T, component(T, X, table="u1"), txn=txn)

@@ -30,10 +30,11 @@ def _settle(svc: TxnService) -> None:
     """Age every txn past the open window, then two reads, the first one's aged too."""
     with svc.db.write_engine.begin() as conn:
         conn.execute(schema.TXNS.update().values(TXN_STARTED=schema.TXNS.c.TXN_STARTED - 60_000))
-    svc.txns._settle_pending = None
+    svc.txns._settle_marks.clear()
     svc.get_open_txns()
-    top, _ = svc.txns._settle_pending
-    svc.txns._settle_pending = (top, time.monotonic() - 3600)
+    top, _ = svc.txns._settle_marks[-1]
+    svc.txns._settle_marks.clear()
+    svc.txns._settle_marks.append((top, time.monotonic() - 3600))
     svc.get_open_txns()
 
 

@@ -203,8 +203,9 @@ def test_young_gaps_in_txns_count_as_open_and_old_ones_do_not(svc: TxnService) -
 def _settle_now(svc: TxnService) -> None:
     """Two reads, the first one's snapshot aged past the open window: the floor is set."""
     svc.get_open_txns()
-    top, _ = svc.txns._settle_pending
-    svc.txns._settle_pending = (top, time.monotonic() - 3600)
+    top, _ = svc.txns._settle_marks[-1]
+    svc.txns._settle_marks.clear()
+    svc.txns._settle_marks.append((top, time.monotonic() - 3600))
     svc.get_open_txns()
 
 
@@ -236,6 +237,25 @@ def test_settled_floor_skips_old_committed_rows_and_lists_the_same(svc: TxnServi
         (56, hms.TxnState.OPEN),
         (58, hms.TxnState.OPEN),
     ]
+
+
+def test_settled_floor_follows_the_newest_read_old_enough(svc: TxnService) -> None:
+    """Reads leave marks (top txn id, time); a later read moves the floor to the newest mark
+    the open window (plus the margin) lies behind, not only to the oldest one."""
+    txns = svc.txns
+    delay = txns.config.open_txn_timeout_ms / 1000 + 1.0
+    txns._settle(time.monotonic(), 10, None, [])
+    time.sleep(0.15)  # more than the marks' spacing
+    txns._settle(time.monotonic(), 20, None, [4])
+    assert txns._settled_txns is None  # neither read is old enough yet
+    txns._settle(time.monotonic() + delay + 1, 30, None, [4, 25])
+    settled = txns._settled_txns
+    assert settled is not None and (settled.floor, settled.unsettled) == (20, {4})
+    # A young row caps it, as before.
+    time.sleep(0.15)
+    txns._settle(time.monotonic(), 40, None, [])
+    txns._settle(time.monotonic() + 2 * delay + 2, 50, 33, [])
+    assert txns._settled_txns is not None and txns._settled_txns.floor == 33
 
 
 def test_settled_floor_keeps_the_row_before_the_first_young_one(svc: TxnService) -> None:

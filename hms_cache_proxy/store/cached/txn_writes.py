@@ -131,7 +131,9 @@ class TxnWrites:
         return self._caught_up_if_granted(self._txn.lock(rqst))
 
     def check_lock(self, ext_id: int) -> Any:
-        """A waiting lock found granted: the cache catches up, as after ``lock``."""
+        """A lock found granted (held already, or granted now): the cache catches up, as after
+        ``lock``, reading the log only when it has not applied the event id the answer's
+        statement saw (``Locks.check_lock``)."""
         return self._caught_up_if_granted(self._txn.check_lock(ext_id))
 
     def _caught_up_if_granted(self, response: Any) -> Any:

@@ -51,6 +51,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.exc import DBAPIError
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
@@ -287,7 +288,7 @@ class Locks(TxnPart):
                     return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
                 if granted:
                     raise _no_such_locks(ext_id, rows)
-            return self.db.transaction(
+            response, seen = self.db.transaction(
                 lambda conn: self._check(
                     conn,
                     ext_id,
@@ -297,6 +298,9 @@ class Locks(TxnPart):
                     rows,
                 )
             )
+            if seen is not None:
+                self.events.note_current(seen)
+            return response
         except hms.NoSuchLockException as exc:
             raise hms.MetaException(
                 message=f"Couldn't find a lock we just created! {exc.message}"
@@ -476,10 +480,13 @@ class Locks(TxnPart):
         zero_wait_read: bool = False,
         exclusive_ctas: bool = False,
         known: list[LockRow] | None = None,
-    ) -> Any:
-        """Hive's checkLock: grant all rows of ``ext_id`` or record what blocks them.
+    ) -> tuple[Any, int | None]:
+        """Hive's checkLock: grant all rows of ``ext_id`` or record what blocks them. Returns
+        the LockResponse and, when this statement granted the lock on PostgreSQL, the last
+        event id committed in the grant's snapshot (for ``EventLog.note_current`` once the
+        transaction has committed); else None.
 
-        ``known``: the rows, when the caller has just enqueued them.
+        ``known``: the rows, when the caller has just read or enqueued them.
         """
         mine = known if known is not None else self._lock_rows(conn, ext_id)
         if not mine:
@@ -488,13 +495,14 @@ class Locks(TxnPart):
                 f"lock({lock_id_str(ext_id)}) existed but now we can't find it!"
             )
         if all(r.state == LOCK_ACQUIRED for r in mine):
-            return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
+            return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED), None
         if one_statement(conn):
             # Grant unless blocked, in one statement; when blocked (nothing changed) the steps
             # below find the blocker and record it.
-            granted = int(_GRANT_UNLESS_BLOCKED.execute(conn, ext=ext_id).scalar_one())
+            granted, next_event = _GRANT_UNLESS_BLOCKED.execute(conn, ext=ext_id).one()
             if granted == len(mine):
-                return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
+                acquired = hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
+                return acquired, int(next_event or 1) - 1
             if granted:
                 raise _no_such_locks(ext_id, mine)
         req, ex = _HL.alias("req"), _HL.alias("ex")
@@ -518,7 +526,7 @@ class Locks(TxnPart):
                     lockid=ext_id,
                     state=hms.LockState.NOT_ACQUIRED,
                     errorMessage=template.format(blocked_by),
-                )
+                ), None
             conn.execute(
                 update(_HL)
                 .where(_HL.c.HL_LOCK_EXT_ID == ext_id, _HL.c.HL_LOCK_INT_ID == blocker.req_int_id)
@@ -526,7 +534,7 @@ class Locks(TxnPart):
                     HL_BLOCKEDBY_EXT_ID=blocked_by.ext_id, HL_BLOCKEDBY_INT_ID=blocked_by.int_id
                 )
             )
-            return hms.LockResponse(lockid=ext_id, state=hms.LockState.WAITING)
+            return hms.LockResponse(lockid=ext_id, state=hms.LockState.WAITING), None
         now = self.now_ms(conn)
         rc = conn.execute(
             update(_HL)
@@ -541,13 +549,46 @@ class Locks(TxnPart):
         ).rowcount
         if rc < len(mine):
             raise _no_such_locks(ext_id, mine)
-        return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
+        return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED), None
 
     def check_lock(self, ext_id: int) -> Any:
-        """Heartbeat the lock (or its txn) and try again to grant it."""
-        return self.db.transaction(lambda conn: self._check_lock_txn(conn, ext_id))
+        """Heartbeat the lock (or its txn) and try again to grant it.
 
-    def _check_lock_txn(self, conn: Connection, ext_id: int) -> Any:
+        A granted answer notes (``EventLog.note_current``) the last event id committed when
+        the lock was seen granted, so a cache that has applied that far reads nothing back."""
+        self.events.note_current(None)
+        if self.db.folds_round_trips:
+            held = self._check_held(ext_id)
+            if held is not None:
+                self.events.note_current(held)
+                return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
+        response, seen = self.db.transaction(lambda conn: self._check_lock_txn(conn, ext_id))
+        if seen is not None:
+            self.events.note_current(seen)
+        return response
+
+    def _check_held(self, ext_id: int) -> int | None:
+        """The usual poll, a lock already acquired, in one autocommit statement (PostgreSQL
+        through psycopg2): the heartbeat and the rows' states together. Returns the last
+        event id committed in its snapshot, or None when the lock is not all acquired, or the
+        heartbeat found nothing to refresh, or the statement was told to retry: the general
+        path then does it all again and answers (or names the error)."""
+        try:
+            with self.db.autocommit_cursor() as cur:
+                n, acquired, txn_id, txn_beat, lock_beat, next_event = pgsql.check_held_lock(
+                    cur, ext_id
+                )
+        except DBAPIError as exc:
+            if self.db.is_retryable(exc):
+                return None
+            raise
+        if n == 0 or acquired < n:
+            return None
+        if (txn_beat if txn_id > 0 else lock_beat) < (1 if txn_id > 0 else n):
+            return None
+        return max(0, next_event - 1)
+
+    def _check_lock_txn(self, conn: Connection, ext_id: int) -> tuple[Any, int | None]:
         mine = self._lock_rows(conn, ext_id)
         if not mine:
             raise hms.NoSuchLockException(message=f"No such lock {lock_id_str(ext_id)}")
@@ -556,7 +597,7 @@ class Locks(TxnPart):
             self.txns.heartbeat_txn_in(conn, txn_id)
         else:
             self.heartbeat_lock_in(conn, ext_id)
-        return self._check(conn, ext_id, txn_id)
+        return self._check(conn, ext_id, txn_id, known=mine)
 
     # -- releasing ----------------------------------------------------------------------------
 

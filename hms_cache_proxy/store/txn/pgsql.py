@@ -519,6 +519,47 @@ HEARTBEAT_LOCK_SQL = (
 """heartbeatLock: every row of the lock; no row means there is no such lock."""
 
 
+_CHECK_HELD = Prepared(
+    "hms_check_held_lock",
+    'WITH mine AS (SELECT "HL_TXNID" AS txn, "HL_LOCK_STATE" AS state FROM "HIVE_LOCKS" '
+    'WHERE "HL_LOCK_EXT_ID" = %(ext)s), '
+    "held AS (SELECT count(*) AS n, count(*) FILTER (WHERE state = 'a') AS acquired, "
+    "min(txn) AS txn FROM mine), "
+    f'txn_beat AS (UPDATE "TXNS" SET "TXN_LAST_HEARTBEAT" = {_NOW_MS} '
+    'WHERE "TXN_ID" = (SELECT txn FROM held WHERE n > 0 AND n = acquired AND txn > 0) '
+    "AND \"TXN_STATE\" = 'o' RETURNING 1), "
+    f'lock_beat AS (UPDATE "HIVE_LOCKS" SET "HL_LAST_HEARTBEAT" = {_NOW_MS} '
+    'WHERE "HL_LOCK_EXT_ID" = %(ext)s AND "HL_TXNID" <= 0 '
+    "AND EXISTS (SELECT 1 FROM held WHERE n > 0 AND n = acquired) RETURNING 1) "
+    "SELECT held.n, held.acquired, held.txn, (SELECT count(*) FROM txn_beat), "
+    '(SELECT count(*) FROM lock_beat), (SELECT "NEXT_EVENT_ID" FROM "NOTIFICATION_SEQUENCE") '
+    "FROM held",
+    {"ext": "bigint"},
+)
+"""check_lock of a lock whose rows are all acquired, as one autocommit statement: the
+heartbeat checkLock gives first (its txn's if it has one, else the lock's own), the rows'
+count, how many are acquired, their txn, how many rows each heartbeat changed, and
+NEXT_EVENT_ID in the same snapshot (every write the grant waited for, and every write
+acknowledged before this call, committed before it). Nothing is changed unless every row is
+acquired."""
+
+
+def check_held_lock(on: PooledCursor, ext_id: int) -> tuple[int, int, int, int, int, int]:
+    """``_CHECK_HELD``'s one row: (rows, acquired rows, txn id or 0, TXNS rows heartbeaten,
+    lock rows heartbeaten, NEXT_EVENT_ID or 0)."""
+    cursor = on.cursor
+    cursor.execute(_CHECK_HELD.pooled_text(on), {"ext": ext_id})
+    n, acquired, txn, txn_beat, lock_beat, next_event = cursor.fetchone()
+    return (
+        int(n),
+        int(acquired),
+        int(txn or 0),
+        int(txn_beat),
+        int(lock_beat),
+        int(next_event or 0),
+    )
+
+
 def heartbeat_txn(conn: Connection, txn_id: int) -> int:
     """Refresh ``txn_id``'s heartbeat if it is open; the rows updated (0 or 1)."""
     return int(conn.exec_driver_sql(HEARTBEAT_TXN_SQL, {"txn": txn_id}).rowcount)

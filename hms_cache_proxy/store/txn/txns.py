@@ -20,6 +20,7 @@ Hive 4's TxnHandler semantics over the shared TXNS tables:
 
 from __future__ import annotations
 
+import collections
 import functools
 import threading
 import time
@@ -69,6 +70,9 @@ from hms_cache_proxy.store.txn_snapshots import LONG_MAX, ValidReadTxnList, bits
 _T = schema.TXNS
 _OPEN_RETRIES = 10
 _SETTLE_MARGIN_S = 1.0
+_MARK_SPACING_S = 0.1
+"""Reads at most this close together leave one mark for the settled floor between them."""
+_MARKS_KEPT = 64
 _PREV_AT = 5
 _PREV_AT_INFO = 9
 """Where prev_id sits in pgsql.open_txn_rows' rows (after the four info columns with info)."""
@@ -162,7 +166,11 @@ class Txns(TxnPart):
         """An open that took too long withdraws its txns with ABORT_TXN events."""
         self._settled_lock = threading.Lock()
         self._settled_txns: SettledTxns | None = None
-        self._settle_pending: tuple[int, float] | None = None
+        self._settle_marks: collections.deque[tuple[int, float]] = collections.deque(
+            maxlen=_MARKS_KEPT
+        )
+        """(top txn id, time after the read) of recent reads, oldest first: each becomes the
+        floor once a read began the open window (plus a margin) after it."""
         self.functions = FunctionCalls(shared)
 
     # -- reading ------------------------------------------------------------------------------
@@ -345,9 +353,9 @@ class Txns(TxnPart):
     def _settle_due(self) -> bool:
         """True when the next open-txn read would set or move the settled floor (without
         get_open_txns calls, open_txns makes that read itself, at most every few seconds)."""
-        pending = self._settle_pending
+        marks = self._settle_marks
         delay = self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
-        return pending is None or time.monotonic() >= pending[1] + delay
+        return not marks or time.monotonic() >= marks[0][1] + delay
 
     def _settle(
         self, began: float, top: int, first_young: int | None, not_committed: list[int]
@@ -359,20 +367,28 @@ class Txns(TxnPart):
         and an opener makes its rows visible within the window after taking its ids or
         withdraws them. The floor never passes a young row (the gap rules need the rows around
         those).
+
+        Every read (at most one per ``_MARK_SPACING_S``) leaves a mark, and the newest mark old
+        enough is used: under a steady stream of reads the floor trails the top by the window
+        plus the margin, not by up to twice that (the rows between are what each open-txn read
+        walks: after a burst of opens, thousands; issue 23).
         """
         with self._settled_lock:
-            pending = self._settle_pending
+            marks = self._settle_marks
             settled = self._settled_txns
             delay = self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
-            if pending is not None and began >= pending[1] + delay:
-                floor = pending[0] if first_young is None else min(pending[0], first_young)
+            due: tuple[int, float] | None = None
+            while marks and began >= marks[0][1] + delay:
+                due = marks.popleft()
+            if due is not None:
+                floor = due[0] if first_young is None else min(due[0], first_young)
                 if settled is None or floor > settled.floor:
                     self._settled_txns = SettledTxns(
                         floor, frozenset(t for t in not_committed if t < floor)
                     )
-                pending = None
-            if pending is None:
-                self._settle_pending = (top, time.monotonic())
+            now = time.monotonic()
+            if not marks or now >= marks[-1][1] + _MARK_SPACING_S:
+                marks.append((top, now))
 
     def get_open_txns(self, exclude_types: Iterable[int] = (hms.TxnType.READ_ONLY,)) -> Any:
         return self.open_txn_list_now().response(exclude_types)  # one query, one snapshot
