@@ -640,3 +640,175 @@ def test_poller_without_listen_session_catches_up_with_the_pool(pg_db: Database)
         poller.stop()
     assert applied == ids
     assert poller._listener is None
+
+
+# -- this process's own commits vs another instance's, on a listening poller ------------------
+
+
+@pytest.mark.postgres
+def test_backend_pids_follow_the_pooled_sessions(pg_url: str) -> None:
+    """``Database.backend_pids`` holds the PostgreSQL backend of every pooled session (a
+    NOTIFY carries the sender's), and forgets a session once it is closed."""
+    here = Database(pg_url)
+    try:
+        assert here.backend_pids == frozenset()
+        with here.read() as conn:
+            pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        assert pid in (here.backend_pids or ())
+        here.dispose()
+        assert pid not in (here.backend_pids or ())
+    finally:
+        here.dispose()
+    assert Database("sqlite://").backend_pids is None
+
+
+def _listening(db: Database, log: EventLog, applied: list[tuple[int, str]], position: int):
+    from hms_cache_proxy.store.events.poller import Poller
+
+    poller = Poller(
+        db,
+        log,
+        lambda rows: applied.extend((e.eventId, threading.current_thread().name) for e in rows),
+        lambda reason: None,
+        position=position,
+        safety_interval=600,  # no safety check: only notifications (and wake) move it
+    )
+    poller.start()
+    deadline = time.monotonic() + 10
+    while not poller.listening and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert poller.listening
+    return poller
+
+
+def _log_reads(log: EventLog, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    reads: list[int] = []
+    real = log.next_events_dbapi
+
+    def counted(*args, **kwargs):
+        reads.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(log, "next_events_dbapi", counted)
+    return reads
+
+
+@pytest.mark.postgres
+def test_own_commits_are_left_to_their_writer_then_applied_by_the_poller_if_it_does_not(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NOTIFY sent by one of this process's pooled sessions announces its own commit: the
+    poller leaves its events to the writer's thread (apply_own) and reads nothing; only if
+    they are still not applied when the wait is over does it apply them, from memory."""
+    from hms_cache_proxy.store.events import poller as poller_module
+
+    here = Database(pg_url)
+    init_db(here, WAREHOUSE)
+    log = new_log(here)
+    log.record_commits(here)
+    reads = _log_reads(log, monkeypatch)
+    applied: list[tuple[int, str]] = []
+    monkeypatch.setattr(poller_module, "_OWN_EVENTS_WAIT_SECONDS", 30.0)
+    poller = _listening(here, log, applied, read(here, log.current_event_id))
+    try:
+        ids = write(here, log, [ev(1), ev(2)])
+        deadline = time.monotonic() + 10
+        while poller._deferred < ids[-1] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert poller._deferred == ids[-1]  # announced, and left to the writer
+        assert applied == []
+        assert poller.apply_own(log.take_committed(), read=False) == ids[-1]
+        assert applied == [(i, "MainThread") for i in ids]
+
+        # A writer that does not apply its events: the poller does, once the wait is over.
+        monkeypatch.setattr(poller_module, "_OWN_EVENTS_WAIT_SECONDS", 0.05)
+        more = write(here, log, [ev(3)])
+        assert poller.wait_for(more[-1], 10)
+        assert applied[-1] == (more[-1], "hms-cache-poller")
+    finally:
+        poller.stop()
+        here.dispose()
+    assert reads == []
+
+
+@pytest.mark.postgres
+def test_another_instances_events_are_read_without_waiting_for_own_writers(
+    pg_db: Database, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events another instance committed are in the log only: the poller reads them at once,
+    even while a write of this process is under way (which it would otherwise wait for)."""
+    from hms_cache_proxy.store.events import poller as poller_module
+
+    here = Database(pg_url)
+    log, other = new_log(here), new_log(pg_db)
+    log.record_commits(here)
+    applied: list[tuple[int, str]] = []
+    monkeypatch.setattr(poller_module, "_OWN_WRITER_WAIT_SECONDS", 60.0)
+    poller = _listening(here, log, applied, read(here, log.current_event_id))
+    release = threading.Event()
+
+    def call_under_way() -> None:
+        with log.function_call():
+            release.wait(30)
+
+    caller = threading.Thread(target=call_under_way)
+    caller.start()
+    try:
+        theirs = write(pg_db, other, [ev(1)])
+        assert poller.wait_for(theirs[-1], 10)
+    finally:
+        release.set()
+        caller.join()
+        poller.stop()
+        here.dispose()
+    assert applied == [(theirs[-1], "hms-cache-poller")]
+
+
+@pytest.mark.postgres
+def test_notifications_coming_soon_after_another_wait_for_the_batch_window_but_a_wake_does_not(
+    pg_db: Database, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a round the LISTEN session woke it for, the poller leaves the session unread for
+    the batch window (the notifications of that time are handled in one round); a wake (a
+    strong-mode read) is still handled at once."""
+    from hms_cache_proxy.store.events import poller as poller_module
+
+    here = Database(pg_url)
+    log, other = new_log(here), new_log(pg_db)
+    applied: list[tuple[int, str]] = []
+    monkeypatch.setattr(poller_module, "_LISTEN_BATCH_SECONDS", 60.0)
+    poller = _listening(here, log, applied, read(here, log.current_event_id))
+    try:
+        first = write(pg_db, other, [ev(1)])
+        assert poller.wait_for(first[-1], 10)  # an idle poller takes the first at once
+        second = write(pg_db, other, [ev(2)])
+        assert not poller.wait_for(second[-1], 0.5)  # within the window: left unread
+        poller.wake()
+        assert poller.wait_for(second[-1], 10)
+    finally:
+        poller.stop()
+        here.dispose()
+    assert [i for i, _ in applied] == first + second
+
+
+def test_own_events_are_applied_with_the_ones_other_threads_committed_before_them(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread's own events that follow another thread's (of this process, not yet applied)
+    are applied from memory together with those, in id order, without reading the log."""
+    log = new_log(db)
+    log.record_commits(db)
+    applied: list[int] = []
+    poller = _poller(db, log, applied)
+    before: list[int] = []
+    other = threading.Thread(target=lambda: before.extend(write(db, log, [ev(1)])))
+    other.start()
+    other.join()
+    mine = write(db, log, [ev(2), ev(3)])
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("read the log")
+
+    monkeypatch.setattr(log, "next_events", no_read)
+    assert poller.apply_own(log.take_committed(), read=False) == mine[-1]
+    assert applied == before + mine

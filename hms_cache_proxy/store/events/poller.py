@@ -429,7 +429,7 @@ class Poller:
                     # apply them from memory as their call ends (apply_own). Waking the
                     # poller for them cost as much as applying them; it looks again only if
                     # they are not applied within _OWN_EVENTS_WAIT_SECONDS.
-                    if not self._deferred:
+                    if self._position >= self._deferred:  # none left to writers before
                         self._deferred_until = time.monotonic() + _OWN_EVENTS_WAIT_SECONDS
                     self._deferred = max(self._deferred, announced)
                     continue
