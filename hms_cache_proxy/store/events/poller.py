@@ -19,7 +19,12 @@ followed by a catch-up (notifications sent while none was listening are lost). P
 ``interval`` seconds with pooled connections is the mode on SQLite, with ``listen`` off, and
 while the LISTEN connection is down.
 Writers on this instance call ``catch_up`` themselves after their write commits, and
-strong-mode reads call ``wake``/``wait_for``.
+strong-mode reads call ``wake``/``wait_for``. A notification sent by one of this process's
+pooled sessions (``Database.backend_pids``) announces its own commit: the poller leaves those
+events to their writers (``apply_own``) and applies them itself only if they are not applied
+soon; another instance's events it reads at once. While notifications keep coming it reads
+the LISTEN session once per ``_LISTEN_BATCH_SECONDS``, not once per commit
+(docs/cache.md, "The poller and this instance's own commits").
 
 The LISTEN session also carries a lease (``lease_key``): a session advisory lock tried when
 the session starts and at each safety check, so exactly one live instance holds it
