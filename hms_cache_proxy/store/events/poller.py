@@ -420,7 +420,8 @@ class Poller:
                 try:
                     with self.listener_lock:
                         listener.poll()
-                        announced, own = _announcement(listener.notifies, self.db.backend_pids)
+                        own_pids = getattr(self.db, "backend_pids", None)
+                        announced, own = _announcement(listener.notifies, own_pids)
                         listener.notifies.clear()
                 except Exception as exc:  # noqa: BLE001 - the connection broke: poll meanwhile
                     self._listener_failed(exc)
