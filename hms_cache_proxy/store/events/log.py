@@ -248,20 +248,6 @@ class EventLog:
             found = [self._recent.get(i) for i in range(first, last + 1)]
         return None if None in found else found
 
-    def committed_run(self, first: int) -> list[Any]:
-        """The events from ``first`` on that this process appended and committed (recently),
-        up to the first id it has not recorded: what a cache at position ``first - 1`` can
-        apply from memory, whichever of this process's threads wrote them."""
-        run: list[Any] = []
-        with self._recent_lock:
-            recent = self._recent
-            event = recent.get(first)
-            while event is not None:
-                run.append(event)
-                first += 1
-                event = recent.get(first)
-        return run
-
     def writing_recently(self, within: float = 0.5) -> bool:
         """Whether this process started a write that appends events in the last ``within``
         seconds."""

@@ -19,12 +19,10 @@ followed by a catch-up (notifications sent while none was listening are lost). P
 ``interval`` seconds with pooled connections is the mode on SQLite, with ``listen`` off, and
 while the LISTEN connection is down.
 Writers on this instance call ``catch_up`` themselves after their write commits, and
-strong-mode reads call ``wake``/``wait_for``. A notification sent by one of this process's
-pooled sessions (``Database.backend_pids``) announces its own commit: the poller leaves those
-events to their writers (``apply_own``) and applies them itself only if they are not applied
-soon; another instance's events it reads at once. While notifications keep coming it reads
-the LISTEN session once per ``_LISTEN_BATCH_SECONDS``, not once per commit
-(docs/cache.md, "The poller and this instance's own commits").
+strong-mode reads call ``wake``/``wait_for``. A notification names the backend that sent it:
+one not of this process's pool (``Database.backend_pids``) announces another instance's
+events, which the poller reads at once; for its own it waits briefly for the writer's thread
+to record them and applies them from memory.
 
 The LISTEN session also carries a lease (``lease_key``): a session advisory lock tried when
 the session starts and at each safety check, so exactly one live instance holds it
@@ -52,21 +50,13 @@ log = logging.getLogger(__name__)
 GAP_PURGED = "events_purged"
 
 _OWN_EVENTS_WAIT_SECONDS = 0.005
-"""How long the poller, woken by a NOTIFY of this instance's own commit, leaves its events to
-the writer's thread (which applies them from memory as its call ends) before it applies them
-itself; and how long, woken by one it cannot tell apart, it waits for the writer's thread to
-record the announced events before reading them from the log."""
+"""How long the poller, woken by a NOTIFY while this instance is writing, waits for the
+writer's thread to record the announced events before reading them from the log."""
 _OWN_WRITER_WAIT_SECONDS = 0.2
 """How long it waits while a writer of this instance still holds one of those events (or a
 server-side function call is under way): on a loaded machine the writer's thread can wait
 that long for a core, and it will record them or drop them on a rollback."""
 """on_gap reason: the log no longer holds the events after our position."""
-_LISTEN_BATCH_SECONDS = 0.003
-"""After a round the LISTEN session woke the poller for, it looks at that session again only
-after this long (the wake pipe, a strong-mode read's, still at once): while writes keep coming
-the notifications of a few milliseconds are handled in one round, with one read of the log for
-another instance's events, instead of a wakeup per commit. An idle instance still takes the
-first notification at once."""
 
 
 def _last_announced(notifies: Sequence[Any]) -> int | None:
@@ -144,14 +134,6 @@ class Poller:
         self._retry_at = 0.0
         self._listen_warned = -60.0
         self.recent = recent
-        self._deferred = 0
-        """The last event id this process's own commits announced that the poller has left
-        to their writers (``apply_own``); 0: none."""
-        self._deferred_until = 0.0
-        """time.monotonic() after which the poller applies the deferred events itself."""
-        self._listen_again_at = 0.0
-        """time.monotonic() before which the poller leaves the LISTEN session unread
-        (``_LISTEN_BATCH_SECONDS``)."""
         metrics.POSITION.set(position)
 
     @property
@@ -213,42 +195,28 @@ class Poller:
         self, events: Sequence[Any], *, read: bool = True, seen: int | None = None
     ) -> int:
         """After a write on this instance: apply its committed ``events`` (NotificationEvents,
-        in id order) from memory when they follow the position without a gap, together with
-        the events other threads of this process committed around them
-        (``EventLog.committed_run``), which saves reading them back; else (another
-        instance's events in between, or none of ours) catch up from the log, or with
-        ``read`` False leave them to the poller. With ``read`` False a poll under way is not
-        waited for either: it or the poller (which our commit's NOTIFY wakes, and which looks
-        again once ``_OWN_EVENTS_WAIT_SECONDS`` have passed) applies them. ``seen``: the
-        last event id the write's own statement saw committed; once the position has reached
-        it, nothing is read. Returns the position reached."""
+        in id order) from memory when they follow the position without a gap, which saves
+        reading them back; else (other writers' events in between, or none of ours) catch up
+        from the log, or with ``read`` False leave them to the poller. With ``read`` False a
+        poll under way is not waited for either: it or the next one (our commit's NOTIFY
+        wakes it) applies them from the log. ``seen``: the last event id the write's own
+        statement saw committed; once the position has reached it, nothing is read. Returns
+        the position reached."""
         if seen is not None and not events and self._position >= seen:
             return self._position
-        if events and events[-1].eventId <= self._position:
-            return self._position  # applied already (by the poller or another writer)
         if not self._poll_lock.acquire(blocking=read):
             return self._position
         try:
             fresh = [e for e in events if e.eventId > self._position]
             if events and not fresh:
                 return self._position  # the poller has applied them already
-            batch: Sequence[Any] = ()
-            if fresh:
-                # With the events other threads of this process committed before (and after)
-                # ours: one thread's events need not wait for another's to be applied.
-                run = self.events.committed_run(self._position + 1)
-                ids = [e.eventId for e in fresh]
-                if run and run[-1].eventId >= ids[-1]:
-                    batch = run
-                elif ids == list(range(self._position + 1, self._position + 1 + len(ids))):
-                    batch = fresh
-            if batch:
-                first, last = batch[0].eventId, batch[-1].eventId
-                failpoints.hit("poller.before_apply", f"events {first}..{last}")
-                self._apply(batch)
-                self._keep(batch)
-                self._advance(last)
-                self.last_current = max(self.last_current, last)
+            ids = [e.eventId for e in fresh]
+            if fresh and ids == list(range(self._position + 1, self._position + 1 + len(ids))):
+                failpoints.hit("poller.before_apply", f"events {ids[0]}..{ids[-1]}")
+                self._apply(fresh)
+                self._keep(fresh)
+                self._advance(ids[-1])
+                self.last_current = max(self.last_current, ids[-1])
                 return self._position
             if seen is not None and self._position >= seen:
                 return self._position
@@ -364,42 +332,20 @@ class Poller:
     def _run(self) -> None:
         while not self._stopped.is_set():
             listener = self._ensure_listener()
-            timeout = self.safety_interval if listener else self.interval
-            now = time.monotonic()
-            batching = listener is not None and now < self._listen_again_at
-            if batching:
-                timeout = self._listen_again_at - now
-            fds = [self._wake_r] + ([listener] if listener is not None and not batching else [])
-            if self._deferred and self._position >= self._deferred:
-                self._deferred = 0  # their writers applied them
-            if self._deferred:
-                timeout = max(0.0, min(timeout, self._deferred_until - now))
+            fds = [self._wake_r] + ([listener] if listener is not None else [])
             try:
-                if batching:
-                    ready = _readable(fds, timeout)
-                    if not ready and not self._deferred:
-                        continue  # the batch window is over: the session's turn
-                elif listener is not None and listener.notifies:
+                if listener is not None and listener.notifies:
                     # Queued while a read ran on the session: libpq has taken them off the
                     # socket already, so it would not show readable for them.
                     ready = [listener]
                 else:
-                    ready = _readable(fds, timeout)
+                    ready = _readable(fds, self.safety_interval if listener else self.interval)
             except (OSError, ValueError):
                 ready = []
                 self._close_listener()
             if self._stopped.is_set():
                 return
-            overdue = 0
-            if not ready and self._deferred:
-                if self._position >= self._deferred:
-                    self._deferred = 0
-                    continue
-                if time.monotonic() < self._deferred_until:
-                    continue
-                # Left to their writers, not applied in time: the poller takes them on.
-                overdue, self._deferred = self._deferred, 0
-            if not ready and listener is not None and not overdue:
+            if not ready and listener is not None:
                 # The safety check: one statement on the LISTEN session; a catch-up only
                 # when it shows events not applied (a notification that never came).
                 try:
@@ -413,10 +359,9 @@ class Poller:
                         pass
                 except (BlockingIOError, OSError):
                     pass
-            announced: int | None = overdue or None
+            announced: int | None = None
             own: bool | None = None
             if listener is not None and listener in ready:
-                self._listen_again_at = time.monotonic() + _LISTEN_BATCH_SECONDS
                 try:
                     with self.listener_lock:
                         listener.poll()
@@ -430,18 +375,11 @@ class Poller:
                     # Only events already applied were announced (this instance's own writes,
                     # applied from memory): nothing to read.
                     continue
-                if own:
-                    # This process's own commits (sent by its pooled sessions): their writers
-                    # apply them from memory as their call ends (apply_own). Waking the
-                    # poller for them cost as much as applying them; it looks again only if
-                    # they are not applied within _OWN_EVENTS_WAIT_SECONDS.
-                    if self._position >= self._deferred:  # none left to writers before
-                        self._deferred_until = time.monotonic() + _OWN_EVENTS_WAIT_SECONDS
-                    self._deferred = max(self._deferred, announced)
-                    continue
-                if own is None and self._applied_from_memory(announced):
+                # own False: a notification from a backend not of this process's pool (another
+                # instance's commit): those events are in the log only, read it at once rather
+                # than wait for writers of this process first.
+                if own is not False and self._applied_from_memory(announced):
                     continue  # all of them this instance's own: applied from memory
-                # own False: another instance's events among them; they are in the log only.
             try:
                 # On the LISTEN session when there is one: the connection this instance
                 # holds anyway, so a write elsewhere makes no instance check one out.
