@@ -677,3 +677,75 @@ def test_poller_without_listen_session_catches_up_with_the_pool(pg_db: Database)
         poller.stop()
     assert applied == ids
     assert poller._listener is None
+
+
+# -- this process's own commits vs another instance's, on a listening poller ------------------
+
+
+@pytest.mark.postgres
+def test_backend_pids_follow_the_pooled_sessions(pg_url: str) -> None:
+    """``Database.backend_pids`` holds the PostgreSQL backend of every pooled session (a
+    NOTIFY carries the sender's), and forgets a session once it is closed."""
+    here = Database(pg_url)
+    try:
+        assert here.backend_pids == frozenset()
+        with here.read() as conn:
+            pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        assert pid in (here.backend_pids or ())
+        here.dispose()
+        assert pid not in (here.backend_pids or ())
+    finally:
+        here.dispose()
+    assert Database("sqlite://").backend_pids is None
+
+
+def _listening(db: Database, log: EventLog, applied: list[tuple[int, str]], position: int):
+    from hms_cache_proxy.store.events.poller import Poller
+
+    poller = Poller(
+        db,
+        log,
+        lambda rows: applied.extend((e.eventId, threading.current_thread().name) for e in rows),
+        lambda reason: None,
+        position=position,
+        safety_interval=600,  # no safety check: only notifications (and wake) move it
+    )
+    poller.start()
+    deadline = time.monotonic() + 10
+    while not poller.listening and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert poller.listening
+    return poller
+
+
+@pytest.mark.postgres
+def test_another_instances_events_are_read_without_waiting_for_own_writers(
+    pg_db: Database, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events another instance committed are in the log only: the poller reads them at once,
+    even while a write of this process is under way (which it would otherwise wait for)."""
+    from hms_cache_proxy.store.events import poller as poller_module
+
+    here = Database(pg_url)
+    log, other = new_log(here), new_log(pg_db)
+    log.record_commits(here)
+    applied: list[tuple[int, str]] = []
+    monkeypatch.setattr(poller_module, "_OWN_WRITER_WAIT_SECONDS", 60.0)
+    poller = _listening(here, log, applied, read(here, log.current_event_id))
+    release = threading.Event()
+
+    def call_under_way() -> None:
+        with log.function_call():
+            release.wait(30)
+
+    caller = threading.Thread(target=call_under_way)
+    caller.start()
+    try:
+        theirs = write(pg_db, other, [ev(1)])
+        assert poller.wait_for(theirs[-1], 10)
+    finally:
+        release.set()
+        caller.join()
+        poller.stop()
+        here.dispose()
+    assert applied == [(theirs[-1], "hms-cache-poller")]

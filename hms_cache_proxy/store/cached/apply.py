@@ -193,6 +193,9 @@ class EventApplier:
         self.patterns = patterns or TablePatterns()
         # (db, table, write id) -> txn id, from ALLOC_WRITE_ID_EVENT (to map ABORT_TXN).
         self._allocated: dict[tuple[str, str, int], int] = {}
+        # txn id -> its keys in _allocated (insertion-ordered): a commit or abort finds its
+        # txn's allocations without a scan of every allocation still open.
+        self._by_txn: dict[int, dict[tuple[str, str, int], None]] = {}
         # (db, table) -> write ids aborted above some entry's hwm (so W lists them aborted).
         self._aborted: dict[tuple[str, str], set[int]] = {}
         self._counters: dict[str, Callable[[], None]] = {}
@@ -239,6 +242,7 @@ class EventApplier:
         with self.cache.lock:
             keys = self.cache.clear_locked()
             self._allocated.clear()
+            self._by_txn.clear()
         metrics.INVALIDATIONS.labels(reason).inc(max(1, len(keys)))
         log.warning("cache invalidated (%s): %d tables to load again", reason, len(keys))
         self.loader.request_databases()
@@ -516,7 +520,7 @@ class EventApplier:
 
         def op(b: _Batch) -> None:
             for txn, wid in pairs:
-                self._allocated[(db, table, int(wid))] = int(txn)
+                self._allocate((db, table, int(wid)), int(txn))
             if forced:  # replayed ids jumped (and the old mapping went): W cannot move on
                 for entry in list(self._entries_named(b, db, table)):
                     b.drop(entry.key, "write_ids_forced")
@@ -530,7 +534,7 @@ class EventApplier:
 
         def op(b: _Batch) -> None:
             for db, table, wid in writes:
-                self._allocated.pop((db, table, wid), None)
+                self._forget((db, table, wid))
                 for entry in self._entries_named(b, db, table):
                     w = entry.write_ids
                     if not entry.transactional or w is None:
@@ -546,8 +550,7 @@ class EventApplier:
             for key in altered:  # parameters set by the commit (keyValue): load again
                 b.drop(key, "commit_key_value")
             if txn is not None:
-                for k in [k for k, v in self._allocated.items() if v == txn]:
-                    del self._allocated[k]
+                self._forget_txn(txn)
 
         return op
 
@@ -555,10 +558,8 @@ class EventApplier:
         txn = body.get("txnid")
 
         def op(b: _Batch) -> None:
-            mine = [k for k, v in self._allocated.items() if v == txn]
-            for k in mine:
-                del self._allocated[k]
-            known = set(self._allocated)
+            mine = self._forget_txn(txn) if txn is not None else []
+            known = self._allocated
             aborted = set(mine)
             if len(self._aborted) > 10_000:
                 self._aborted.clear()
@@ -578,6 +579,30 @@ class EventApplier:
                         break
 
         return op
+
+    def _allocate(self, key: tuple[str, str, int], txn: int) -> None:
+        self._forget(key)
+        self._allocated[key] = txn
+        self._by_txn.setdefault(txn, {})[key] = None
+
+    def _forget(self, key: tuple[str, str, int]) -> None:
+        txn = self._allocated.pop(key, None)
+        if txn is not None:
+            keys = self._by_txn.get(txn)
+            if keys is not None:
+                keys.pop(key, None)
+                if not keys:
+                    del self._by_txn[txn]
+
+    def _forget_txn(self, txn: Any) -> list[tuple[str, str, int]]:
+        """Forget the allocations of ``txn``; returns their keys, in allocation order."""
+        try:
+            keys = list(self._by_txn.pop(int(txn), ()))
+        except (TypeError, ValueError):
+            return []
+        for key in keys:
+            self._allocated.pop(key, None)
+        return keys
 
     def _entries_named(self, b: _Batch, db: str, table: str) -> list[TableEntry]:
         out = []

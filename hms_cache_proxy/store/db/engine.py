@@ -85,6 +85,11 @@ class Database:
         # The engine whose connection this thread's write transaction holds, if any.
         self._local = threading.local()
         self.folds_round_trips = False
+        self.backend_pids: frozenset[int] | None = None
+        """PostgreSQL backend PIDs of this process's pooled sessions (its writers'), so the
+        poller can tell a NOTIFY of this process's own commit from another instance's (a
+        notification carries the sending backend's PID). None: not known (SQLite, another
+        driver, or a transaction pooler, whose sessions are not the backends')."""
         self.pool_limit = pool_size * 5  # pool_size plus max_overflow, per engine
         if self.dialect == "sqlite":
             self.read_engine = self._sqlite_engine(pool_size)
@@ -93,6 +98,8 @@ class Database:
             # One pool for read snapshots and single statements: its connections are in
             # autocommit, and a read snapshot asks for REPEATABLE READ on its own BEGIN (psycopg2
             # sends BEGIN ISOLATION LEVEL ...; no session setting changes).
+            if self.pooler != "transaction" and self.url.get_driver_name() == "psycopg2":
+                self.backend_pids = frozenset()
             self.read_engine = self._pg_engine(pool_size, "AUTOCOMMIT")
             self.autocommit_engine = self.read_engine
             self.write_engine = self._pg_engine(pool_size, "READ COMMITTED")
@@ -153,11 +160,42 @@ class Database:
             def _timeouts(conn: Connection) -> None:
                 conn.exec_driver_sql(set_local)
 
+        if self.backend_pids is not None:
+            self._track_backends(engine)
         assert isinstance(engine.pool, IdleClosingPool)
         engine.pool.refusals = self.refusals
         if self.pool_idle_seconds > 0:
             _REAPER.watch(engine.pool, self.pool_idle_seconds)
         return engine
+
+    def _track_backends(self, engine: Engine) -> None:
+        """Keep ``backend_pids`` up to date with ``engine``'s pooled sessions (a new set on
+        each change: readers take it without a lock)."""
+        lock = threading.Lock()
+
+        def pid(dbapi_conn: Any) -> int | None:
+            try:
+                return int(dbapi_conn.info.backend_pid)
+            except Exception:  # noqa: BLE001 - a closed or broken connection
+                return None
+
+        @event.listens_for(engine, "connect")
+        def _added(dbapi_conn: Any, record: Any) -> None:
+            found = pid(dbapi_conn)
+            if found is not None:
+                record.info[_BACKEND_PID] = found
+                with lock:
+                    self.backend_pids = frozenset((self.backend_pids or frozenset()) | {found})
+
+        def _gone(_dbapi_conn: Any, record: Any, *_: Any) -> None:
+            found = record.info.pop(_BACKEND_PID, None) if record is not None else None
+            if found is not None:
+                with lock:
+                    self.backend_pids = frozenset((self.backend_pids or frozenset()) - {found})
+
+        event.listen(engine, "close", _gone)
+        event.listen(engine, "invalidate", _gone)
+        event.listen(engine, "detach", _gone)
 
     def _sqlite_engine(self, pool_size: int) -> Engine:
         db = self.url.database or ""
@@ -490,6 +528,10 @@ _STATE = "hms_transaction_state"
 
 _IDLE_SINCE = "hms_idle_since"
 """ConnectionPoolEntry.info key: when the connection was last returned to the pool."""
+
+
+_BACKEND_PID = "hms_backend_pid"
+"""Pool record info key: the PostgreSQL backend PID of the record's connection."""
 
 
 def refused_connection(exc: BaseException) -> bool:

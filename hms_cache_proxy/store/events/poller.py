@@ -19,7 +19,10 @@ followed by a catch-up (notifications sent while none was listening are lost). P
 ``interval`` seconds with pooled connections is the mode on SQLite, with ``listen`` off, and
 while the LISTEN connection is down.
 Writers on this instance call ``catch_up`` themselves after their write commits, and
-strong-mode reads call ``wake``/``wait_for``.
+strong-mode reads call ``wake``/``wait_for``. A notification names the backend that sent it:
+one not of this process's pool (``Database.backend_pids``) announces another instance's
+events, which the poller reads at once; for its own it waits briefly for the writer's thread
+to record them and applies them from memory.
 
 The LISTEN session also carries a lease (``lease_key``): a session advisory lock tried when
 the session starts and at each safety check, so exactly one live instance holds it
@@ -59,13 +62,25 @@ that long for a core, and it will record them or drop them on a rollback."""
 def _last_announced(notifies: Sequence[Any]) -> int | None:
     """The highest event id the notifications announce (their payload: the writer's last new
     event id); None when any payload is not one (then the log must be read)."""
+    return _announcement(notifies, None)[0]
+
+
+def _announcement(
+    notifies: Sequence[Any], own_pids: frozenset[int] | None
+) -> tuple[int | None, bool | None]:
+    """``_last_announced``, and whether every notification came from one of ``own_pids``
+    (the backends of this process's pooled sessions: its own commits); None when that is
+    not known."""
     ids = []
+    own: bool | None = own_pids is not None
     for n in notifies:
         payload = getattr(n, "payload", "")
         if not payload.isdigit():
-            return None
+            return None, None
         ids.append(int(payload))
-    return max(ids) if ids else None
+        if own_pids is not None and getattr(n, "pid", None) not in own_pids:
+            own = False
+    return (max(ids) if ids else None), own
 
 
 class Poller:
@@ -345,11 +360,13 @@ class Poller:
                 except (BlockingIOError, OSError):
                     pass
             announced: int | None = None
+            own: bool | None = None
             if listener is not None and listener in ready:
                 try:
                     with self.listener_lock:
                         listener.poll()
-                        announced = _last_announced(listener.notifies)
+                        own_pids = getattr(self.db, "backend_pids", None)
+                        announced, own = _announcement(listener.notifies, own_pids)
                         listener.notifies.clear()
                 except Exception as exc:  # noqa: BLE001 - the connection broke: poll meanwhile
                     self._listener_failed(exc)
@@ -358,17 +375,10 @@ class Poller:
                     # Only events already applied were announced (this instance's own writes,
                     # applied from memory): nothing to read.
                     continue
-                own = self.events.committed_here(self._position + 1, announced)
-                if own is None and self.events.writing_recently():
-                    # Likely this instance's own write whose thread has not recorded its
-                    # events yet: waiting a moment saves reading them back from the log.
-                    own = self.events.wait_committed_here(
-                        self._position + 1,
-                        announced,
-                        _OWN_EVENTS_WAIT_SECONDS,
-                        _OWN_WRITER_WAIT_SECONDS,
-                    )
-                if own is not None and self.apply_own(own, read=False) >= announced:
+                # own False: a notification from a backend not of this process's pool (another
+                # instance's commit): those events are in the log only, read it at once rather
+                # than wait for writers of this process first.
+                if own is not False and self._applied_from_memory(announced):
                     continue  # all of them this instance's own: applied from memory
             try:
                 # On the LISTEN session when there is one: the connection this instance
@@ -378,6 +388,22 @@ class Poller:
             except Exception:  # noqa: BLE001 - the database may be down; retry next round
                 log.warning("polling the notification log failed", exc_info=True)
                 self._stopped.wait(min(5.0, max(self.interval, 0.5)))
+
+    def _applied_from_memory(self, announced: int) -> bool:
+        """Apply the events up to ``announced`` from memory if this process committed all of
+        them, waiting briefly for a writer's thread to record them; True when that reached
+        ``announced``."""
+        own = self.events.committed_here(self._position + 1, announced)
+        if own is None and self.events.writing_recently():
+            # Likely this instance's own write whose thread has not recorded its events
+            # yet: waiting a moment saves reading them back from the log.
+            own = self.events.wait_committed_here(
+                self._position + 1,
+                announced,
+                _OWN_EVENTS_WAIT_SECONDS,
+                _OWN_WRITER_WAIT_SECONDS,
+            )
+        return own is not None and self.apply_own(own, read=False) >= announced
 
     # -- LISTEN ----------------------------------------------------------------------------------
 
