@@ -10,10 +10,8 @@ from sqlalchemy import func, select
 
 from hms_cache_proxy.bench import txn_history
 from hms_cache_proxy.store.db import schema
-from hms_cache_proxy.store.db.engine import Database
-from hms_cache_proxy.store.sql.bootstrap import init_db
 from hms_cache_proxy.store.txn.txn_service import TxnService
-from tests.support.stores import sql_store
+from tests.support.stores import txn_service_on
 
 pytestmark = pytest.mark.postgres
 
@@ -22,10 +20,8 @@ N = 300
 
 @pytest.fixture
 def svc(pg_url: str) -> Iterator[TxnService]:
-    db = Database(pg_url)
-    init_db(db, "file:/tmp/wh")
-    yield sql_store(db, "file:/tmp/wh").txn
-    db.dispose()
+    with txn_service_on(pg_url) as service:
+        yield service
 
 
 def _history_rows(svc: TxnService) -> dict[str, int]:

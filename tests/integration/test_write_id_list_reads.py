@@ -11,22 +11,18 @@ import pytest
 from sqlalchemy import delete
 
 from hms_cache_proxy.store.db import schema
-from hms_cache_proxy.store.db.engine import Database
-from hms_cache_proxy.store.sql.bootstrap import init_db
 from hms_cache_proxy.store.txn import writeids
 from hms_cache_proxy.store.txn.txn_service import TxnService
 from hms_cache_proxy.store.txn_snapshots import ValidReaderWriteIdList, ValidReadTxnList
-from tests.support.stores import sql_store
+from tests.support.stores import txn_service_on
 
 TABLE = "default.t"
 
 
 @pytest.fixture
 def svc(pg_url: str) -> Iterator[TxnService]:
-    db = Database(pg_url)
-    init_db(db, "file:/tmp/wh")
-    yield sql_store(db, "file:/tmp/wh").txn
-    db.dispose()
+    with txn_service_on(pg_url) as service:
+        yield service
 
 
 def both_paths(svc: TxnService, snapshot: ValidReadTxnList) -> tuple[str, str]:

@@ -3,11 +3,15 @@ them (with the settings' defaults), for tests and scripts that use the store in-
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog
 from hms_cache_proxy.store.events.message_base import WRITER_NAME
 from hms_cache_proxy.store.events.messages import MessageBuilder
+from hms_cache_proxy.store.sql.bootstrap import init_db
 from hms_cache_proxy.store.sql.sql_store import SqlStore
 from hms_cache_proxy.store.txn.txn_service import TxnConfig, TxnService
 
@@ -18,3 +22,14 @@ def sql_store(db: Database, warehouse_uri: str, txn_config: TxnConfig | None = N
     messages = MessageBuilder(writer=WRITER_NAME)
     txn = TxnService(db, events, messages, txn_config)
     return SqlStore(db, txn, events=events, messages=messages, warehouse_uri=warehouse_uri)
+
+
+@contextmanager
+def txn_service_on(url: str) -> Iterator[TxnService]:
+    """The transaction service of a store over a freshly initialised database at ``url``."""
+    db = Database(url)
+    init_db(db, "file:/tmp/wh")
+    try:
+        yield sql_store(db, "file:/tmp/wh").txn
+    finally:
+        db.dispose()
