@@ -25,6 +25,7 @@ from hms_cache_proxy.store.db.ids import IdAllocator
 from hms_cache_proxy.store.events.log import EventLog
 from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.sql.bootstrap import init_db
+from hms_cache_proxy.store.txn import txns as txns_module
 from hms_cache_proxy.store.txn.locks import LockRow, conflict_condition, conflicts
 from hms_cache_proxy.store.txn.locks import normalize_partition_name as norm
 from hms_cache_proxy.store.txn.txn_base import TxnConfig, raise_unexpected_state
@@ -256,6 +257,23 @@ def test_settled_floor_follows_the_newest_read_old_enough(svc: TxnService) -> No
     txns._settle(time.monotonic(), 40, None, [])
     txns._settle(time.monotonic() + 2 * delay + 2, 50, 33, [])
     assert txns._settled_txns is not None and txns._settled_txns.floor == 33
+
+
+def test_settled_floor_moves_with_a_long_open_window(
+    svc: TxnService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With metastore.txn.opentxn.timeout at 30 s and a read every 0.1 s, the marks kept
+    still reach back past the window, so the floor moves (it never did when the marks were
+    spaced 0.1 s apart: the 64 kept covered 6.4 s)."""
+    clock = [1000.0]
+    monkeypatch.setattr(txns_module.time, "monotonic", lambda: clock[0])
+    txns = svc.txns
+    monkeypatch.setattr(txns, "config", TxnConfig(open_txn_timeout_ms=30_000))
+    for top in range(1, 700):  # 70 s of reads
+        txns._settle(clock[0], top, None, [])
+        clock[0] += 0.1
+    settled = txns._settled_txns
+    assert settled is not None and 370 <= settled.floor <= 390  # the read 31 s before the last
 
 
 def test_settled_floor_keeps_the_row_before_the_first_young_one(svc: TxnService) -> None:

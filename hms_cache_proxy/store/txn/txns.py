@@ -71,7 +71,8 @@ _T = schema.TXNS
 _OPEN_RETRIES = 10
 _SETTLE_MARGIN_S = 1.0
 _MARK_SPACING_S = 0.1
-"""Reads at most this close together leave one mark for the settled floor between them."""
+"""Reads at most this close together leave one mark for the settled floor between them (or
+farther apart with a long open window: the marks kept must reach back past it)."""
 _MARKS_KEPT = 64
 _PREV_AT = 5
 _PREV_AT_INFO = 9
@@ -387,7 +388,8 @@ class Txns(TxnPart):
                         floor, frozenset(t for t in not_committed if t < floor)
                     )
             now = time.monotonic()
-            if not marks or now >= marks[-1][1] + _MARK_SPACING_S:
+            spacing = max(_MARK_SPACING_S, 2 * delay / _MARKS_KEPT)
+            if not marks or now >= marks[-1][1] + spacing:
                 marks.append((top, now))
 
     def get_open_txns(self, exclude_types: Iterable[int] = (hms.TxnType.READ_ONLY,)) -> Any:
