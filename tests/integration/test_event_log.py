@@ -483,6 +483,13 @@ def test_the_poller_waits_longer_only_while_a_writer_of_this_process_holds_the_e
     assert found == [later]
 
 
+def _forbid_log_reads(monkeypatch: pytest.MonkeyPatch, log: EventLog) -> None:
+    def no_read(*args, **kwargs):
+        raise AssertionError("read the log")
+
+    monkeypatch.setattr(log, "next_events", no_read)
+
+
 def _poller(db: Database, log: EventLog, applied: list[int]):
     from hms_cache_proxy.store.events.poller import Poller
 
@@ -505,11 +512,7 @@ def test_own_events_following_the_position_are_applied_without_reading_the_log(
     applied: list[int] = []
     poller = _poller(db, log, applied)
     ids = write(db, log, [ev(1), ev(2)])
-
-    def no_read(*args, **kwargs):
-        raise AssertionError("read the log")
-
-    monkeypatch.setattr(log, "next_events", no_read)
+    _forbid_log_reads(monkeypatch, log)
     assert poller.apply_own(log.take_committed()) == ids[-1]
     assert applied == ids
 
@@ -542,11 +545,7 @@ def test_own_events_after_another_threads_are_applied_with_them_without_reading_
     mine = write(db, log, [ev(3)])
     own = log.take_committed()
     assert [e.eventId for e in own] == mine
-
-    def no_read(*args, **kwargs):
-        raise AssertionError("read the log")
-
-    monkeypatch.setattr(log, "next_events", no_read)
+    _forbid_log_reads(monkeypatch, log)
     with pytest.raises(AssertionError, match="read the log"):
         poller.apply_own(own)  # alone, not next: read back
     assert poller.apply_own(log.with_committed_before(own, poller.position)) == mine[-1]
@@ -574,11 +573,7 @@ def test_own_events_not_next_are_left_to_the_poller_when_reading_is_not_asked(
     start = poller.position
     write(db, other, [ev(1)])
     write(db, log, [ev(2)])
-
-    def no_read(*args, **kwargs):
-        raise AssertionError("read the log")
-
-    monkeypatch.setattr(log, "next_events", no_read)
+    _forbid_log_reads(monkeypatch, log)
     assert poller.apply_own(log.take_committed(), read=False) == start
     assert applied == []
 

@@ -59,18 +59,13 @@ that long for a core, and it will record them or drop them on a rollback."""
 """on_gap reason: the log no longer holds the events after our position."""
 
 
-def _last_announced(notifies: Sequence[Any]) -> int | None:
-    """The highest event id the notifications announce (their payload: the writer's last new
-    event id); None when any payload is not one (then the log must be read)."""
-    return _announcement(notifies, None)[0]
-
-
 def _announcement(
     notifies: Sequence[Any], own_pids: frozenset[int] | None
 ) -> tuple[int | None, bool | None]:
-    """``_last_announced``, and whether every notification came from one of ``own_pids``
-    (the backends of this process's pooled sessions: its own commits); None when that is
-    not known."""
+    """The highest event id the notifications announce (their payload: the writer's last new
+    event id; None when any payload is not one, then the log must be read), and whether every
+    notification came from one of ``own_pids`` (the backends of this process's pooled
+    sessions: its own commits; None when that is not known)."""
     ids = []
     own: bool | None = own_pids is not None
     for n in notifies:
