@@ -321,7 +321,7 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         connect_timeout_seconds=settings.upstream_connect_timeout_seconds,
         timeout_seconds=settings.upstream_timeout_seconds,
         pool_wait_seconds=settings.upstream_pool_wait_seconds,
-        tls=tls.client_context(settings.upstream_tls_ca_file) if settings.upstream_tls else None,
+        tls=upstream_tls_context(settings),
         sasl=_upstream_login(settings),
         sasl_as_caller=settings.upstream_sasl_as_caller,
         on_count=metrics.UPSTREAM_CONNECTIONS.set,
@@ -333,7 +333,7 @@ def _build_upstream_service(settings: Settings, opener: SecureOpener | None) -> 
         pool.uri,
         "on, coherent from the upstream's notification log" if sidecar else "off",
         settings.upstream_max_connections,
-        "on" if settings.upstream_tls else "off",
+        _upstream_tls_text(settings),
         _upstream_login_text(settings),
     )
     processor = PassThrough(
@@ -410,6 +410,14 @@ def _sidecar_cache(settings: Settings, pool: UpstreamPool) -> SidecarCache | Non
     )
 
 
+def _upstream_tls_text(settings: Settings) -> str:
+    if not settings.upstream_tls:
+        return "off"
+    if settings.upstream_tls_cert_file is None:
+        return "on"
+    return f"on, client certificate {settings.upstream_tls_cert_file}"
+
+
 def _upstream_login_text(settings: Settings) -> str:
     if settings.upstream_sasl_user is None:
         return "off"
@@ -476,6 +484,20 @@ def _rest_server(settings: Settings, handler: Any, ctx: ssl.SSLContext | None) -
     from hms_cache_proxy.rest.server import RestServer
 
     return RestServer(settings, handler, tls=ctx)
+
+
+def upstream_tls_context(settings: Settings) -> ssl.SSLContext | None:
+    """The client context for the upstream (None without ``upstream_tls``): its certificate
+    checked against ``upstream_tls_ca_file``, ours shown when ``upstream_tls_cert_file`` is set."""
+    if not settings.upstream_tls:
+        return None
+    password = settings.upstream_tls_key_password
+    return tls.client_context(
+        settings.upstream_tls_ca_file,
+        settings.upstream_tls_cert_file,
+        settings.upstream_tls_key_file,
+        password.get_secret_value() if password is not None else None,
+    )
 
 
 def tls_context(settings: Settings) -> ssl.SSLContext | None:

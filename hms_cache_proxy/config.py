@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     upstream_timeout_seconds: float = Field(600.0, gt=0)
     upstream_tls: bool = False
     upstream_tls_ca_file: str | None = None
+    upstream_tls_cert_file: str | None = None
+    upstream_tls_key_file: str | None = None
+    upstream_tls_key_password: SecretStr | None = None
     upstream_sasl_user: str | None = None
     upstream_sasl_password: SecretStr | None = None
     upstream_sasl_as_caller: bool = False
@@ -367,6 +370,22 @@ class Settings(BaseSettings):
                 f"tls_cert_file and tls_key_file must be set together (a PEM certificate and "
                 f"its private key): {missing} is missing"
             )
+        if (self.upstream_tls_cert_file is None) != (self.upstream_tls_key_file is None):
+            missing = (
+                "upstream_tls_key_file"
+                if self.upstream_tls_key_file is None
+                else "upstream_tls_cert_file"
+            )
+            raise ValueError(
+                "upstream_tls_cert_file and upstream_tls_key_file must be set together (the "
+                f"client certificate shown to the upstream and its private key): {missing} is "
+                "missing"
+            )
+        if self.upstream_tls_cert_file is not None and not self.upstream_tls:
+            raise ValueError(
+                "upstream_tls_cert_file is a client certificate for TLS to the upstream: set "
+                "upstream_tls: true too"
+            )
         if self.tls_client_auth != "none" and not self.tls_ca_file:
             raise ValueError(f"tls_client_auth: {self.tls_client_auth} needs tls_ca_file")
         if self.sasl_enabled and not self.sasl_users:
@@ -465,6 +484,7 @@ class Settings(BaseSettings):
             for s in (
                 self.admin_token,
                 self.tls_key_password,
+                self.upstream_tls_key_password,
                 self.upstream_sasl_password,
                 self.s3_secret_access_key,
             )

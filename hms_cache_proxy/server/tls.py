@@ -28,27 +28,25 @@ def _readable(path: str, setting: str) -> None:
         raise TlsConfigError(f"{setting}: {path} is not readable by this process")
 
 
-def server_context(
+def _load_certificate(
+    ctx: ssl.SSLContext,
     cert_file: str,
     key_file: str,
-    *,
-    key_password: str | None = None,
-    ca_file: str | None = None,
-    client_auth: str = "none",
-) -> ssl.SSLContext:
-    """A server context (TLS 1.2 or later) from PEM files; raises TlsConfigError saying which
-    file is wrong, so the service refuses to start instead of failing every handshake."""
-    _readable(cert_file, "tls_cert_file")
-    _readable(key_file, "tls_key_file")
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    key_password: str | None,
+    names: tuple[str, str, str],
+) -> None:
+    """Load a PEM certificate and its key into ``ctx``; TlsConfigError naming the setting that
+    is wrong (``names``: the certificate's, the key's and the password's setting)."""
+    cert_setting, key_setting, password_setting = names
+    _readable(cert_file, cert_setting)
+    _readable(key_file, key_setting)
 
     def password() -> str:
         # Without this callback OpenSSL would prompt on the terminal for an encrypted key.
         if key_password is None:
             raise TlsConfigError(
-                f"tls_key_file {key_file} is encrypted: set tls_key_password "
-                "(or HMS_CACHE_PROXY_TLS_KEY_PASSWORD)"
+                f"{key_setting} {key_file} is encrypted: set {password_setting} "
+                f"(or HMS_CACHE_PROXY_{password_setting.upper()})"
             )
         return key_password
 
@@ -61,10 +59,28 @@ def server_context(
         if "KEY_VALUES_MISMATCH" in reason.upper():
             what = f"the key in {key_file} does not belong to the certificate in {cert_file}"
         elif "BAD_DECRYPT" in reason.upper():
-            what = f"tls_key_password does not decrypt {key_file}"
+            what = f"{password_setting} does not decrypt {key_file}"
         else:
             what = f"{cert_file} / {key_file} are not a PEM certificate and its private key"
-        raise TlsConfigError(f"cannot use the TLS certificate: {what} ({reason})") from None
+        raise TlsConfigError(
+            f"cannot use the TLS certificate of {cert_setting}: {what} ({reason})"
+        ) from None
+
+
+def server_context(
+    cert_file: str,
+    key_file: str,
+    *,
+    key_password: str | None = None,
+    ca_file: str | None = None,
+    client_auth: str = "none",
+) -> ssl.SSLContext:
+    """A server context (TLS 1.2 or later) from PEM files; raises TlsConfigError saying which
+    file is wrong, so the service refuses to start instead of failing every handshake."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    names = ("tls_cert_file", "tls_key_file", "tls_key_password")
+    _load_certificate(ctx, cert_file, key_file, key_password, names)
     if client_auth not in _CLIENT_AUTH:
         raise TlsConfigError(f"tls_client_auth must be one of {sorted(_CLIENT_AUTH)}")
     if client_auth != "none" and not ca_file:
@@ -81,13 +97,22 @@ def server_context(
     return ctx
 
 
-def client_context(ca_file: str | None) -> ssl.SSLContext:
+def client_context(
+    ca_file: str | None,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+    key_password: str | None = None,
+) -> ssl.SSLContext:
     """A client context (TLS 1.2 or later) that checks the server's certificate and host name
-    against ``ca_file`` (PEM), or the system's CAs when None; TlsConfigError for a bad file."""
+    against ``ca_file`` (PEM), or the system's CAs when None, and presents ``cert_file`` and
+    ``key_file`` to a server that asks for a client certificate; TlsConfigError for a bad file."""
     if ca_file is not None:
         _readable(ca_file, "upstream_tls_ca_file")
     ctx = ssl.create_default_context(cafile=ca_file)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if cert_file is not None and key_file is not None:
+        names = ("upstream_tls_cert_file", "upstream_tls_key_file", "upstream_tls_key_password")
+        _load_certificate(ctx, cert_file, key_file, key_password, names)
     return ctx
 
 
@@ -117,7 +142,7 @@ def handshake(
 def describe_failure(exc: BaseException) -> str:
     """A short reason for the log: what went wrong in a handshake, without a traceback."""
     if isinstance(exc, ssl.SSLError):
-        reason = exc.reason or exc.strerror or str(exc)
+        reason = getattr(exc, "reason", None) or exc.strerror or str(exc)
         hint = ""
         if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL"):
             hint = " (a client without TLS?)"

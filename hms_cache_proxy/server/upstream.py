@@ -243,7 +243,8 @@ class UpstreamPool:
                 plain_login(sock, *credentials)
         except (ssl.SSLError, ssl.CertificateError) as exc:
             sock.close()
-            raise UpstreamError(f"upstream {self.uri}: {describe_failure(exc)}") from None
+            why = _tls_error_text(exc) if isinstance(exc, ssl.SSLError) else describe_failure(exc)
+            raise UpstreamError(f"upstream {self.uri}: {why}") from None
         except (SaslError, OSError) as exc:
             sock.close()
             why = str(exc) if isinstance(exc, SaslError) else exc.strerror or str(exc)
@@ -296,6 +297,8 @@ class UpstreamPool:
             why = f"no reply within {self.timeout:g} s (upstream_timeout_seconds)"
         elif isinstance(exc, WireError):
             why = f"unreadable reply ({exc})"
+        elif isinstance(exc, ssl.SSLError):
+            why = _tls_error_text(exc)
         elif isinstance(exc, OSError):
             why = exc.strerror or str(exc)
         else:
@@ -305,3 +308,15 @@ class UpstreamPool:
 
 def _user(login: Login | None) -> str | None:
     return None if login is None else login[0]
+
+
+def _tls_error_text(exc: ssl.SSLError) -> str:
+    """The TLS failure as the caller's message; a refused client certificate says which
+    settings give one (with TLS 1.3 the upstream's refusal arrives at the first read)."""
+    text = describe_failure(exc)
+    if "CERTIFICATE_REQUIRED" in text.upper():
+        text += (
+            " (the upstream requires a client certificate: set upstream_tls_cert_file and "
+            "upstream_tls_key_file)"
+        )
+    return text

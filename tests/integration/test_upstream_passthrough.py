@@ -406,6 +406,81 @@ def test_tls_to_the_upstream_checks_its_certificate(pg_url: str, tmp_path: Path,
                 svc.stop(grace_seconds=5)
 
 
+def test_mutual_tls_to_the_upstream_shows_the_client_certificate(
+    pg_url: str, tmp_path: Path, T: Any
+) -> None:
+    """An upstream that requires a client certificate serves a proxy that shows one signed by
+    the CA it trusts, and refuses one that shows none."""
+    from tests.support.security import make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    tls = {
+        "tls_cert_file": str(pki.server_cert),
+        "tls_key_file": str(pki.server_key),
+        "tls_ca_file": str(pki.ca),
+        "tls_client_auth": "required",
+    }
+    with running_service(pg_url, tmp_path / "warehouse", **tls) as upstream:
+        uri = f"thrift://127.0.0.1:{upstream.port}"
+        server_checked = {"upstream_tls": True, "upstream_tls_ca_file": str(pki.ca)}
+        with_cert = build_service(
+            proxy_settings(
+                uri,
+                upstream_tls_cert_file=str(pki.client_cert),
+                upstream_tls_key_file=str(pki.client_key),
+                **server_checked,
+            )
+        )
+        without_cert = build_service(proxy_settings(uri, **server_checked))
+        for svc in (with_cert, without_cert):
+            svc.start_background()
+        try:
+            client, transport = apache_client("127.0.0.1", with_cert.port)
+            try:
+                client.create_database(T.Database(name="over_mutual_tls"))
+                assert client.get_database("over_mutual_tls").name == "over_mutual_tls"
+            finally:
+                transport.close()
+            client, transport = apache_client("127.0.0.1", without_cert.port)
+            try:
+                with pytest.raises(T.MetaException) as exc:
+                    client.get_all_databases()
+                # The upstream's refusal arrives as its alert or, when it closes first, as an
+                # EOF: either way the call fails naming the upstream and TLS.
+                assert f"upstream {uri}: TLS handshake failed" in exc.value.message
+            finally:
+                transport.close()
+        finally:
+            for svc in (with_cert, without_cert):
+                svc.stop(grace_seconds=5)
+
+
+def test_a_refused_client_certificate_names_the_settings_that_give_one() -> None:
+    import ssl
+
+    from hms_cache_proxy.server.upstream import _tls_error_text
+
+    alert = ssl.SSLError(1, "[SSL: TLSV13_ALERT_CERTIFICATE_REQUIRED] certificate required")
+    assert "set upstream_tls_cert_file and upstream_tls_key_file" in _tls_error_text(alert)
+    other = ssl.SSLError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+    assert "upstream_tls_cert_file" not in _tls_error_text(other)
+
+
+def test_a_bad_upstream_client_certificate_stops_the_start(tmp_path: Path) -> None:
+    from hms_cache_proxy.server.tls import TlsConfigError
+    from tests.support.security import make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    settings = proxy_settings(
+        "thrift://127.0.0.1:1",
+        upstream_tls=True,
+        upstream_tls_cert_file=str(pki.client_cert),
+        upstream_tls_key_file=str(pki.server_key),
+    )
+    with pytest.raises(TlsConfigError, match="upstream_tls_key_file|does not belong"):
+        build_service(settings)
+
+
 def test_sasl_plain_login_to_the_upstream(pg_url: str, tmp_path: Path, T: Any) -> None:
     sasl = {"sasl_enabled": True, "sasl_users": {"proxy": "secret"}}
     with running_service(pg_url, tmp_path / "warehouse", **sasl) as upstream:

@@ -17,11 +17,13 @@ def test_new_secrets_are_masked_in_the_dump_and_listed_for_the_log() -> None:
         tls_cert_file="c.pem",
         tls_key_file="k.pem",
         tls_key_password="key-secret-3",
+        upstream_tls_key_password="upstream-key-secret-5",
         sasl_enabled=True,
         sasl_users={"alice": "sasl-secret-4"},
     )
     dump = json.dumps(s.redacted(), default=str)
-    for secret in ("db-secret-1", "token-secret-2", "key-secret-3", "sasl-secret-4"):
+    secrets = ("db-secret-1", "token-secret-2", "key-secret-3", "sasl-secret-4")
+    for secret in (*secrets, "upstream-key-secret-5"):
         assert secret not in dump
         assert secret in s.secrets()
     assert s.redacted()["sasl_users"] == {"alice": "********"}
@@ -34,6 +36,14 @@ def test_new_secrets_are_masked_in_the_dump_and_listed_for_the_log() -> None:
         ({"tls_cert_file": "c.pem"}, "tls_cert_file and tls_key_file must be set together"),
         ({"tls_key_file": "k.pem"}, "tls_cert_file and tls_key_file must be set together"),
         ({"tls_client_auth": "required"}, "needs tls_ca_file"),
+        (
+            {"upstream_tls": True, "upstream_tls_cert_file": "c.pem"},
+            "upstream_tls_cert_file and upstream_tls_key_file must be set together",
+        ),
+        (
+            {"upstream_tls_cert_file": "c.pem", "upstream_tls_key_file": "k.pem"},
+            "set upstream_tls: true too",
+        ),
         ({"sasl_enabled": True}, "needs at least one user"),
         (
             {"sasl_enabled": True, "sasl_users": {"a": "b"}, "transport": "framed"},

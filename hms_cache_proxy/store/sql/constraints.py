@@ -367,17 +367,29 @@ class Constraints(SqlPart):
         return rows
 
     def _table_cols(self, conn: Connection, cat: str, db: str, name: str) -> _TableCols:
+        """The table's columns, read under a share lock of its TBLS row.
+
+        alter_table locks that row for update before it changes the columns, so a key cannot
+        be added on a column list that a concurrent alter is replacing: the lock is taken in a
+        statement of its own, and the columns are read by the next statements, which (READ
+        COMMITTED) see whatever an alter that held the row committed."""
         t = schema.TBLS
+        locked = conn.execute(
+            select(t.c.TBL_ID)
+            .select_from(t.join(schema.DBS, schema.DBS.c.DB_ID == t.c.DB_ID))
+            .where(schema.DBS.c.CTLG_NAME == cat, schema.DBS.c.NAME == db, t.c.TBL_NAME == name)
+            .with_for_update(of=t, read=True)
+        ).first()
+        if locked is None:
+            raise hms.InvalidObjectException(
+                message=f"Parent table not found: {table_ref(cat, db, name)}"
+            )
         row = conn.execute(
             select(t.c.TBL_ID, schema.SDS.c.CD_ID)
-            .select_from(
-                t.join(schema.DBS, schema.DBS.c.DB_ID == t.c.DB_ID).outerjoin(
-                    schema.SDS, schema.SDS.c.SD_ID == t.c.SD_ID
-                )
-            )
-            .where(schema.DBS.c.CTLG_NAME == cat, schema.DBS.c.NAME == db, t.c.TBL_NAME == name)
+            .select_from(t.outerjoin(schema.SDS, schema.SDS.c.SD_ID == t.c.SD_ID))
+            .where(t.c.TBL_ID == locked.TBL_ID)
         ).first()
-        if row is None:
+        if row is None:  # renamed or dropped between the two statements (no lock on SQLite)
             raise hms.InvalidObjectException(
                 message=f"Parent table not found: {table_ref(cat, db, name)}"
             )
