@@ -578,6 +578,34 @@ def test_own_events_not_next_are_left_to_the_poller_when_reading_is_not_asked(
     assert applied == []
 
 
+def test_events_this_process_recorded_are_applied_up_to_a_position_without_reading_the_log(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An open's event (announced by no NOTIFY) a caller could not apply at once is applied
+    from memory when a strong read's position query (``apply_recorded``) or a granted lock
+    (``apply_own(seen=...)``) shows it; an event of another process in the range is read
+    from the log."""
+    log, other = new_log(db), new_log(db)
+    log.record_commits(db)
+    applied: list[int] = []
+    poller = _poller(db, log, applied)
+    first = write(db, log, [ev(1)])
+    log.take_committed()  # the caller's absorb found a poll under way: left behind
+    with monkeypatch.context() as patched:
+        _forbid_log_reads(patched, log)
+        assert poller.apply_recorded(first[-1]) and applied == first
+        second = write(db, log, [ev(2), ev(3)])
+        log.take_committed()
+        assert poller.apply_own([], seen=second[-1]) == second[-1]
+        assert applied == first + second
+        theirs = write(db, other, [ev(4)])
+        mine = write(db, log, [ev(5)])
+        log.take_committed()
+        assert not poller.apply_recorded(mine[-1]) and applied == first + second
+    assert poller.apply_own([], seen=mine[-1]) == mine[-1]
+    assert applied == first + second + theirs + mine
+
+
 # -- the poller's catch-up on its LISTEN session ---------------------------------------------
 
 

@@ -378,3 +378,43 @@ def test_function_calls_are_prepared_once_per_pooled_session(
     wanted = {f"hms_open_txns_fn_v{plpgsql.VERSION}", f"hms_commit_txn_fn_v{plpgsql.VERSION}"}
     assert wanted <= names
     assert wanted <= on_server
+
+
+@pytest.mark.parametrize("functions", [True, False], ids=["functions", "statements"])
+def test_an_open_is_not_announced_its_commit_is(
+    pg_url: str, tmp_path: Path, made: list[Database], functions: bool
+) -> None:
+    """OPEN_TXN is written without a NOTIFY (log.UNANNOUNCED_TYPES): a listener woken by the
+    commit hears the commit's event id alone. Notifications reach a listener in commit order,
+    so an announced open would be heard before the commit."""
+    import select as io_select
+
+    from sqlalchemy.engine import make_url
+
+    from hms_cache_proxy.store.events.log import NOTIFY_CHANNEL
+
+    svc = _service(pg_url, tmp_path, made, functions=functions, level=False)
+    url = make_url(pg_url)
+    conn = psycopg2.connect(host=url.host, port=url.port, user=url.username, dbname=url.database)
+    conn.autocommit = True
+    try:
+        conn.cursor().execute(f"LISTEN {NOTIFY_CHANNEL}")
+        (txn,) = svc.open_txns(1, USER, HOST)
+        svc.commit_txn(txn)
+        with svc.db.read() as read:
+            kinds = read.execute(
+                select(schema.NOTIFICATION_LOG.c.EVENT_TYPE).order_by(
+                    schema.NOTIFICATION_LOG.c.EVENT_ID
+                )
+            ).scalars()
+            assert list(kinds)[-2:] == ["OPEN_TXN", "COMMIT_TXN"]
+            last = read.execute(select(schema.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar()
+        payloads: list[str] = []
+        while str(last - 1) not in payloads:  # the commit's, at most a few seconds away
+            assert io_select.select([conn], [], [], 10)[0], "no notification within 10 s"
+            conn.poll()
+            payloads += [n.payload for n in conn.notifies]
+            conn.notifies.clear()
+        assert payloads == [str(last - 1)]
+    finally:
+        conn.close()

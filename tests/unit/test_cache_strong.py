@@ -17,6 +17,9 @@ class _Poller:
     def wake(self) -> None:
         self.woken += 1
 
+    def apply_recorded(self, target: int) -> bool:
+        return self.position >= target
+
     def wait_for(self, position: int, timeout: float) -> bool:
         return self.position >= position
 

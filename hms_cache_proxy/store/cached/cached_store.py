@@ -155,10 +155,13 @@ class CachedStore(StatsReads, PartitionReads, ForwardingStore):
         and include every event this process committed (a client reads its own writes), so
         sidecars tailing this instance cost no database statement; else from the database.
         A sidecar's wait mark (``recent.WAIT_MARK``) holds the read until an event after
-        ``last_event`` is applied or the time asked for passes. With ``encoded`` an answer
+        ``last_event`` is applied or the time asked for passes (not when this process
+        committed one already). With ``encoded`` an answer
         from memory is the Encoded list, shared by every caller asking the same."""
         wait, skip_types = split_wait(skip_types)
-        if wait and self._wait_for is not None:
+        if wait and self._wait_for is not None and self._newest_here() <= last_event:
+            # (An event of this process after last_event needs no wait: the poller may leave
+            # it for later, OPEN_TXN having no NOTIFY, and the database has it.)
             self._wait_for(last_event + 1, wait)
         recent = self._recent
         if recent is not None and recent.end >= self._newest_here():

@@ -66,9 +66,12 @@ class PositionBarrier:
         return self.reach(self.database_position())
 
     def reach(self, target: int) -> bool:
-        """True once the poller has applied every event up to ``target`` (woken, waited for up
-        to ``wait_seconds``)."""
+        """True once the poller has applied every event up to ``target``: from memory when this
+        process committed every one missing, else woken and waited for up to
+        ``wait_seconds``."""
         if self._poller.position >= target:
             return True
+        if self._poller.apply_recorded(target):
+            return True  # only this process's own events were missing (some not announced)
         self._poller.wake()
         return self._poller.wait_for(target, self.wait_seconds)

@@ -96,6 +96,13 @@ _KEEP_UNSETTLED = 4096
 NOTIFY_CHANNEL = "hms_notification_log"
 """PostgreSQL channel that ``append`` notifies (payload: the last new event id) on commit."""
 
+UNANNOUNCED_TYPES = frozenset({messages.OPEN_TXN})
+"""Event types written without a NOTIFY: an open changes no answer any cache gives until a
+later event of its transaction (an allocation, a write, its commit or abort: announced, and
+with a higher id, so applied after it) does, and a read that must reflect the open anyway
+(strong mode, a granted lock) asks the database's position, not the notifications
+(docs/cache.md, "Events without a NOTIFY"). Half the notifications of an open+commit cycle."""
+
 
 @dataclass(frozen=True)
 class NewEvent:
@@ -372,8 +379,9 @@ class EventLog:
             for nl_id, event_id, e, body in zip(nl_ids, event_ids, events, bodies, strict=True)
         ]
         conn.execute(insert(schema.NOTIFICATION_LOG), rows)
-        if self.notify_channel and conn.dialect.name == "postgresql":
-            conn.execute(select(func.pg_notify(self.notify_channel, str(event_ids[-1]))))
+        channel = self.channel_for(events)
+        if channel and conn.dialect.name == "postgresql":
+            conn.execute(select(func.pg_notify(channel, str(event_ids[-1]))))
         if self._recording:
             self._remember(conn, events, bodies, event_ids, event_time)
         return event_ids
@@ -427,15 +435,24 @@ class EventLog:
         sql = _INSERT_SQL.format(
             values=", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(events))
         )
-        if self.notify_channel:
+        channel = self.channel_for(events)
+        if channel:
             sql += "; SELECT pg_notify(%s, %s)"
-            rows += [self.notify_channel, str(event_ids[-1])]
+            rows += [channel, str(event_ids[-1])]
         if last:
             sql += commit_after(conn)
         conn.exec_driver_sql(sql, tuple(rows))
         if self._recording:
             self._remember(conn, events, bodies, event_ids, event_time)
         return event_ids
+
+    def channel_for(self, events: Sequence[NewEvent] | str) -> str | None:
+        """The channel to notify for ``events`` (or one event of that type), None when
+        every one of them is of an ``UNANNOUNCED_TYPES`` type (or notifying is off)."""
+        types = [events] if isinstance(events, str) else [e.event_type for e in events]
+        if all(t in UNANNOUNCED_TYPES for t in types):
+            return None
+        return self.notify_channel
 
     @staticmethod
     def _previous_time(conn: Connection, first: int) -> int:

@@ -7,8 +7,10 @@ applied, and the hole is reported when the next round starts at it (``on_gap``):
 forgets everything rather than serve on without those events.
 
 On PostgreSQL every writer sends ``NOTIFY hms_notification_log`` in the event's transaction
-(store/events/log.py); the poller LISTENs on a dedicated connection and polls as soon as a
-notification arrives, so a change made through one instance reaches the others at once.
+(store/events/log.py; not for an OPEN_TXN alone, which the next announced event, a strong
+read's position or a lock grant brings in: docs/cache.md); the poller LISTENs on a dedicated
+connection and polls as soon as a notification arrives, so a change made through one instance
+reaches the others at once.
 While LISTEN works an idle instance sends nothing: every ``safety_interval`` seconds it reads
 NEXT_EVENT_ID on the LISTEN connection itself (one statement, no pooled connection) and catches
 up only when that shows events it has not applied. The catch-up a notification (or the safety
@@ -213,11 +215,39 @@ class Poller:
                 self._advance(ids[-1])
                 self.last_current = max(self.last_current, ids[-1])
                 return self._position
-            if seen is not None and self._position >= seen:
+            if seen is not None and (self._position >= seen or self._apply_recorded_locked(seen)):
                 return self._position
             return self._catch_up_locked() if read else self._position
         finally:
             self._poll_lock.release()
+
+    def apply_recorded(self, target: int) -> bool:
+        """Apply the events up to ``target`` from memory when this process committed and
+        recorded every one after the position (its own writes, some announced by no NOTIFY:
+        ``log.UNANNOUNCED_TYPES``), without waiting for a poll under way; True once the
+        position has reached ``target``. A strong-mode read behind the database's position
+        tries this before it wakes the poller to read the log."""
+        if self._position >= target:
+            return True
+        if not self._poll_lock.acquire(blocking=False):
+            return False
+        try:
+            return self._position >= target or self._apply_recorded_locked(target)
+        finally:
+            self._poll_lock.release()
+
+    def _apply_recorded_locked(self, target: int) -> bool:
+        """``apply_recorded`` with the poll lock held."""
+        run = self.events.committed_here(self._position + 1, target)
+        if run is None:
+            return False
+        ids = [e.eventId for e in run]
+        failpoints.hit("poller.before_apply", f"events {ids[0]}..{ids[-1]}")
+        self._apply(run)
+        self._keep(run)
+        self._advance(ids[-1])
+        self.last_current = max(self.last_current, ids[-1])
+        return True
 
     def catch_up(self) -> int:
         """Apply every event the log holds now; returns the position reached."""

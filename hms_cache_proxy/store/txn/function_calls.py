@@ -156,7 +156,7 @@ class FunctionCalls(TxnPart):
                 self._nl_id() if with_event else None,
                 message,
                 msg.JSON_FORMAT,
-                self.events.notify_channel,
+                self.events.channel_for(msg.OPEN_TXN),  # None: OPEN_TXN is not announced
             )
             sent = time.monotonic()
             row = _one(cur, _OPEN, values)
