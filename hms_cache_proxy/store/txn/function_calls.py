@@ -48,6 +48,7 @@ _OPEN = Prepared(
         "floor": "bigint",
         "unsettled": "bigint[]",
         "window": "bigint",
+        "on_floor": "boolean",
     }
     | _EVENT_TYPES,
 )
@@ -131,8 +132,10 @@ class FunctionCalls(TxnPart):
         txn_type: int,
         started: list[float],
         settled: SettledTxns | None,
+        on_floor: bool = False,
     ) -> list[int]:
-        """Txns._open's steps; ``started`` gets the moment the ids were taken."""
+        """Txns._open's steps; ``started`` gets the moment the ids were taken; ``on_floor``:
+        the watermark from ``settled`` (``Txns.floor_bounds_watermark``)."""
         params = pgsql.open_params(
             n,
             user or "",
@@ -153,6 +156,7 @@ class FunctionCalls(TxnPart):
             values = plpgsql.open_values(
                 params,
                 self.config.use_min_history_level,
+                on_floor,
                 self._nl_id() if with_event else None,
                 message,
                 msg.JSON_FORMAT,

@@ -32,7 +32,8 @@ _OPEN_NEW = (
 _OPEN_MIN_HISTORY = (
     ', first AS (SELECT min("TXN_ID") AS id FROM new), '
     # The watermark as txns._watermark_expr computes it after the insert (the new rows are not
-    # visible to this statement's subqueries, so the first new id stands in for them).
+    # visible to this statement's subqueries, so the first new id stands in for them): Hive's
+    # two searches, for an open without a recent settled floor (_OPEN_ON_FLOOR otherwise).
     "mark AS (SELECT LEAST("
     # The lowest open txn: at or above the settled floor, or one of the unsettled below it
     # (txns.open_txn_list; floor 0 without one): two index reads, not a scan of TXNS.
@@ -45,46 +46,66 @@ _OPEN_MIN_HISTORY = (
     'mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID") '
     'SELECT new."TXN_ID", mark.m FROM new, mark) '
 )
+_OPEN_ON_FLOOR = (
+    # The watermark from a recent settled floor (txns.Txns.floor_bounds_watermark): below the
+    # floor every txn is committed or gone but the unsettled ones, every id at or above it
+    # (the new ones too) is not below it, so the lower of the floor and the unsettled txns
+    # still open is a lower bound of every open txn and of Hive's value. Primary-key probes of
+    # the unsettled ids only: no walk over the last seconds of TXNS.
+    ', mark AS (SELECT LEAST(%(floor)s::bigint, (SELECT min("TXN_ID") FROM "TXNS" '
+    'WHERE "TXN_STATE" = \'o\' AND "TXN_ID" = ANY(%(unsettled)s::bigint[]))) AS m), '
+    'mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID") '
+    'SELECT new."TXN_ID", mark.m FROM new, mark) '
+)
 
 
-def _open_steps(min_history: bool) -> str:
-    """The TXNS rows (and, with ``min_history``, their MIN_HISTORY_LEVEL rows) as CTEs."""
-    return _OPEN_NEW + (_OPEN_MIN_HISTORY if min_history else "")
+def _open_steps(min_history: bool, on_floor: bool = False) -> str:
+    """The TXNS rows (and, with ``min_history``, their MIN_HISTORY_LEVEL rows, the watermark
+    taken from the settled floor ``on_floor``) as CTEs."""
+    if not min_history:
+        return _OPEN_NEW
+    return _OPEN_NEW + (_OPEN_ON_FLOOR if on_floor else _OPEN_MIN_HISTORY)
 
 
 _LOCK_WAIT = "extract(epoch FROM clock_timestamp() - statement_timestamp())"
 
 
-def open_sql(min_history: bool) -> str:
+def open_sql(min_history: bool, on_floor: bool = False) -> str:
     """openTxns after its TXN_LOCK_TBL share lock: the TXNS rows and, with ``min_history``
-    (metastore.txn.use.minhistorylevel), their MIN_HISTORY_LEVEL rows. The second column is how
-    long the lock took (the opener's clock starts after it, as Hive's)."""
+    (metastore.txn.use.minhistorylevel), their MIN_HISTORY_LEVEL rows (the watermark from the
+    settled floor ``on_floor``). The second column is how long the lock took (the opener's
+    clock starts after it, as Hive's)."""
     return (
         _LOCK_TXNS_SHARED
-        + _open_steps(min_history)
+        + _open_steps(min_history, on_floor)
         + f'SELECT "TXN_ID", {_LOCK_WAIT} FROM new ORDER BY "TXN_ID"'
     )
 
 
 OPEN_SQL = open_sql(True)
 _OPEN_TYPES = {"user": "text", "host": "text", "agent": "text", "type": "integer", "n": "integer"}
-_MARK_TYPES = {"floor": "bigint", "unsettled": "bigint[]", "window": "bigint"}
+_FLOOR_TYPES = {"floor": "bigint", "unsettled": "bigint[]"}
+_MARK_TYPES = _FLOOR_TYPES | {"window": "bigint"}
 _KEEP = (
     "SELECT set_config('hms.open_txn_ids', "
     + 'string_agg("TXN_ID"::text, \',\' ORDER BY "TXN_ID"), true), '
     + f"set_config('hms.open_lock_wait', max({_LOCK_WAIT})::text, true) FROM new"
 )
 _OPEN_KEEPING = {
-    True: Prepared("hms_open_txns", _open_steps(True) + _KEEP, _OPEN_TYPES | _MARK_TYPES),
-    False: Prepared("hms_open_txns_plain", _open_steps(False) + _KEEP, _OPEN_TYPES),
+    (True, False): Prepared("hms_open_txns", _open_steps(True) + _KEEP, _OPEN_TYPES | _MARK_TYPES),
+    (True, True): Prepared(
+        "hms_open_txns_on_floor", _open_steps(True, True) + _KEEP, _OPEN_TYPES | _FLOOR_TYPES
+    ),
+    (False, False): Prepared("hms_open_txns_plain", _open_steps(False) + _KEEP, _OPEN_TYPES),
 }
 
 
-def open_keeping_sql(conn: Connection, min_history: bool = True) -> str:
+def open_keeping_sql(conn: Connection, min_history: bool = True, on_floor: bool = False) -> str:
     """open_sql for a message that goes on (the OPEN_TXN event's sequence lock): the new ids
     and the lock's wait kept in transaction-local settings, read back by OPEN_KEPT. Call it
     before the transaction's first statement (it may prepare the statement)."""
-    return _LOCK_TXNS_SHARED + _OPEN_KEEPING[min_history].text(conn) + "; "
+    statement = _OPEN_KEEPING[min_history, on_floor and min_history]
+    return _LOCK_TXNS_SHARED + statement.text(conn) + "; "
 
 
 OPEN_KEPT = ", current_setting('hms.open_txn_ids'), current_setting('hms.open_lock_wait')"
@@ -172,10 +193,10 @@ def opened(kept: tuple[Any, ...]) -> tuple[list[int], float]:
 
 
 def open_txns_with(
-    conn: Connection, params: dict[str, Any], min_history: bool = True
+    conn: Connection, params: dict[str, Any], min_history: bool = True, on_floor: bool = False
 ) -> tuple[list[int], float]:
     """open_txns with its values from ``open_params``."""
-    rows = conn.exec_driver_sql(open_sql(min_history), params).all()
+    rows = conn.exec_driver_sql(open_sql(min_history, on_floor), params).all()
     return [int(r[0]) for r in rows], float(rows[0][1]) if rows else 0.0
 
 

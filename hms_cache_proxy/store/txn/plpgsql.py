@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 SCHEMA = "hms_cache_proxy"
-VERSION = 2
+VERSION = 3
 """Bump with any change of the functions' text or signatures (new names, old ones stay)."""
 
 OPEN_FN = f"{SCHEMA}.open_txns_v{VERSION}"
@@ -75,7 +75,7 @@ _WRITE_EVENT = """
 OPEN_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION {OPEN_FN}(
   p_n integer, p_user text, p_host text, p_agent text, p_type integer, p_min_history boolean,
-  p_floor bigint, p_unsettled bigint[], p_window bigint,
+  p_floor bigint, p_unsettled bigint[], p_window bigint, p_on_floor boolean,
   p_nl_id bigint, p_message text, p_format text, p_channel text)
 RETURNS TABLE (txn_ids bigint[], lock_wait double precision, event_id bigint,
   event_time bigint, message text)
@@ -86,10 +86,22 @@ DECLARE
   v_db text; v_tbl text;
 BEGIN
   -- pgsql.open_sql: TXN_LOCK_TBL shared, then the TXNS rows and (with the level switch) their
-  -- MIN_HISTORY_LEVEL rows in one statement, the watermark as pgsql._OPEN_MIN_HISTORY has it.
+  -- MIN_HISTORY_LEVEL rows in one statement, the watermark as pgsql._OPEN_ON_FLOOR (a recent
+  -- settled floor) or pgsql._OPEN_MIN_HISTORY (Hive's two searches of TXNS) has it.
   LOCK TABLE "TXN_LOCK_TBL" IN SHARE MODE;
   v_wait := extract(epoch FROM clock_timestamp() - statement_timestamp());
-  IF p_min_history THEN
+  IF p_min_history AND p_on_floor THEN
+    WITH now AS (SELECT {_NOW_MS} AS ms),
+    new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER",
+        "TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE")
+      SELECT 'o', now.ms, now.ms, p_user, p_host, p_agent, p_type
+      FROM now, generate_series(1, p_n) RETURNING "TXN_ID"),
+    mark AS (SELECT LEAST(p_floor, (SELECT min("TXN_ID") FROM "TXNS"
+        WHERE "TXN_STATE" = 'o' AND "TXN_ID" = ANY(p_unsettled))) AS m),
+    mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID")
+      SELECT new."TXN_ID", mark.m FROM new, mark)
+    SELECT array_agg("TXN_ID" ORDER BY "TXN_ID") INTO v_ids FROM new;
+  ELSIF p_min_history THEN
     WITH now AS (SELECT {_NOW_MS} AS ms),
     new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER",
         "TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE")
@@ -318,7 +330,7 @@ FUNCTIONS = (OPEN_FUNCTION, COMMIT_FUNCTION, ALLOCATE_FUNCTION, ABORT_FUNCTION)
 """Every function of this version, in creation order."""
 FUNCTION_SIGNATURES = (
     f"{OPEN_FN}(integer, text, text, text, integer, boolean, bigint, bigint[], bigint, "
-    "bigint, text, text, text)",
+    "boolean, bigint, text, text, text)",
     f"{COMMIT_FN}(bigint, boolean, boolean, bigint, bigint, text, text, text)",
     f"{ALLOCATE_FN}(bigint[], text, text, bigint, text, text, text)",
     f"{ABORT_FN}(bigint, text, boolean, boolean, bigint, text, text, text)",
@@ -327,7 +339,8 @@ FUNCTION_SIGNATURES = (
 OPEN_CALL = (
     f"SELECT txn_ids, lock_wait, event_id, event_time, message FROM {OPEN_FN}("
     "%(n)s, %(user)s, %(host)s, %(agent)s, %(type)s, %(min_history)s, %(floor)s, "
-    "%(unsettled)s::bigint[], %(window)s, %(nl_id)s, %(message)s, %(format)s, %(channel)s)"
+    "%(unsettled)s::bigint[], %(window)s, %(on_floor)s, %(nl_id)s, %(message)s, %(format)s, "
+    "%(channel)s)"
 )
 COMMIT_CALL = (
     f"SELECT outcome, event_id, event_time, message FROM {COMMIT_FN}("
@@ -350,15 +363,18 @@ ABORT_CALL = (
 def open_values(
     params: dict[str, Any],
     min_history: bool,
+    on_floor: bool,
     nl_id: int | None,
     message: str | None,
     fmt: str,
     channel: str | None,
 ) -> dict[str, Any]:
-    """OPEN_CALL's values: ``pgsql.open_params``' and the event's (``message`` None: none)."""
+    """OPEN_CALL's values: ``pgsql.open_params``' and the event's (``message`` None: none);
+    ``on_floor``: the watermark from the settled floor (``Txns.floor_bounds_watermark``)."""
     return {
         **params,
         "min_history": min_history,
+        "on_floor": on_floor,
         "nl_id": nl_id,
         "message": message,
         "format": fmt,

@@ -157,6 +157,10 @@ class SettledTxns:
 
     floor: int
     unsettled: frozenset[int]
+    marked_at: float = float("-inf")
+    """When the read whose top id became the floor ended (``time.monotonic()``): the floor
+    holds no id taken after it, and the open-txn watermark may stand on a recent floor
+    (``Txns.floor_bounds_watermark``)."""
 
 
 def settled_bounds(settled: SettledTxns | None) -> tuple[int, list[int]]:

@@ -385,12 +385,29 @@ class Txns(TxnPart):
                 floor = due[0] if first_young is None else min(due[0], first_young)
                 if settled is None or floor > settled.floor:
                     self._settled_txns = SettledTxns(
-                        floor, frozenset(t for t in not_committed if t < floor)
+                        floor, frozenset(t for t in not_committed if t < floor), due[1]
                     )
             now = time.monotonic()
             spacing = max(_MARK_SPACING_S, 2 * delay / _MARKS_KEPT)
             if not marks or now >= marks[-1][1] + spacing:
                 marks.append((top, now))
+
+    def floor_bounds_watermark(self, settled: SettledTxns | None) -> bool:
+        """Whether ``settled`` is recent enough for open_txns to take the MIN_HISTORY_LEVEL
+        watermark from it (the lower of its floor and its unsettled txns still open) instead
+        of Hive's two searches of TXNS (docs/compatibility.md, "The open-txn watermark").
+
+        Any settled floor would be a safe watermark: every id below it is committed, gone or
+        unsettled, every id at or above it is not below it. A recent one keeps it close to
+        Hive's: the floor's read ended at most twice the settling delay plus a margin ago (5 s
+        with the default open window), and open_txns reads the list itself when the floor is
+        due to move, so under load the floor is never older than that; after a pause the
+        first opens search TXNS as Hive does until a read has moved the floor again.
+        """
+        if settled is None:
+            return False
+        delay = self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
+        return time.monotonic() - settled.marked_at <= 2 * delay + _SETTLE_MARGIN_S
 
     def get_open_txns(self, exclude_types: Iterable[int] = (hms.TxnType.READ_ONLY,)) -> Any:
         return self.open_txn_list_now().response(exclude_types)  # one query, one snapshot
@@ -432,7 +449,14 @@ class Txns(TxnPart):
 
             if self.functions.usable():  # one round trip: plpgsql.OPEN_FUNCTION
                 ids = self.functions.open_txns(
-                    n, user, host, agent_info, txn_type, started, settled
+                    n,
+                    user,
+                    host,
+                    agent_info,
+                    txn_type,
+                    started,
+                    settled,
+                    self.floor_bounds_watermark(settled),
                 )
             else:
                 ids = self.db.transaction(run)
@@ -470,15 +494,16 @@ class Txns(TxnPart):
                 *settled_bounds(settled),
             )
             level = self.config.use_min_history_level
+            on_floor = self.floor_bounds_watermark(settled)
             if txn_type == hms.TxnType.READ_ONLY:  # no event
-                ids, lock_wait = pgsql.open_txns_with(conn, params, level)
+                ids, lock_wait = pgsql.open_txns_with(conn, params, level, on_floor)
                 started.append(sent + lock_wait)
                 return ids
             # Two round trips: the txns and the event's sequence lock, then the event + COMMIT.
             reservation = self.events.reserve(
                 conn,
                 1,
-                before=pgsql.open_keeping_sql(conn, level),
+                before=pgsql.open_keeping_sql(conn, level, on_floor),
                 params=params,
                 also=pgsql.OPEN_KEPT,
             )
