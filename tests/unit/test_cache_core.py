@@ -337,3 +337,70 @@ def test_a_commit_that_wrote_nothing_is_applied_without_decoding_its_message(
     assert cache.position == 13
     w = cache.entries[TableName("hive", "d", "t")].write_ids
     assert w is not None and w.high_watermark == 6
+
+
+def test_an_alter_partition_is_applied_without_decoding_the_table_or_the_old_partition(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 23: the writer's catch-up after every INSERT into a partition applied its
+    ALTER_PARTITION by decoding the embedded table, the partition before and after; the table's
+    name, keys and old values are in the message's db, table and keyValues. A rename (new
+    values) still moves the partition; a message without keyValues decodes the table."""
+    from hms_cache_proxy.store.cached import apply
+    from hms_cache_proxy.store.events import messages
+
+    builder = messages.MessageBuilder(clock=lambda: 0, writer=messages.WRITER_NAME)
+    keys = [hms.FieldSchema(name="a", type="string"), hms.FieldSchema(name="b", type="string")]
+    table = hms.Table(tableName="T", dbName="D", parameters={}, partitionKeys=keys)
+    cache = Cache(10**9)
+    key = TableName("hive", "d", "t")
+    parts = PartitionSet()
+    parts.put("a=1/b=x", _part(("1", "x")))
+    parts.put("a=2/b=y", _part(("2", "y")))
+    with cache.lock:
+        cache.put_locked(TableEntry(key, table, b"x", as_of=5, write_ids=None, parts=parts))
+    applier = apply.EventApplier(cache, _NoLoads())  # type: ignore[arg-type]
+
+    def part(a: str, b: str, n: str) -> hms.Partition:
+        return hms.Partition(values=[a, b], dbName="d", tableName="t", parameters={"n": n})
+
+    def event(event_id: int, body: dict) -> Any:
+        return hms.NotificationEvent(
+            eventId=event_id,
+            eventTime=0,
+            eventType=messages.ALTER_PARTITION,
+            dbName="d",
+            tableName="t",
+            message=messages.to_json(body),
+            messageFormat=messages.JSON_FORMAT,
+            catName="hive",
+        )
+
+    decoded: list[str] = []
+    real_table, real_before = messages.table, messages.partition_before
+
+    def table_of(body: dict) -> Any:
+        decoded.append("table")
+        return real_table(body)
+
+    def before_of(body: dict) -> Any:
+        decoded.append("before")
+        return real_before(body)
+
+    monkeypatch.setattr(apply.msg, "table", table_of)
+    monkeypatch.setattr(apply.msg, "partition_before", before_of)
+    altered = builder.alter_partition(table, part("1", "x", "old"), part("1", "x", "new"))
+    renamed = builder.alter_partition(table, part("2", "y", "old"), part("3", "z", "new"))
+    applier.apply([event(6, altered), event(7, renamed)])
+    assert decoded == []
+    entry = cache.entries[key]
+    assert entry.parts is not None and list(entry.parts.names()) == ["a=1/b=x", "a=3/b=z"]
+    stored = thrift_bytes.decode(hms.Partition, entry.parts.by_name["a=1/b=x"].encoded())
+    assert stored.parameters == {"n": "new"} and cache.position == 7
+
+    without = dict(builder.alter_partition(table, part("1", "x", "new"), part("1", "x", "3")))
+    del without["keyValues"]
+    applier.apply([event(8, without)])
+    assert decoded == ["table", "before"]
+    stored = thrift_bytes.decode(hms.Partition, entry.parts.by_name["a=1/b=x"].encoded())
+    assert stored.parameters == {"n": "3"}
