@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from hms_cache_proxy.bench import txn_history
 from hms_cache_proxy.store.db import schema
@@ -57,6 +57,16 @@ def test_history_leaves_write_set_rows_only_with_the_level_switch_off(
     }
     txn_history.remove(pg_url, stock=False)
     assert _history_rows(svc) == {"TXNS": 0, "TXN_TO_WRITE_ID": 0, "WRITE_SET": 0}
+    # and vacuumed, as autovacuum would: the next target finds no dead rows, fresh statistics
+    with svc.db.read() as conn:
+        vacuumed = conn.execute(
+            text(
+                "SELECT relname, last_vacuum IS NOT NULL, last_analyze IS NOT NULL "
+                "FROM pg_stat_user_tables "
+                "WHERE relname IN ('TXNS', 'TXN_TO_WRITE_ID')"
+            )
+        ).all()
+    assert sorted(vacuumed) == [("TXNS", True, True), ("TXN_TO_WRITE_ID", True, True)]
 
 
 def test_settling_moves_the_settled_floor_above_the_history(svc: TxnService, pg_url: str) -> None:

@@ -381,12 +381,12 @@ def test_function_calls_are_prepared_once_per_pooled_session(
 
 
 @pytest.mark.parametrize("functions", [True, False], ids=["functions", "statements"])
-def test_an_open_is_not_announced_its_commit_is(
+def test_an_open_and_an_allocation_are_not_announced_the_commit_is(
     pg_url: str, tmp_path: Path, made: list[Database], functions: bool
 ) -> None:
-    """OPEN_TXN is written without a NOTIFY (log.UNANNOUNCED_TYPES): a listener woken by the
-    commit hears the commit's event id alone. Notifications reach a listener in commit order,
-    so an announced open would be heard before the commit."""
+    """OPEN_TXN and ALLOC_WRITE_ID_EVENT are written without a NOTIFY (log.UNANNOUNCED_TYPES):
+    a listener woken by the commit hears the commit's event id alone. Notifications reach a
+    listener in commit order, so an announced open or allocation would be heard before it."""
     import select as io_select
 
     from sqlalchemy.engine import make_url
@@ -400,6 +400,7 @@ def test_an_open_is_not_announced_its_commit_is(
     try:
         conn.cursor().execute(f"LISTEN {NOTIFY_CHANNEL}")
         (txn,) = svc.open_txns(1, USER, HOST)
+        svc.allocate_table_write_ids("default", "t1", [txn])
         svc.commit_txn(txn)
         with svc.db.read() as read:
             kinds = read.execute(
@@ -407,7 +408,7 @@ def test_an_open_is_not_announced_its_commit_is(
                     schema.NOTIFICATION_LOG.c.EVENT_ID
                 )
             ).scalars()
-            assert list(kinds)[-2:] == ["OPEN_TXN", "COMMIT_TXN"]
+            assert list(kinds)[-3:] == ["OPEN_TXN", "ALLOC_WRITE_ID_EVENT", "COMMIT_TXN"]
             last = read.execute(select(schema.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar()
         payloads: list[str] = []
         while str(last - 1) not in payloads:  # the commit's, at most a few seconds away

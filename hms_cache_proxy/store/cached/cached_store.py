@@ -161,7 +161,8 @@ class CachedStore(StatsReads, PartitionReads, ForwardingStore):
         wait, skip_types = split_wait(skip_types)
         if wait and self._wait_for is not None and self._newest_here() <= last_event:
             # (An event of this process after last_event needs no wait: the poller may leave
-            # it for later, OPEN_TXN having no NOTIFY, and the database has it.)
+            # it for later, OPEN_TXN and ALLOC_WRITE_ID_EVENT having no NOTIFY, and the
+            # database has it.)
             self._wait_for(last_event + 1, wait)
         recent = self._recent
         if recent is not None and recent.end >= self._newest_here():

@@ -96,12 +96,13 @@ _KEEP_UNSETTLED = 4096
 NOTIFY_CHANNEL = "hms_notification_log"
 """PostgreSQL channel that ``append`` notifies (payload: the last new event id) on commit."""
 
-UNANNOUNCED_TYPES = frozenset({messages.OPEN_TXN})
-"""Event types written without a NOTIFY: an open changes no answer any cache gives until a
-later event of its transaction (an allocation, a write, its commit or abort: announced, and
-with a higher id, so applied after it) does, and a read that must reflect the open anyway
-(strong mode, a granted lock) asks the database's position, not the notifications
-(docs/cache.md, "Events without a NOTIFY"). Half the notifications of an open+commit cycle."""
+UNANNOUNCED_TYPES = frozenset({messages.OPEN_TXN, messages.ALLOC_WRITE_ID_EVENT})
+"""Event types written without a NOTIFY: an open or a write-id allocation changes no answer
+any cache gives until a later event of its transaction (a write, its commit or abort:
+announced, and with a higher id, so applied after it) does, and a read that must reflect it
+anyway (strong mode, a granted lock) asks the database's position, not the notifications
+(docs/cache.md, "Events without a NOTIFY"). Half the notifications of an open+commit cycle,
+two of an ACID insert's four."""
 
 
 @dataclass(frozen=True)

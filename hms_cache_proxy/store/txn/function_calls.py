@@ -228,7 +228,7 @@ class FunctionCalls(TxnPart):
                 "nl_id": self._nl_id(),
                 "message": message,
                 "format": msg.JSON_FORMAT,
-                "channel": self.events.notify_channel,
+                "channel": self.events.channel_for(msg.ALLOC_WRITE_ID_EVENT),  # None
             }
             row = _one(cur, _ALLOCATE, values)
             if row[0] != "done":
