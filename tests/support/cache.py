@@ -52,9 +52,13 @@ def clients(*services: Any) -> Iterator[list[Any]]:
 
 
 def settle(*services: Any, timeout: float = 10.0) -> None:
-    """Every instance has applied every event in the log, and its loads are done."""
+    """Every instance has applied every event in the log, and its loads are done. The poller
+    is woken first: a trailing OPEN_TXN or ALLOC_WRITE_ID_EVENT of another instance is not
+    announced (docs/cache.md, "Events without a NOTIFY"), and an eventual-mode instance would
+    otherwise read it only with the next announced event or its safety check."""
     for svc in services:
         target = svc.store.current_notification_event_id()
+        svc.cache.poller.wake()
         assert svc.cache.poller.wait_for(target, timeout), f"{svc.name} did not reach {target}"
         assert svc.cache.loader.wait_idle(timeout)
 
