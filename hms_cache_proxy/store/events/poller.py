@@ -7,8 +7,8 @@ applied, and the hole is reported when the next round starts at it (``on_gap``):
 forgets everything rather than serve on without those events.
 
 On PostgreSQL every writer sends ``NOTIFY hms_notification_log`` in the event's transaction
-(store/events/log.py; not for an OPEN_TXN alone, which the next announced event, a strong
-read's position or a lock grant brings in: docs/cache.md); the poller LISTENs on a dedicated
+(store/events/log.py; not for an OPEN_TXN or ALLOC_WRITE_ID_EVENT alone, which the next
+announced event, a strong read's position or a lock grant brings in: docs/cache.md); the poller LISTENs on a dedicated
 connection and polls as soon as a notification arrives, so a change made through one instance
 reaches the others at once.
 While LISTEN works an idle instance sends nothing: every ``safety_interval`` seconds it reads
