@@ -355,7 +355,7 @@ class Txns(TxnPart):
         """True when the next open-txn read would set or move the settled floor (without
         get_open_txns calls, open_txns makes that read itself, at most every few seconds)."""
         marks = self._settle_marks
-        delay = self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
+        delay = self.settling_delay_s()
         return not marks or time.monotonic() >= marks[0][1] + delay
 
     def _settle(
@@ -391,6 +391,26 @@ class Txns(TxnPart):
             spacing = max(_MARK_SPACING_S, 2 * delay / _MARKS_KEPT)
             if not marks or now >= marks[-1][1] + spacing:
                 marks.append((top, now))
+
+    def settling_delay_s(self) -> float:
+        """How much younger a read must be than a mark for the mark's top id to settle."""
+        return self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
+
+    def prime_settled_floor(self, stop: threading.Event) -> bool:
+        """Read the open-txn list now and again once the first read may settle (PostgreSQL
+        only; ``stop`` cuts the wait short): a new instance then holds a floor from its first
+        seconds on, whether or not calls come. Without one every open_txns with min-history on
+        searches TXNS from id 0 for the lowest open txn, through all the committed history
+        housekeeping has not removed yet (issue 23: a server started on a database with a long
+        history ran its first seconds of opens at a fraction of the speed). True once the floor
+        is set."""
+        if self.db.dialect != "postgresql":
+            return False
+        self.open_txn_list_now()  # the mark
+        if stop.wait(self.settling_delay_s() + _MARK_SPACING_S):
+            return False
+        self.open_txn_list_now()  # began late enough: the mark's top id becomes the floor
+        return self._settled_txns is not None
 
     def floor_bounds_watermark(self, settled: SettledTxns | None) -> bool:
         """Whether ``settled`` is recent enough for open_txns to take the MIN_HISTORY_LEVEL
