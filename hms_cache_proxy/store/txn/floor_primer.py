@@ -1,11 +1,12 @@
 """Settle the floor of old TXNS rows right after start, not at the first calls.
 
-The settled floor (``txn_base.SettledTxns``) needs two open-txn reads the open window apart.
-Without it open_txns with min-history on searches TXNS from id 0 for the lowest open txn, and
-TXNS keeps the committed history until housekeeping removes it: on a database with a long
-history a new instance's first seconds of opens were several times slower (issue 23, the cache
-server measured right after the database path's suite). One daemon thread makes both reads at
-start (``Txns.prime_settled_floor``) and ends.
+The calls' own reads settle the floor of old TXNS rows (``txn_base.SettledTxns``) only with
+two reads the open window apart. Until then open_txns with min-history on searches TXNS from
+id 0 for the lowest open txn, and TXNS keeps the committed history until housekeeping removes
+it: on a database with a long history a new instance's first seconds of opens were several
+times slower (issue 23: the cache server, measured right after the database path's suite,
+ran txn_open_commit at half the database path's speed). One daemon thread settles it at start
+(``Txns.prime_settled_floor``: one read under TXN_LOCK_TBL, else the two reads) and ends.
 """
 
 from __future__ import annotations
