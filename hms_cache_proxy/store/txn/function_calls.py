@@ -152,6 +152,8 @@ class FunctionCalls(TxnPart):
         self, event_type: str, row: Any, db: str | None = None, table: str | None = None
     ) -> None:
         """Hand the event the function wrote to the writer's cache (``record_commits``)."""
+        if not self.events.recording:
+            return
         event_id, event_time, body = row
         self.events.record_committed(
             [
