@@ -46,6 +46,7 @@ from hms_cache_proxy.store.events.message_base import WRITER_NAME
 from hms_cache_proxy.store.events.messages import MessageBuilder
 from hms_cache_proxy.store.sql.bootstrap import ensure_ready
 from hms_cache_proxy.store.sql.sql_store import SqlStore
+from hms_cache_proxy.store.txn.floor_primer import FloorPrimer
 from hms_cache_proxy.store.txn.housekeeping import Housekeeper
 from hms_cache_proxy.store.txn.install import install as install_txn_functions
 from hms_cache_proxy.store.txn.txn_service import TxnConfig, TxnService
@@ -63,6 +64,7 @@ class Service:
     store: SqlStore | None  # None in upstream mode
     server: ThriftServer
     housekeeper: Housekeeper | None = None
+    floor_primer: FloorPrimer | None = None  # None in upstream mode
     readiness: Readiness = field(default_factory=Readiness)
     admin: AdminTarget = field(default_factory=NoCacheAdmin)
     http: ObservabilityServer | None = None  # None when metrics_port is off
@@ -154,6 +156,8 @@ class Service:
 
     def _start(self) -> None:
         self.bind()
+        if self.floor_primer is not None:
+            self.floor_primer.start()
         if self.housekeeper is not None:
             self.housekeeper.start()
         if self.cache is not None:
@@ -180,6 +184,8 @@ class Service:
         self.readiness.mark_stopping()
         self._serving.clear()
         self.server.stop(grace_seconds)
+        if self.floor_primer is not None:
+            self.floor_primer.stop(grace_seconds)
         if self.housekeeper is not None:
             self.housekeeper.stop(grace_seconds)
         if self.cache is not None:
@@ -255,6 +261,7 @@ def build_service(settings: Settings) -> Service:
         store,
         server,
         housekeeper,
+        FloorPrimer(txn.txns),
         readiness=readiness,
         admin=cache if cache is not None else NoCacheAdmin(),
         cache=cache,

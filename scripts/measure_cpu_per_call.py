@@ -6,10 +6,13 @@
 On a machine others load, calls/s and latencies move with their work; the CPU an operation
 costs moves much less. This starts a throwaway PostgreSQL (bench/postgres.py; with --stats
 with pg_stat_statements, track = all, so a PL/pgSQL function's own statements show), one
-`serve` (target db: cache off, cache: cache on; --setting as `bench --setting`), runs each case
+`serve` (target db: cache off, cache: cache on; --setting as `bench --setting`) or the stock
+Hive metastore (target stock: bench/stock_hms.py's JVM, settings not passed), runs each case
 with bench.runner at N client processes and reads /proc/PID/stat of the server's process tree
 (its workers too) and of the postmaster's (every backend) before and after: the CPU seconds
-over the run divided by the operations done (warm-up included on both sides). --waits samples
+over the run divided by the operations done (warm-up included on both sides). The client
+processes' CPU per operation (getrusage of the reaped children) is printed too: a server
+whose replies made the clients work more would cost that as well. --waits samples
 pg_stat_activity's wait events of active backends every 10 ms (a backend in a row-lock
 queue is shown with the relation of the row: the tuple lock it holds or waits for; statements
 are grouped by their text up to the first parenthesis, so an EXECUTE's values do not split them);
@@ -27,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
+import resource
 import sys
 import tempfile
 import threading
@@ -70,6 +75,12 @@ def cpu_seconds(pid: int) -> float:
             continue
         ticks += int(fields[11]) + int(fields[12])
     return ticks / _TICK
+
+
+def _children_cpu() -> float:
+    """User + system CPU of this process's reaped children (the case's client processes)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def _postmaster(pg: PostgresServer) -> int:
@@ -141,7 +152,7 @@ def _statements(pg: PostgresServer, dbname: str, reset: bool) -> list[Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--target", choices=["db", "cache"], default="db")
+    ap.add_argument("--target", choices=["db", "cache", "stock"], default="db")
     ap.add_argument("--cases", nargs="+", default=["txn_open_commit"])
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--duration", type=float, default=5.0)
@@ -162,9 +173,15 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="hms-cpu-"))
     dbname = "hms"
     url = pg.new_database(dbname)
-    server = targets.start_serve(
-        url, work, args.target, {"cache_enabled": args.target == "cache", **extra}
-    )
+    stack = contextlib.ExitStack()
+    server: Any
+    if args.target == "stock":
+        server = stack.enter_context(targets.stock_server(url, work))
+    else:
+        server = targets.start_serve(
+            url, work, args.target, {"cache_enabled": args.target == "cache", **extra}
+        )
+        stack.callback(server.stop)
     made: set[str] = set()
     history_added = False
     try:
@@ -174,13 +191,15 @@ def main() -> None:
             prepare(args.target, "127.0.0.1", server.port, case, made, "cpu")
             if case.history and not history_added:  # as `bench` does, before the first one
                 level = extra.get("txn_use_min_history_level", True)
-                txn_history.add(url, stock=False, min_history_level=bool(level))
-                if not args.no_settle:
+                stock = args.target == "stock"
+                txn_history.add(url, stock=stock, min_history_level=bool(level))
+                if not args.no_settle and not stock:
                     txn_history.settle("127.0.0.1", server.port)
                 history_added = True
             if args.stats:
                 _statements(pg, dbname, reset=True)
             sampler = WaitSampler(pg, dbname) if args.waits else None
+            clients0 = _children_cpu()
             server0, pg0, t0 = cpu_seconds(server.pid), cpu_seconds(_postmaster(pg)), time.time()
             if sampler:
                 sampler.__enter__()
@@ -198,6 +217,7 @@ def main() -> None:
                 sampler.__exit__()
             server_s = cpu_seconds(server.pid) - server0
             pg_s = cpu_seconds(_postmaster(pg)) - pg0
+            clients_s = _children_cpu() - clients0
             elapsed = time.time() - t0
             if result.status != "ok" or not result.calls_per_s:
                 print(f"{name}: {result.status} {result.reason}")
@@ -207,7 +227,8 @@ def main() -> None:
             print(
                 f"{args.target} {name} x{args.clients}: p50 {result.p50_ms:.2f} ms, "
                 f"{result.calls_per_s:.0f}/s; CPU per op: server {server_s * 1000 / ops:.3f} ms, "
-                f"PostgreSQL {pg_s * 1000 / ops:.3f} ms; load {os.getloadavg()[0]:.2f}",
+                f"PostgreSQL {pg_s * 1000 / ops:.3f} ms, clients {clients_s * 1000 / ops:.3f} ms; "
+                f"load {os.getloadavg()[0]:.2f}",
                 flush=True,
             )
             if args.stats:
@@ -225,7 +246,7 @@ def main() -> None:
             # As `bench`: the txns a case holds open end after it (the next case would list them).
             teardown(args.target, "127.0.0.1", server.port, case, "cpu")
     finally:
-        server.stop()
+        stack.close()
         pg.stop()
 
 

@@ -2,9 +2,14 @@
 
 One run measures, side by side and one after another (so no two servers compete for the
 cores): this service with the cache off (database path), with the cache, the stock Java HMS
-2.3.10 from PySpark's jars, and the floor server. Each of them gets a database of its own on
-one PostgreSQL server (a throwaway one the command starts, or --postgres-url), so their data
-never mix. With --uri the command measures only that server, whatever it is.
+2.3.10 from PySpark's jars, and the floor server. Each of the first three gets a fresh database
+of its own on one PostgreSQL server (a throwaway one the command starts, or --postgres-url) and
+makes its cases' data through itself, so their data never mix and each starts from the same
+state: the cache server does not inherit the dead rows, grown notification log and planner
+statistics of the database path's run (the bench's PostgreSQL runs without autovacuum), which
+would measure the order of the targets, not their code. Only --database-url puts both of this
+service's servers on one given database. With --uri the command measures only that server,
+whatever it is.
 """
 
 from __future__ import annotations
@@ -70,7 +75,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--database-url",
         metavar="URL",
         help="the database this service's servers (db path, cache) use, as it is, instead of "
-        "one the command makes (the cases add their tables to database hms_bench). On "
+        "a fresh one each (the cases add their tables to database hms_bench; the cache server "
+        "then runs on what the db path's run left). On "
         "PostgreSQL the stock server gets a database of its own on the same server (needs "
         "CREATEDB) unless --postgres-url says otherwise",
     )
@@ -501,9 +507,7 @@ def _run_servers(
                         cache_settings if key == targets.CACHE else db_settings
                     ) or {}
                 report.targets[-1] = target.as_dict()
-                bench.measure(
-                    target, "127.0.0.1", port, dbs.url(key if key == targets.STOCK else targets.DB)
-                )
+                bench.measure(target, "127.0.0.1", port, target_database(dbs, key))
                 if key == targets.DB:
                     table_file = _save_table(port, workdir)
         except Exception as exc:
@@ -535,6 +539,13 @@ def _run_servers(
         }
 
 
+def target_database(dbs: Databases, key: str) -> str | None:
+    """The database a target's server runs on: a fresh one each for the db path, the cache
+    server and stock (so the db path's run leaves nothing the cache server's is measured on;
+    ``Databases`` gives both of ours the one --database-url names); none for the floor."""
+    return None if key == targets.FLOOR else dbs.url(key)
+
+
 @contextlib.contextmanager
 def _start(
     key: str,
@@ -548,11 +559,10 @@ def _start(
         with targets.serve(dbs.url(targets.DB), workdir, key, db_settings) as srv:
             yield srv.port, f"thrift://127.0.0.1:{srv.port}"
     elif key == targets.CACHE:
-        # On the database path's database: its data is made already (the cases' writes go to
-        # tables of their own). Measuring starts once prewarm has loaded it.
-        with targets.serve(
-            dbs.url(targets.DB), workdir, key, cache_settings, with_metrics=True
-        ) as srv:
+        # On a database of its own (target_database); measuring starts once prewarm has loaded
+        # what is there (with --database-url: the db path's data), and the cases' data is made
+        # through the server, as for the other targets.
+        with targets.serve(dbs.url(key), workdir, key, cache_settings, with_metrics=True) as srv:
             from hms_cache_proxy.bench.cache_measures import wait_prewarm
 
             wait_prewarm(srv)
@@ -632,9 +642,9 @@ def _cache_figures(
     from hms_cache_proxy.bench import cache_measures
 
     out: dict[str, Any] = {"status": "ok"}
-    # The database the cache target ran on (the database path's, with every table the cases
-    # made): prewarm loads all of it, and the memory figure divides by its partition count.
-    url = dbs.url(targets.DB)
+    # The database the cache target ran on (with every table its cases made): prewarm loads
+    # all of it, and the memory figure divides by its partition count.
+    url = dbs.url(targets.CACHE)
     try:
         print("cache: prewarm and memory", flush=True)
         out["memory"] = cache_measures.prewarm_and_memory(

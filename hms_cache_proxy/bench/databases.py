@@ -1,5 +1,6 @@
 """The benchmark's databases: one per server measured, on one PostgreSQL server (a throwaway one
-or --postgres-url) or as SQLite files in the work directory, dropped again at the end."""
+or --postgres-url) or as SQLite files in the work directory, dropped again at the end; with
+--database-url, that one database for both of this service's servers (db path and cache)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ class Databases:
     ) -> None:
         self.urls: dict[str, str] = {}
         if database_url:
-            self.urls[targets.DB] = database_url
+            # The user's database, as it is, for both of our servers (not dropped at the end).
+            self.urls[targets.DB] = self.urls[targets.CACHE] = database_url
             if database_url.startswith("sqlite"):
                 kind = "sqlite" if not postgres_url else "postgres"
             else:

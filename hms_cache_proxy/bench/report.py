@@ -475,11 +475,16 @@ the figures. The raw figures of the run below are in `benchmarks.json`, the char
 
 - **Servers**, one after another so that no two compete for the cores, each a process of its
   own: `hms-cache-proxy serve` with `cache_enabled: false` ("db path"); `serve` with the cache
-  on ("cache", on the same database once prewarm has finished); the stock metastore ("stock",
-  on a database of its own on the same PostgreSQL, schema created by DataNucleus, with Hive
-  2.3's transaction tables added from its own TxnDbUtil DDL; calls Hive 2.3 does not have are
-  "n/a"); and the floor ("floor": a thriftpy2 threaded server, cython binary protocol, whose
-  handler returns a prebuilt copy of the very table get_table reads).
+  on ("cache", measured once prewarm has finished); the stock metastore ("stock", schema
+  created by DataNucleus, with Hive 2.3's transaction tables added from its own TxnDbUtil DDL;
+  calls Hive 2.3 does not have are "n/a"); and the floor ("floor": a thriftpy2 threaded server,
+  cython binary protocol, whose handler returns a prebuilt copy of the very table get_table
+  reads). db path, cache and stock each get a fresh database of their own on the same
+  PostgreSQL and make their cases' data through themselves, so each starts from the same
+  state: that PostgreSQL runs without autovacuum, and a server run on the database another
+  had run on would find its dead rows, its notification log and its planner statistics
+  (`--database-url` alone puts both of our servers on the one database it names, the cache
+  server after the db path).
 - **Clients**: each a process of its own, 1, or 8 started together at a barrier. Every case
   first makes its data (untimed), warms up (at least one call, 1 s), then is timed for 3 s (at
   least a few calls, at most 60 s).

@@ -135,9 +135,9 @@ def remove(url: str, stock: bool) -> int:
     how many of its txns were left (TXNS rows; the stock server's: COMPLETED_TXN_COMPONENTS).
 
     Then VACUUM ANALYZE the tables, as autovacuum would after a delete this size: without it
-    the next target (the bench runs them one after the other on the same database) would
-    read past 100,000 dead rows and plan with the history's statistics (docs/benchmarks.md,
-    "The cache server's get_valid_write_ids in the history runs")."""
+    a later target on the same database (with --database-url, the cache server after the db
+    path) would read past 100,000 dead rows and plan with the history's statistics
+    (docs/benchmarks.md, "The cache server's get_valid_write_ids in the history runs")."""
     left = _run(url, _STOCK_REMOVE if stock else _OURS_REMOVE, 0)
     tables = _STOCK_TABLES if stock else _OURS_TABLES
     engine = create_engine(url, isolation_level="AUTOCOMMIT")  # VACUUM runs outside a txn

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import BigInteger, Connection, Update, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.store.db import schema
@@ -150,18 +150,31 @@ class IdAllocator:
                     self._blocks[name] = (nxt, end)
 
 
+_BUMPS: dict[str, Update] = {}
+"""Each sequence's reserving UPDATE, built once: building it per block (SQLAlchemy's
+expressions and their cache key) cost more Python than running it."""
+
+
+def _bump(seq: IdSequence) -> Update:
+    """The UPDATE ... RETURNING that advances ``seq``'s row by the bound ``hms_n``."""
+    stmt = _BUMPS.get(seq.name)
+    if stmt is None:
+        st = schema.SEQUENCE_TABLE
+        stmt = _BUMPS[seq.name] = (
+            update(st)
+            .where(st.c.SEQUENCE_NAME == seq.name)
+            .values(NEXT_VAL=st.c.NEXT_VAL + bindparam("hms_n", type_=BigInteger))
+            .returning(st.c.NEXT_VAL)
+        )
+    return stmt
+
+
 def reserve(conn: Connection, seq: IdSequence, n: int) -> int:
     """Reserve ``n`` consecutive ids under the sequence row's lock; returns the first. One
     statement (the UPDATE takes the row lock DataNucleus's SELECT ... FOR UPDATE takes, and
     waits for it the same way) unless the row must be created first."""
     st = schema.SEQUENCE_TABLE
-    bump = (
-        update(st)
-        .where(st.c.SEQUENCE_NAME == seq.name)
-        .values(NEXT_VAL=st.c.NEXT_VAL + n)
-        .returning(st.c.NEXT_VAL)
-    )
-    after = conn.execute(bump).scalar()
+    after = conn.execute(_bump(seq), {"hms_n": n}).scalar()
     if after is not None:
         return int(after) - n
     current = _create_row(conn, seq)

@@ -184,11 +184,6 @@ class EventLog:
         db.on_transaction_end(self._on_end)
         self._recording = True
 
-    @property
-    def recording(self) -> bool:
-        """Whether ``record_commits`` is on (a caching store takes this process's events)."""
-        return self._recording
-
     def body_of(self, event: Any) -> dict | None:
         """The body ``event``'s message encodes, if ``event`` is a NotificationEvent this
         process appended (recording, recently); else None. The cache applies its own events
@@ -242,6 +237,9 @@ class EventLog:
         NOTIFY, waits for the call's thread to record them (``record_committed``) rather than
         read them back from the log."""
         self.last_write_started = time.monotonic()
+        if not self._recording:  # nobody waits for what it records (no cache here)
+            yield
+            return
         with self._recent_lock:
             self._calls_in_flight += 1
         try:
@@ -250,6 +248,11 @@ class EventLog:
             with self._recent_lock:
                 self._calls_in_flight -= 1
                 self._recent_changed.notify_all()
+
+    @property
+    def recording(self) -> bool:
+        """Whether committed events are remembered (``record_commits``: a cache applies them)."""
+        return self._recording
 
     def record_committed(self, events: list[Any]) -> None:
         """Remember NotificationEvents this thread wrote and committed outside ``Database.

@@ -8,9 +8,9 @@ forgets everything rather than serve on without those events.
 
 On PostgreSQL every writer sends ``NOTIFY hms_notification_log`` in the event's transaction
 (store/events/log.py; not for an OPEN_TXN or ALLOC_WRITE_ID_EVENT alone, which the next
-announced event, a strong read's position or a lock grant brings in: docs/cache.md); the poller
-LISTENs on a dedicated connection and polls as soon as a notification arrives, so a change made
-through one instance reaches the others at once.
+announced event, a strong read's position or a lock grant brings in: docs/cache.md); the
+poller LISTENs on a dedicated connection and polls as soon as a notification arrives, so a
+change made through one instance reaches the others at once.
 While LISTEN works an idle instance sends nothing: every ``safety_interval`` seconds it reads
 NEXT_EVENT_ID on the LISTEN connection itself (one statement, no pooled connection) and catches
 up only when that shows events it has not applied. The catch-up a notification (or the safety

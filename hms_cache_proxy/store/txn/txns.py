@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import logging
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -66,6 +67,8 @@ from hms_cache_proxy.store.txn.txn_base import (
     txn_type_of,
 )
 from hms_cache_proxy.store.txn_snapshots import LONG_MAX, ValidReadTxnList, bitset_to_bytes
+
+log = logging.getLogger(__name__)
 
 _T = schema.TXNS
 _OPEN_RETRIES = 10
@@ -256,12 +259,19 @@ class Txns(TxnPart):
         return listed, hwm, found, writes
 
     def _open_txn_list_of(
-        self, rows: Any, info: bool, fresh_snapshot: bool, began: float, prev_at: int | None
+        self,
+        rows: Any,
+        info: bool,
+        fresh_snapshot: bool,
+        began: float,
+        prev_at: int | None,
+        settle_all: bool = False,
     ) -> OpenTxnList:
         """open_txn_list from its query's rows (TXN_ID order), read after ``began``. Columns by
         position: TXN_ID, TXN_STATE, TXN_TYPE, age, first_young, with ``info`` the user, host,
         start and heartbeat, and at ``prev_at`` (PostgreSQL's statement) the id of the row
-        before."""
+        before. ``settle_all``: read while no opener held an id it had not made visible
+        (``settle_under_lock``), so the top id (or the first young row) is the floor now."""
         timeout = self.config.open_txn_timeout_ms
         txns: list[TxnRow] = []
         not_committed: list[int] = []
@@ -308,7 +318,17 @@ class Txns(TxnPart):
                 txns.append(TxnRow(txn_id, state, txn_type_of(r[2])))
         if fresh_snapshot and hwm:
             self._settle(began, hwm, None if young is None else int(young), not_committed)
+        if settle_all and hwm:
+            self._settle_at(hwm if young is None else min(hwm, int(young)), not_committed)
         return OpenTxnList(hwm, tuple(txns))
+
+    def _settle_at(self, floor: int, not_committed: list[int]) -> None:
+        """Move the settled floor up to ``floor`` now (a read no opener was in the middle of)."""
+        with self._settled_lock:
+            settled = self._settled_txns
+            if settled is None or floor > settled.floor:
+                unsettled = frozenset(t for t in not_committed if t < floor)
+                self._settled_txns = SettledTxns(floor, unsettled, time.monotonic())
 
     def _open_txn_list_query(
         self, conn: Connection, info: bool, floor: int, settled: SettledTxns | None
@@ -355,7 +375,7 @@ class Txns(TxnPart):
         """True when the next open-txn read would set or move the settled floor (without
         get_open_txns calls, open_txns makes that read itself, at most every few seconds)."""
         marks = self._settle_marks
-        delay = self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
+        delay = self.settling_delay_s()
         return not marks or time.monotonic() >= marks[0][1] + delay
 
     def _settle(
@@ -391,6 +411,52 @@ class Txns(TxnPart):
             spacing = max(_MARK_SPACING_S, 2 * delay / _MARKS_KEPT)
             if not marks or now >= marks[-1][1] + spacing:
                 marks.append((top, now))
+
+    def settling_delay_s(self) -> float:
+        """How much younger a read must be than a mark for the mark's top id to settle."""
+        return self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
+
+    def settle_under_lock(self) -> bool:
+        """Settle the floor at once (PostgreSQL): TXN_LOCK_TBL in EXCLUSIVE mode, as a commit
+        numbering itself takes it, then the open-txn list. Every opener takes ids only under
+        the SHARE lock and holds it until its rows are committed or rolled back, so once the
+        lock is granted no id is taken but not yet visible: every id below the top is
+        committed, gone for good or listed (unsettled), and the floor needs no second read an
+        open window later. Like the time-based floor it stops at the first young row (the
+        gap rules need the rows around those). Waits at most a second for the lock (opens and
+        commits wait behind it as behind a commit); False when not on PostgreSQL."""
+        if self.db.dialect != "postgresql":
+            return False
+
+        def read(conn: Connection) -> list[Any]:
+            conn.execute(text("SET LOCAL lock_timeout = '1s'"))
+            conn.execute(text('LOCK TABLE "TXN_LOCK_TBL" IN EXCLUSIVE MODE'))
+            return list(pgsql.open_txn_rows(conn, self.config.open_txn_timeout_ms, 0, [], False))
+
+        rows = self.db.transaction(read)
+        self._open_txn_list_of(rows, False, False, time.monotonic(), _PREV_AT, settle_all=True)
+        return self._settled_txns is not None
+
+    def prime_settled_floor(self, stop: threading.Event) -> bool:
+        """Settle the floor right after start (PostgreSQL only; ``stop`` cuts the wait short):
+        ``settle_under_lock``, or when that fails (the lock not granted within its timeout,
+        an error) the time-based way, the open-txn list read now and again once the first
+        read may settle. Without a floor every open_txns with min-history on searches TXNS
+        from id 0 for the lowest open txn, through all the committed history housekeeping
+        has not removed yet (issue 23: a server started on a database with a long history
+        opened at a fraction of the speed for its first seconds). True once the floor is set."""
+        if self.db.dialect != "postgresql":
+            return False
+        try:
+            if self.settle_under_lock():
+                return True
+        except Exception:  # noqa: BLE001 - the time-based way below does without the lock
+            log.info("settling the open-txn floor under TXN_LOCK_TBL failed", exc_info=True)
+        self.open_txn_list_now()  # the mark
+        if stop.wait(self.settling_delay_s() + _MARK_SPACING_S):
+            return False
+        self.open_txn_list_now()  # began late enough: the mark's top id becomes the floor
+        return self._settled_txns is not None
 
     def floor_bounds_watermark(self, settled: SettledTxns | None) -> bool:
         """Whether ``settled`` is recent enough for open_txns to take the MIN_HISTORY_LEVEL
