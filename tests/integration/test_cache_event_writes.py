@@ -11,6 +11,7 @@ ADD_PARTITION and DROP_PARTITION events.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,16 @@ def test_own_events_are_applied_from_the_bodies_their_writes_kept(instance, T) -
     back what the writes stored."""
     svc, client = instance
     log = svc.store.events
+    handed_out: dict[int, dict] = {}
+    take = svc.cache.applier._body_of
+
+    def recorded(event: Any) -> dict | None:
+        body = take(event)
+        if body is not None:
+            handed_out[event.eventId] = body
+        return body
+
+    svc.cache.applier._body_of = recorded
     first = svc.store.current_notification_event_id() + 1
     client.create_database(T.Database(name=DB, description="", parameters={}))
     client.create_table(table(T, DB, "p", keys=["ds:string"]))
@@ -191,16 +202,16 @@ def test_own_events_are_applied_from_the_bodies_their_writes_kept(instance, T) -
 
     events = log.committed_here(first, last)
     assert events is not None, "every event of these writes was committed here"
-    kept = {e.eventType: log.body_of(e) for e in events if log.body_of(e) is not None}
-    assert set(kept) >= {
+    kept = {e.eventType for e in events if e.eventId in handed_out}
+    assert kept >= {
         "CREATE_DATABASE", "CREATE_TABLE", "ADD_PARTITION", "ALTER_PARTITION", "ALTER_TABLE",
         "UPDATE_TBL_COL_STAT_EVENT",
         "UPDATE_PART_COL_STAT_EVENT", "DROP_PARTITION", "DROP_TABLE",
     }  # fmt: skip
     for e in events:
-        body = log.body_of(e)
-        if body is not None:
-            assert body == event_body(e), e.eventType
+        if e.eventId in handed_out:
+            assert handed_out[e.eventId] == event_body(e), e.eventType
+            assert log.body_of(e) is None, "a body is handed out once, then let go"
     # An object read back from the log is not the one the write made: decoded as usual.
     with svc.store.db.read() as conn:
         (from_log,) = log.next_events(conn, events[0].eventId - 1, 1)
@@ -209,6 +220,39 @@ def test_own_events_are_applied_from_the_bodies_their_writes_kept(instance, T) -
     got = {tuple(p.values): p.parameters for p in client.get_partitions(DB, "p", -1)}
     assert sorted(got) == [("a",), ("d",)] and got[("a",)]["k"] == "v"
     assert client.get_table(DB, "p").parameters["t"] == "1"
+
+
+def test_a_large_events_body_is_not_kept_and_is_decoded(instance, T) -> None:
+    """A body is kept only while its encoded message is small (``_KEEP_BODY_CHARS``), so what
+    one client writes bounds the memory kept: a partition with 40 KB of incompressible
+    parameters is applied by decoding its event, and read back whole from the cache."""
+    svc, client = instance
+    log = svc.store.events
+    client.create_database(T.Database(name=DB, description="", parameters={}))
+    client.create_table(table(T, DB, "p", keys=["ds:string"]))
+    client.get_partitions(DB, "p", -1)  # queues the entry's load
+    assert svc.cache.loader.wait_idle(10)
+    big = os.urandom(20_000).hex()
+    before = svc.store.current_notification_event_id()
+    seen: list[Any] = []
+    take = svc.cache.applier._body_of
+
+    def recorded(event: Any) -> dict | None:
+        seen.append((event.eventType, take(event)))
+        return seen[-1][1]
+
+    svc.cache.applier._body_of = recorded
+    client.add_partitions([partition(T, DB, "p", ["b"], params={"big": big})])
+    client.add_partition(partition(T, DB, "p", ["c"]))
+    _caught_up(svc)
+    (added, _), (small_added, small_body) = seen[-2], seen[-1]
+    assert added == small_added == "ADD_PARTITION"
+    assert small_body is not None, "a small event's body is kept and used"
+    (large,) = log.committed_here(before + 1, before + 1) or [None]
+    assert large is not None and len(large.message) > 16384
+    assert ("ADD_PARTITION", None) == seen[-2], "a large event's body was not kept"
+    got = {tuple(p.values): p.parameters for p in client.get_partitions(DB, "p", -1)}
+    assert got[("b",)]["big"] == big and sorted(got) == [("b",), ("c",)]
 
 
 def test_an_open_and_an_allocation_are_applied_with_the_txns_next_call(

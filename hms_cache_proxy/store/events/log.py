@@ -92,9 +92,13 @@ takes, open_txns for one, would otherwise collect them without end; fewer only m
 reads the log instead)."""
 _KEEP_UNSETTLED = 4096
 """At most this many event ids of unfinished transactions are tracked for the poller."""
-_KEEP_BODIES = 1024
+_KEEP_BODIES = 256
 """At most this many message bodies of events this process appended are kept (``body_of``);
 an event whose body was let go is decoded from its text, as one read from the log is."""
+_KEEP_BODY_CHARS = 16384
+"""A body is kept only if its encoded message is at most this long: the bodies kept cost at
+most about ``_KEEP_BODIES`` times this (times what gzip saved) of memory, however large the
+partition lists one client writes; a larger event is decoded from its text."""
 
 NOTIFY_CHANNEL = "hms_notification_log"
 """PostgreSQL channel that ``append`` notifies (payload: the last new event id) on commit."""
@@ -191,8 +195,8 @@ class EventLog:
         of what applying an ALTER_PARTITION of an insert cost). The object itself is checked,
         not only its id, so an event of a rolled-back transaction, whose id another writer then
         took, is never mistaken for that writer's. The dict is shared: read it, never change
-        it."""
-        found = self._bodies.get(event.eventId)
+        it. A body is handed out once (the event is then applied) and let go."""
+        found = self._bodies.pop(event.eventId, None)
         return found[1] if found is not None and found[0] is event else None
 
     def take_committed(self) -> list[Any]:
@@ -355,7 +359,8 @@ class EventLog:
             kept = self._bodies
             for made_event, e in zip(made, events, strict=True):
                 kept.pop(made_event.eventId, None)  # a rolled-back one's: this is newer
-                kept[made_event.eventId] = (made_event, e.message)
+                if len(made_event.message) <= _KEEP_BODY_CHARS:
+                    kept[made_event.eventId] = (made_event, e.message)
             while len(kept) > _KEEP_BODIES:
                 del kept[next(iter(kept))]
         self._pending().setdefault(id(conn), []).extend(made)
