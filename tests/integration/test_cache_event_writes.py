@@ -11,14 +11,15 @@ ADD_PARTITION and DROP_PARTITION events.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.cache import Counted, clients, entry
-from tests.support.metastore import partition, table
+from tests.support.cache import Counted, allocate, clients, commit, entry, open_txn
+from tests.support.metastore import event_body, partition, table
 from tests.support.server import running_service
 
 DB = "fdb"
@@ -132,3 +133,157 @@ def test_an_exchange_of_partitions_is_caught_up_and_read_from_the_cache_at_once(
         assert [p.values for p in client.get_partitions("default", "src", -1)] == [["y"]]
         assert [p.values for p in client.get_partitions("default", "dst", -1)] == [["x"]]
     assert counted.hits("get_partitions") == 2
+
+
+def _column_stats(T: Any, desc: Any) -> Any:
+    data = T.LongColumnStatsData(lowValue=1, highValue=9, numNulls=0, numDVs=4)
+    obj = T.ColumnStatisticsObj(
+        colName="a", colType="int", statsData=T.ColumnStatisticsData(longStats=data)
+    )
+    return T.ColumnStatistics(statsDesc=desc, statsObj=[obj], engine="hive")
+
+
+def test_own_events_are_applied_from_the_bodies_their_writes_kept(instance, T) -> None:
+    """The cache applies this process's events from the bodies their writes kept in memory
+    (``EventLog.body_of``), not by decoding their messages again: every kept body is exactly
+    the body its message decodes to, for the writes an instance makes, and the cache reads
+    back what the writes stored."""
+    svc, client = instance
+    log = svc.store.events
+    handed_out: dict[int, dict] = {}
+    take = svc.cache.applier._body_of
+
+    def recorded(event: Any) -> dict | None:
+        body = take(event)
+        if body is not None:
+            handed_out[event.eventId] = body
+        return body
+
+    svc.cache.applier._body_of = recorded
+    first = svc.store.current_notification_event_id() + 1
+    client.create_database(T.Database(name=DB, description="", parameters={}))
+    client.create_table(table(T, DB, "p", keys=["ds:string"]))
+    client.add_partition(partition(T, DB, "p", ["a"]))
+    client.add_partitions([partition(T, DB, "p", [ds]) for ds in ("b", "c")])
+    client.get_partitions(DB, "p", -1)  # queues the entry's load
+    assert svc.cache.loader.wait_idle(10)
+    client.alter_partition(DB, "p", partition(T, DB, "p", ["a"], params={"k": "v"}))
+    client.alter_partitions(
+        DB, "p", [partition(T, DB, "p", [ds], params={"k": ds}) for ds in ("b", "c")]
+    )
+    client.rename_partition(DB, "p", ["c"], partition(T, DB, "p", ["d"]))
+    client.alter_table(DB, "p", table(T, DB, "p", keys=["ds:string"], params={"t": "1"}))
+    client.update_table_column_statistics(
+        _column_stats(T, T.ColumnStatisticsDesc(isTblLevel=True, dbName=DB, tableName="p"))
+    )
+    client.update_partition_column_statistics(
+        _column_stats(
+            T,
+            T.ColumnStatisticsDesc(isTblLevel=False, dbName=DB, tableName="p", partName="ds=a"),
+        )
+    )
+    client.drop_partition(DB, "p", ["b"], True)
+    acid = {"transactional": "true", "transactional_properties": "insert_only"}
+    client.create_table(table(T, DB, "acid", keys=["ds:string"], params=acid))
+    client.add_partition(partition(T, DB, "acid", ["a"]))
+    txn = open_txn(client, T)
+    write_id = allocate(client, T, DB, "acid", txn)
+    altered = partition(T, DB, "acid", ["a"], params={"k": "w"})
+    altered.writeId = write_id
+    client.alter_partitions_req(
+        T.AlterPartitionsRequest(
+            dbName=DB, tableName="acid", partitions=[altered], writeId=write_id
+        )
+    )
+    commit(client, T, txn)
+    client.drop_table(DB, "acid", True)
+    last = svc.store.current_notification_event_id()
+    _caught_up(svc)
+
+    events = log.committed_here(first, last)
+    assert events is not None, "every event of these writes was committed here"
+    kept = {e.eventType for e in events if e.eventId in handed_out}
+    assert kept >= {
+        "CREATE_DATABASE", "CREATE_TABLE", "ADD_PARTITION", "ALTER_PARTITION", "ALTER_TABLE",
+        "UPDATE_TBL_COL_STAT_EVENT",
+        "UPDATE_PART_COL_STAT_EVENT", "DROP_PARTITION", "DROP_TABLE",
+    }  # fmt: skip
+    for e in events:
+        if e.eventId in handed_out:
+            assert handed_out[e.eventId] == event_body(e), e.eventType
+            assert log.body_of(e) is None, "a body is handed out once, then let go"
+    # An object read back from the log is not the one the write made: decoded as usual.
+    with svc.store.db.read() as conn:
+        (from_log,) = log.next_events(conn, events[0].eventId - 1, 1)
+    assert from_log.eventId == events[0].eventId and log.body_of(from_log) is None
+
+    got = {tuple(p.values): p.parameters for p in client.get_partitions(DB, "p", -1)}
+    assert sorted(got) == [("a",), ("d",)] and got[("a",)]["k"] == "v"
+    assert client.get_table(DB, "p").parameters["t"] == "1"
+
+
+def test_a_large_events_body_is_not_kept_and_is_decoded(instance, T) -> None:
+    """A body is kept only while its encoded message is small (``_KEEP_BODY_CHARS``), so what
+    one client writes bounds the memory kept: a partition with 40 KB of incompressible
+    parameters is applied by decoding its event, and read back whole from the cache."""
+    svc, client = instance
+    log = svc.store.events
+    client.create_database(T.Database(name=DB, description="", parameters={}))
+    client.create_table(table(T, DB, "p", keys=["ds:string"]))
+    client.get_partitions(DB, "p", -1)  # queues the entry's load
+    assert svc.cache.loader.wait_idle(10)
+    big = os.urandom(20_000).hex()
+    before = svc.store.current_notification_event_id()
+    seen: list[Any] = []
+    take = svc.cache.applier._body_of
+
+    def recorded(event: Any) -> dict | None:
+        seen.append((event.eventType, take(event)))
+        return seen[-1][1]
+
+    svc.cache.applier._body_of = recorded
+    client.add_partitions([partition(T, DB, "p", ["b"], params={"big": big})])
+    client.add_partition(partition(T, DB, "p", ["c"]))
+    _caught_up(svc)
+    (added, _), (small_added, small_body) = seen[-2], seen[-1]
+    assert added == small_added == "ADD_PARTITION"
+    assert small_body is not None, "a small event's body is kept and used"
+    (large,) = log.committed_here(before + 1, before + 1) or [None]
+    assert large is not None and len(large.message) > 16384
+    assert ("ADD_PARTITION", None) == seen[-2], "a large event's body was not kept"
+    got = {tuple(p.values): p.parameters for p in client.get_partitions(DB, "p", -1)}
+    assert got[("b",)]["big"] == big and sorted(got) == [("b",), ("c",)]
+
+
+def test_an_open_and_an_allocation_are_applied_with_the_txns_next_call(
+    instance, T, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """open_txns and allocate_table_write_ids leave their events (which change nothing the
+    cache answers) to the thread's next call that applies its own: here the commit, which
+    applies all three from memory in one batch, reading nothing back from the log."""
+    svc, client = instance
+    client.create_database(T.Database(name=DB, description="", parameters={}))
+    acid = {"transactional": "true", "transactional_properties": "insert_only"}
+    client.create_table(table(T, DB, "acid", params=acid))
+    _caught_up(svc)
+    poller = svc.cache.poller
+    start = poller.position
+    batches: list[list[str]] = []
+    apply = poller._apply
+
+    def counted(events: Any) -> None:
+        batches.append([e.eventType for e in events])
+        apply(events)
+
+    def no_log_read(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("read the log")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(poller, "_apply", counted)
+        patched.setattr(poller, "_catch_up_locked", no_log_read)
+        txn = open_txn(client, T)
+        allocate(client, T, DB, "acid", txn)
+        assert poller.position == start and batches == []
+        commit(client, T, txn)
+    assert batches == [["OPEN_TXN", "ALLOC_WRITE_ID_EVENT", "COMMIT_TXN"]]
+    _caught_up(svc)

@@ -404,3 +404,55 @@ def test_an_alter_partition_is_applied_without_decoding_the_table_or_the_old_par
     assert decoded == ["table", "before"]
     stored = thrift_bytes.decode(hms.Partition, entry.parts.by_name["a=1/b=x"].encoded())
     assert stored.parameters == {"n": "3"}
+
+
+def test_an_event_whose_body_is_kept_in_memory_is_applied_without_decoding_its_message() -> None:
+    """Issue 23: the writer's cache decoded its own events' messages (base64, gzip, JSON) to
+    apply them, though the write had just built their bodies; ``body_of`` hands the kept body
+    over. An event without one (read from the log) is decoded as before."""
+    from hms_cache_proxy.store.cached import apply
+    from hms_cache_proxy.store.events import messages
+
+    builder = messages.MessageBuilder(clock=lambda: 0, writer=messages.WRITER_NAME)
+    keys = [hms.FieldSchema(name="a", type="string")]
+    table = hms.Table(tableName="t", dbName="d", parameters={}, partitionKeys=keys)
+    cache = Cache(10**9)
+    key = TableName("hive", "d", "t")
+    parts = PartitionSet()
+    parts.put("a=1", _part(("1",)))
+    with cache.lock:
+        cache.put_locked(TableEntry(key, table, b"x", as_of=5, write_ids=None, parts=parts))
+
+    def part(n: str) -> hms.Partition:
+        return hms.Partition(values=["1"], dbName="d", tableName="t", parameters={"n": n})
+
+    def event(event_id: int, message: str) -> Any:
+        return hms.NotificationEvent(
+            eventId=event_id,
+            eventTime=0,
+            eventType=messages.ALTER_PARTITION,
+            dbName="d",
+            tableName="t",
+            message=message,
+            messageFormat=messages.GZIP_FORMAT,
+            catName="hive",
+        )
+
+    kept = builder.alter_partition(table, part("old"), part("kept"))
+    own = event(6, "not base64 of gzip: never decoded")
+    read_back = event(7, messages.encode(builder.alter_partition(table, part("kept"), part("log"))))
+    applier = apply.EventApplier(
+        cache,
+        _NoLoads(),  # type: ignore[arg-type]
+        body_of=lambda e: kept if e is own else None,
+    )
+
+    def stored() -> dict[str, str]:
+        entry = cache.entries[key]
+        assert entry.parts is not None
+        return thrift_bytes.decode(hms.Partition, entry.parts.by_name["a=1"].encoded()).parameters
+
+    applier.apply([own])
+    assert stored() == {"n": "kept"} and cache.position == 6
+    applier.apply([read_back])
+    assert stored() == {"n": "log"} and cache.position == 7

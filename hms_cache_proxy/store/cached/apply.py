@@ -2,10 +2,11 @@
 event").
 
 Messages are decoded (TJSON objects re-encoded as the bytes the cache keeps) before the cache
-lock is taken; a batch is then applied under the lock in one go, so readers see all of it or
-none. An event changes an entry only if it is newer than everything the entry reflects
-(``as_of``), and every event about a table is reported to the cache (``touched_locked``) so a
-load that was under way when it happened is refused.
+lock is taken (this process's own events from the bodies still in memory, ``body_of``); a batch
+is then applied under the lock in one go, so readers see all of it or none. An event changes an
+entry only if it is newer than everything the entry reflects (``as_of``), and every event about
+a table is reported to the cache (``touched_locked``) so a load that was under way when it
+happened is refused.
 
 - Our own events (``"writer": "hms-cache-proxy"``) hold objects exactly as the database path
   reads them back: tables, partitions (those partitions only), databases are applied as they
@@ -187,10 +188,19 @@ class _Batch:
 class EventApplier:
     """Turns notification events into cache changes (see the module docstring)."""
 
-    def __init__(self, cache: Cache, loader: Loader, patterns: TablePatterns | None = None):
+    def __init__(
+        self,
+        cache: Cache,
+        loader: Loader,
+        patterns: TablePatterns | None = None,
+        body_of: Callable[[Any], dict | None] = lambda _event: None,
+    ):
+        """``body_of``: the body of an event this process wrote, still in memory
+        (``EventLog.body_of``), or None: the message is decoded."""
         self.cache = cache
         self.loader = loader
         self.patterns = patterns or TablePatterns()
+        self._body_of = body_of
         # (db, table, write id) -> txn id, from ALLOC_WRITE_ID_EVENT (to map ABORT_TXN).
         self._allocated: dict[tuple[str, str, int], int] = {}
         # txn id -> its keys in _allocated (insertion-ordered): a commit or abort finds its
@@ -265,7 +275,9 @@ class EventApplier:
             quiet = msg.quiet_commit_txn_id(ev.message, ev.messageFormat)
             if quiet is not None:  # a txn that wrote nothing: not worth decoding
                 return self._commit({"txnid": quiet})
-        body = msg.decode(ev.message, ev.messageFormat)
+        body = self._body_of(ev)
+        if body is None:
+            body = msg.decode(ev.message, ev.messageFormat)
         ours = msg.written_by_us(body)
         cat = _norm(ev.catName) or "hive"
         if t == msg.COMMIT_TXN:

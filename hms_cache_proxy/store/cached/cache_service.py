@@ -43,7 +43,9 @@ class CacheService:
             readiness=readiness,
             ready_after_prewarm=settings.prewarm_before_ready,
         )
-        self.applier = EventApplier(self.cache, self.loader, self.patterns)
+        self.applier = EventApplier(
+            self.cache, self.loader, self.patterns, body_of=sql.events.body_of
+        )
         position = sql.current_notification_event_id()
         self.cache.position = position
         self.recent = RecentEvents(position, cap=settings.notification_max_events)

@@ -21,10 +21,12 @@ class TxnWrites:
 
     Open, allocate, abort and a commit without ``key_value`` change only which write ids are
     valid: the rules compare every transactional read's snapshot with the entry's, so an entry
-    that has not seen their events yet is not used for a snapshot that has. Their events are
-    applied from memory when they come next (``absorb``, saving the poller a read of the log),
-    else left to the poller. A commit that alters tables and a lock granted bring the cache up
-    to date (``after``) before they return."""
+    that has not seen their events yet is not used for a snapshot that has. Abort's and
+    commit's events are applied from memory when they come next (``absorb``, saving the poller
+    a read of the log), else left to the poller; open's and allocate's wait for the thread's
+    next such call (or a write's or a granted lock's catch-up), which applies them in its batch.
+    A commit that alters tables and a lock granted bring the cache up to date (``after``)
+    before they return."""
 
     def __init__(
         self, txn: api.Transactions, after: Callable[[], None], absorb: Callable[[], Any]
@@ -52,18 +54,20 @@ class TxnWrites:
         agent_info: str | None = None,
         txn_type: int = hms.TxnType.DEFAULT,
     ) -> list[int]:
-        """OPEN_TXN events: applied from memory if they come next, else by the poller."""
-        ids = self._txn.open_txns(num_txns, user, host, agent_info, txn_type)
-        self._absorb_own("open_txns")
-        return ids
+        """OPEN_TXN events: nothing now. The cache ignores them (they only move its
+        position), so they wait for the thread's next call that applies its own events (the
+        txn's allocation is not one either: its write, lock or commit), applied from memory
+        in that call's batch, or for the poller. One batch fewer per transaction."""
+        return self._txn.open_txns(num_txns, user, host, agent_info, txn_type)
 
     def allocate_table_write_ids(
         self, db: str, table: str, txn_ids: Sequence[int]
     ) -> list[tuple[int, int]]:
-        """ALLOC_WRITE_ID_EVENT: applied from memory if it comes next, else by the poller."""
-        pairs = self._txn.allocate_table_write_ids(db, table, txn_ids)
-        self._absorb_own("allocate_table_write_ids")
-        return pairs
+        """ALLOC_WRITE_ID_EVENT: nothing now, as for ``open_txns``. The cache keeps its write
+        ids only to map a later ABORT_TXN or COMMIT_TXN of the txn, which comes after it in
+        the log and so is applied after it (from memory, in the batch of the thread's write,
+        lock or commit, or by the poller); no read rule looks at it."""
+        return self._txn.allocate_table_write_ids(db, table, txn_ids)
 
     def commit_txn(
         self, txn_id: int, key_value: Any | None = None, excl_write_enabled: bool = True

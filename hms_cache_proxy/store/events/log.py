@@ -92,6 +92,13 @@ takes, open_txns for one, would otherwise collect them without end; fewer only m
 reads the log instead)."""
 _KEEP_UNSETTLED = 4096
 """At most this many event ids of unfinished transactions are tracked for the poller."""
+_KEEP_BODIES = 256
+"""At most this many message bodies of events this process appended are kept (``body_of``);
+an event whose body was let go is decoded from its text, as one read from the log is."""
+_KEEP_BODY_CHARS = 16384
+"""A body is kept only if its encoded message is at most this long: the bodies kept cost at
+most about ``_KEEP_BODIES`` times this (times what gzip saved) of memory, however large the
+partition lists one client writes; a larger event is decoded from its text."""
 
 NOTIFY_CHANNEL = "hms_notification_log"
 """PostgreSQL channel that ``append`` notifies (payload: the last new event id) on commit."""
@@ -167,6 +174,9 @@ class EventLog:
         reply): while one is, an announced event may be its, about to be recorded."""
         self.newest_here = 0
         """The newest event id this process appended and committed (with record_commits)."""
+        self._bodies: dict[int, tuple[Any, dict]] = {}
+        """Event id -> (the NotificationEvent ``append`` made, the body its message encodes),
+        for ``body_of``."""
 
     # -- this instance's own committed events ----------------------------------------------------
 
@@ -177,6 +187,17 @@ class EventLog:
         rolls back or fails at its commit (a retried one) are forgotten."""
         db.on_transaction_end(self._on_end)
         self._recording = True
+
+    def body_of(self, event: Any) -> dict | None:
+        """The body ``event``'s message encodes, if ``event`` is a NotificationEvent this
+        process appended (recording, recently); else None. The cache applies its own events
+        from this dict rather than decode the message text again (gzip, base64 and JSON: most
+        of what applying an ALTER_PARTITION of an insert cost). The object itself is checked,
+        not only its id, so an event of a rolled-back transaction, whose id another writer then
+        took, is never mistaken for that writer's. The dict is shared: read it, never change
+        it. A body is handed out once (the event is then applied) and let go."""
+        found = self._bodies.pop(event.eventId, None)
+        return found[1] if found is not None and found[0] is event else None
 
     def take_committed(self) -> list[Any]:
         """The NotificationEvents this thread's transactions appended and committed since the
@@ -318,11 +339,7 @@ class EventLog:
         event_ids: list[int],
         event_time: int,
     ) -> None:
-        with self._recent_lock:
-            if len(self._unsettled) > _KEEP_UNSETTLED:
-                self._unsettled.clear()  # a bound, should a transaction's end go unseen
-            self._unsettled.update(event_ids)
-        self._pending().setdefault(id(conn), []).extend(
+        made = [
             hms.NotificationEvent(
                 eventId=event_id,
                 eventTime=event_time,
@@ -334,7 +351,19 @@ class EventLog:
                 messageFormat=self.message_format,
             )
             for e, body, event_id in zip(events, bodies, event_ids, strict=True)
-        )
+        ]
+        with self._recent_lock:
+            if len(self._unsettled) > _KEEP_UNSETTLED:
+                self._unsettled.clear()  # a bound, should a transaction's end go unseen
+            self._unsettled.update(event_ids)
+            kept = self._bodies
+            for made_event, e in zip(made, events, strict=True):
+                kept.pop(made_event.eventId, None)  # a rolled-back one's: this is newer
+                if len(made_event.message) <= _KEEP_BODY_CHARS:
+                    kept[made_event.eventId] = (made_event, e.message)
+            while len(kept) > _KEEP_BODIES:
+                del kept[next(iter(kept))]
+        self._pending().setdefault(id(conn), []).extend(made)
 
     # -- writing ---------------------------------------------------------------------------------
 
