@@ -325,10 +325,16 @@ class Txns(TxnPart):
     def _settle_at(self, floor: int, not_committed: list[int]) -> None:
         """Move the settled floor up to ``floor`` now (a read no opener was in the middle of)."""
         with self._settled_lock:
-            settled = self._settled_txns
-            if settled is None or floor > settled.floor:
-                unsettled = frozenset(t for t in not_committed if t < floor)
-                self._settled_txns = SettledTxns(floor, unsettled, time.monotonic())
+            self._raise_floor(floor, not_committed, time.monotonic())
+
+    def _raise_floor(self, floor: int, not_committed: list[int], marked_at: float) -> None:
+        """Make ``floor`` the settled floor if it is higher than the one there, with the ids of
+        ``not_committed`` below it as unsettled (``_settled_lock`` held): ``_settle`` and
+        ``_settle_at`` end here. ``marked_at``: when the read whose top id it is ended."""
+        settled = self._settled_txns
+        if settled is None or floor > settled.floor:
+            unsettled = frozenset(t for t in not_committed if t < floor)
+            self._settled_txns = SettledTxns(floor, unsettled, marked_at)
 
     def _open_txn_list_query(
         self, conn: Connection, info: bool, floor: int, settled: SettledTxns | None
@@ -396,17 +402,13 @@ class Txns(TxnPart):
         """
         with self._settled_lock:
             marks = self._settle_marks
-            settled = self._settled_txns
             delay = self.config.open_txn_timeout_ms / 1000 + _SETTLE_MARGIN_S
             due: tuple[int, float] | None = None
             while marks and began >= marks[0][1] + delay:
                 due = marks.popleft()
             if due is not None:
                 floor = due[0] if first_young is None else min(due[0], first_young)
-                if settled is None or floor > settled.floor:
-                    self._settled_txns = SettledTxns(
-                        floor, frozenset(t for t in not_committed if t < floor), due[1]
-                    )
+                self._raise_floor(floor, not_committed, due[1])
             now = time.monotonic()
             spacing = max(_MARK_SPACING_S, 2 * delay / _MARKS_KEPT)
             if not marks or now >= marks[-1][1] + spacing:
