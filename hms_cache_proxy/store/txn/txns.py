@@ -431,8 +431,8 @@ class Txns(TxnPart):
 
         The read under the lock starts at the bound an unlocked read found first, and below it
         looks up only the ids that read listed: from id 0 it walked the whole committed history
-        (TXNS has no index on TXN_STATE), 17 ms with 100,000 rows, while every other
-        instance's opens and commits waited."""
+        (TXNS has no index on TXN_STATE), about 15 ms with 100,000 rows, while every other
+        instance's opens and commits waited (docs/benchmarks.md)."""
         if self.db.dialect != "postgresql":
             return False
         bound, listed = self._settle_bound()
@@ -460,10 +460,11 @@ class Txns(TxnPart):
         opener's ids lie above the read's top); and an id missing below an old row is, by the
         gap rule every open-txn read applies (Hive's), no open txn: were its opener still to
         make it visible, that opener took longer than the open window and withdraws it
-        (``open_txns``). So with the bound as the floor of the read under the lock and the
-        listed rows as its unsettled ids, that read walks a primary-key range from the bound
-        and looks up the listed rows one by one, and sees every txn below the top it would
-        have seen reading from id 0."""
+        (``open_txns``), the assumption the time-based floor (``_settle``) makes too. So with
+        the bound as the floor of the read under the lock and the listed rows as its unsettled
+        ids, that read walks a primary-key range from the bound and looks up the listed rows
+        one by one, and lists what the read from id 0 would but such an overrunning opener's
+        ids, which no read counted as open."""
         window = self.config.open_txn_timeout_ms
         with self.db.autocommit_cursor() as cur:
             rows = pgsql.open_txn_rows(cur, window, *settled_bounds(self._settled_txns), False)
