@@ -6,7 +6,8 @@ id 0 for the lowest open txn, and TXNS keeps the committed history until houseke
 it: on a database with a long history a new instance's first seconds of opens were several
 times slower (issue 23: the cache server, measured right after the database path's suite,
 ran txn_open_commit at half the database path's speed). One daemon thread settles it at start
-(``Txns.prime_settled_floor``: one read under TXN_LOCK_TBL, else the two reads) and ends.
+(``Txns.prime_settled_floor``: one read under TXN_LOCK_TBL, from the bound an unlocked read
+found first, else the two reads) and ends.
 """
 
 from __future__ import annotations

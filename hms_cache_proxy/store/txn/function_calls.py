@@ -73,17 +73,32 @@ of what PostgreSQL spends on a call; the functions' own statements are planned o
 session anyway)."""
 
 _TXN_PLACEHOLDER = -7000000000000000009
-_TXN_MARK = f'"txnid":{_TXN_PLACEHOLDER},'
+_TXN_MARK = f'"txnid":{_TXN_PLACEHOLDER}'
+"""The commit body's txn id, replaced per call. Each mark is a key with its sentinel value,
+not followed by anything: wherever the key stands in the body the mark is the same text, and
+it cannot occur elsewhere (inside a JSON string a quote is escaped, so ``"txnid":`` there is
+``\\"txnid\\":``), nor can the id put in merge with a neighbouring number."""
+_COMMIT_MARKS = (_TXN_MARK, "," + plpgsql.WRITES_MARK)
+"""What the commit body's text must hold exactly once: the txn id (``commit_message``) and the
+write list, with the comma the commit function removes along with it when there are none (so
+``txnWrites`` may stand anywhere but first)."""
+_OPEN_MARKS = (plpgsql.FROM_MARK, plpgsql.TO_MARK)
 
 
 class _PerSecond:
     """An event body's JSON text that changes only with its ``timestamp`` (whole seconds):
     built once per second instead of per call (``json.dumps`` of the body was a twentieth of
-    the Python an open+commit cost at 8 clients)."""
+    the Python an open+commit cost at 8 clients). Every text built must hold each of
+    ``marks`` (the placeholders a call or the server-side function replaces) exactly once,
+    else building it raises: a placeholder missing or doubled would leave the sentinel in, or
+    change the wrong text in, every body written."""
 
-    def __init__(self, build: Callable[[], str], now: Callable[[], int]) -> None:
+    def __init__(
+        self, build: Callable[[], str], now: Callable[[], int], marks: tuple[str, ...] = ()
+    ) -> None:
         self._build = build
         self._now = now
+        self._marks = marks
         self._cached: tuple[int, str] | None = None
 
     def text(self) -> str:
@@ -92,9 +107,20 @@ class _PerSecond:
         if cached is not None and cached[0] == now:
             return cached[1]
         text = self._build()
-        if f'"timestamp":{now},' in text:  # not across a second's turn
+        for mark in self._marks:
+            if text.count(mark) != 1:
+                raise RuntimeError(
+                    f"an event body holds {mark!r} {text.count(mark)} times, not once: {text}"
+                )
+        if _stamped(text, now):  # not across a second's turn
             self._cached = (now, text)
         return text
+
+
+def _stamped(text: str, now: int) -> bool:
+    """Whether the body's ``timestamp`` is ``now``, wherever the key stands."""
+    stamp = f'"timestamp":{now}'
+    return stamp + "," in text or stamp + "}" in text
 
 
 class FunctionCalls(TxnPart):
@@ -105,6 +131,7 @@ class FunctionCalls(TxnPart):
         self._open_body = _PerSecond(
             lambda: msg.to_json(self.messages.open_txn(plpgsql.FROM_SENTINEL, plpgsql.TO_SENTINEL)),
             self.messages.now,
+            _OPEN_MARKS,
         )
         self._commit_body = _PerSecond(
             lambda: msg.to_json(
@@ -118,11 +145,12 @@ class FunctionCalls(TxnPart):
                 )
             ),
             self.messages.now,
+            _COMMIT_MARKS,
         )
 
     def commit_message(self, txn_id: int) -> str:
         """The COMMIT_TXN body the commit function completes (its write list a placeholder)."""
-        return self._commit_body.text().replace(_TXN_MARK, f'"txnid":{int(txn_id)},', 1)
+        return self._commit_body.text().replace(_TXN_MARK, f'"txnid":{int(txn_id)}', 1)
 
     def usable(self) -> bool:
         """Whether this call may take the function now."""
