@@ -450,8 +450,11 @@ def test_the_poller_waits_longer_only_while_a_writer_of_this_process_holds_the_e
     thread.start()
     assert appended.wait(30)
     announced = first + 1
-    # Nothing of ours unsettled beyond it: the short wait only.
+    # announced + 1 is nobody's here (another process's): the short wait only, though our
+    # writer still holds announced (waiting for it would not save reading the log).
+    began = time.monotonic()
     assert log.wait_committed_here(first, announced + 1, timeout=0.01, writer_timeout=30) is None
+    assert time.monotonic() - began < 20, "waited the writer's 30 s for another's event"
     threading.Timer(0.1, finish.set).start()
     found = log.wait_committed_here(first, announced, timeout=0.01, writer_timeout=30)
     thread.join()

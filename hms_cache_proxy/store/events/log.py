@@ -310,7 +310,10 @@ class EventLog:
         that wrote the events has its reply (and has recorded them). Up to ``writer_timeout``
         while a writer of this process still holds one of them (its transaction has not
         ended) or a function call is under way: on a busy machine that thread may wait
-        longer than ``timeout`` for a core, and reading its events back would cost more."""
+        longer than ``timeout`` for a core, and reading its events back would cost more. Only
+        while every missing one may still be recorded here: an announced id that is neither
+        recorded nor held by a writer of this process (with no function call under way) is
+        another process's, so the log is read anyway and waiting longer only delays it."""
         if last < first or last - first >= _KEEP_COMMITTED:
             return None
         start = time.monotonic()
@@ -321,8 +324,8 @@ class EventLog:
                     return found
                 now = time.monotonic()
                 limit = timeout
-                if self._calls_in_flight or any(
-                    e is None and i in self._unsettled
+                if self._calls_in_flight or all(
+                    e is not None or i in self._unsettled
                     for i, e in zip(range(first, last + 1), found, strict=True)
                 ):
                     limit = max(timeout, writer_timeout)
