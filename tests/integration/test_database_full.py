@@ -162,7 +162,12 @@ def test_a_start_on_a_full_server_waits_for_a_slot(
 
     def start() -> None:
         try:
-            with running_service(url, tmp_path / "wh", database_start_timeout_seconds=120):
+            with running_service(
+                url,
+                tmp_path / "wh",
+                database_start_timeout_seconds=120,
+                database_timeout_seconds=2.0,  # the pool hands a refusal to the start soon
+            ):
                 started.set()
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
             failed.append(exc)
