@@ -230,9 +230,9 @@ def test_an_altered_partition_is_applied_from_the_object_its_write_read_back(
 ) -> None:
     """This process's ALTER_PARTITION events (alter_partition, alter_partitions, an ACID
     insert's alter_partitions_req with a write id, a rename) are applied from the partition
-    object the write read back and encoded into the message (``messages.Body``), without
-    decoding that TJSON again; the entry then holds exactly the bytes the database path reads,
-    which are the bytes the message's TJSON decodes to."""
+    object the write read back and encoded into the message (``message_base.Body``), without
+    decoding that TJSON again; the entry then holds exactly the bytes the database path
+    reads, which are the bytes the message's TJSON decodes to."""
     svc, client = instance
     client.create_database(T.Database(name=DB, description="", parameters={}))
     client.create_table(table(T, DB, "p", keys=["ds:string"]))

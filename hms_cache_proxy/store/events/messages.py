@@ -331,8 +331,8 @@ reload = _default.reload
 
 def embedded(body: Mapping[str, Any], key: str, cls: type) -> Any:
     """The Thrift object stored as TJSON under ``key``; None when the field is null/absent.
-    A :class:`Body` our store built hands out the object it encoded there instead (shared:
-    read it, never change it), saving the decode."""
+    A ``message_base.Body`` our store built hands out the object it encoded there instead
+    (shared: read it, never change it), saving the decode."""
     kept = getattr(body, "objects", None)
     if kept is not None and key in kept:
         return kept[key]
