@@ -18,6 +18,9 @@ from typing import Any
 
 import pytest
 
+from hms_cache_proxy import thrift_bytes
+from hms_cache_proxy.idl import hms
+from hms_cache_proxy.store.events import tjson
 from tests.support.cache import Counted, allocate, clients, commit, entry, open_txn
 from tests.support.metastore import event_body, partition, table
 from tests.support.server import running_service
@@ -220,6 +223,73 @@ def test_own_events_are_applied_from_the_bodies_their_writes_kept(instance, T) -
     got = {tuple(p.values): p.parameters for p in client.get_partitions(DB, "p", -1)}
     assert sorted(got) == [("a",), ("d",)] and got[("a",)]["k"] == "v"
     assert client.get_table(DB, "p").parameters["t"] == "1"
+
+
+def test_an_altered_partition_is_applied_from_the_object_its_write_read_back(
+    instance, T, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This process's ALTER_PARTITION events (alter_partition, alter_partitions, an ACID
+    insert's alter_partitions_req with a write id, a rename) are applied from the partition
+    object the write read back and encoded into the message (``message_base.Body``), without
+    decoding that TJSON again; the entry then holds exactly the bytes the database path
+    reads, which are the bytes the message's TJSON decodes to."""
+    svc, client = instance
+    client.create_database(T.Database(name=DB, description="", parameters={}))
+    client.create_table(table(T, DB, "p", keys=["ds:string"]))
+    client.add_partitions([partition(T, DB, "p", [ds]) for ds in ("a", "b", "c")])
+    acid = {"transactional": "true", "transactional_properties": "insert_only"}
+    client.create_table(table(T, DB, "acid", keys=["ds:string"], params=acid))
+    client.add_partition(partition(T, DB, "acid", ["a"]))
+    client.get_partitions(DB, "p", -1)  # queues the entry's load
+    assert svc.cache.loader.wait_idle(10)
+    _caught_up(svc)
+    decoded: list[str] = []
+    loads = tjson.loads
+
+    def counted(text: str, cls: type) -> Any:
+        decoded.append(cls.__name__)
+        return loads(text, cls)
+
+    handed_out: list[Any] = []
+    take = svc.cache.applier._body_of
+
+    def recorded(event: Any) -> dict | None:
+        body = take(event)
+        if event.eventType == "ALTER_PARTITION":
+            handed_out.append(body)
+        return body
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tjson, "loads", counted)
+        patched.setattr(svc.cache.applier, "_body_of", recorded)
+        client.alter_partition(DB, "p", partition(T, DB, "p", ["a"], params={"k": "v"}))
+        client.alter_partitions(
+            DB, "p", [partition(T, DB, "p", [ds], params={"k": ds}) for ds in ("b", "c")]
+        )
+        client.rename_partition(DB, "p", ["c"], partition(T, DB, "p", ["d"]))
+        txn = open_txn(client, T)
+        write_id = allocate(client, T, DB, "acid", txn)
+        altered = partition(T, DB, "acid", ["a"], params={"k": "w"})
+        altered.writeId = write_id
+        client.alter_partitions_req(
+            T.AlterPartitionsRequest(
+                dbName=DB, tableName="acid", partitions=[altered], writeId=write_id
+            )
+        )
+        commit(client, T, txn)
+    _caught_up(svc)
+    assert len(handed_out) == 5 and None not in handed_out
+    assert "Partition" not in decoded, "no partition's TJSON was decoded"
+    for body in handed_out:
+        kept = body.objects["partitionObjAfterJson"]
+        assert thrift_bytes.encode(kept) == thrift_bytes.encode(
+            loads(body["partitionObjAfterJson"], hms.Partition)
+        )
+    e = entry(svc, DB, "p")
+    assert e is not None and e.parts is not None and e.parts.names() == ["ds=a", "ds=b", "ds=d"]
+    for p in svc.store.get_partitions("hive", DB, "p"):  # the database path
+        name = "ds=" + p.values[0]
+        assert e.parts.by_name[name].encoded() == thrift_bytes.encode(p), name
 
 
 def test_a_large_events_body_is_not_kept_and_is_decoded(instance, T) -> None:

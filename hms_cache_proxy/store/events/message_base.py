@@ -42,6 +42,20 @@ WRITER = "writer"
 WRITER_NAME = "hms-cache-proxy"
 
 
+class Body(dict[str, Any]):
+    """A message body that also holds Thrift objects some of its TJSON fields encode
+    (``objects``: field name to object). Our store builds these for its own writes from the
+    objects it read back, which nothing changes afterwards; the cache applying the write's own
+    event (``EventLog.body_of``) takes the object rather than decode the field's TJSON (issue
+    23: half of applying an insert's ALTER_PARTITION). JSON-encoded as the dict it is."""
+
+    __slots__ = ("objects",)
+
+    def __init__(self, fields: dict[str, Any], objects: dict[str, Any]) -> None:
+        super().__init__(fields)
+        self.objects = objects
+
+
 def tf(flag: bool) -> str:
     return "true" if flag else "false"
 
@@ -95,6 +109,12 @@ class MessageBuilderBase:
         clone = copy.copy(obj)
         clone.parameters = keep
         return clone
+
+    def _keeping(self, body: dict[str, Any], **objects: Any) -> dict[str, Any]:
+        """``body`` holding ``objects`` (its fields' objects, see :class:`Body`) when this
+        builder writes our ``writer`` mark: unfiltered, so each object is exactly what its
+        field encodes. Otherwise (filtered objects, Hive's layouts) ``body`` as it is."""
+        return body if self.writer is None else Body(body, objects)
 
     def table_json(self, table: Any) -> str:
         return tjson.dumps(self._filtered(table))

@@ -330,7 +330,12 @@ reload = _default.reload
 
 
 def embedded(body: Mapping[str, Any], key: str, cls: type) -> Any:
-    """The Thrift object stored as TJSON under ``key``; None when the field is null/absent."""
+    """The Thrift object stored as TJSON under ``key``; None when the field is null/absent.
+    A ``message_base.Body`` our store built hands out the object it encoded there instead
+    (shared: read it, never change it), saving the decode."""
+    kept = getattr(body, "objects", None)
+    if kept is not None and key in kept:
+        return kept[key]
     text = body.get(key)
     return None if text is None else tjson.loads(text, cls)
 

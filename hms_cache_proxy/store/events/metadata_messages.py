@@ -166,7 +166,7 @@ class MetadataMessages(MessageBuilderBase):
             "partitionObjBeforeJson": self.partition_json(before),
             "partitionObjAfterJson": self.partition_json(after),
         }
-        return self._extra(body, valid_write_ids)
+        return self._keeping(self._extra(body, valid_write_ids), partitionObjAfterJson=after)
 
     def alter_partitions(
         self,
