@@ -174,6 +174,9 @@ class EventLog:
         reply): while one is, an announced event may be its, about to be recorded."""
         self.newest_here = 0
         """The newest event id this process appended and committed (with record_commits)."""
+        self._waiting = 0
+        """Threads in ``wait_committed_here`` (the poller): writers wake them only then, and a
+        call's end only when it was the last one under way (nothing else shortens a wait)."""
         self._bodies: dict[int, tuple[Any, dict]] = {}
         """Event id -> (the NotificationEvent ``append`` made, the body its message encodes),
         for ``body_of``."""
@@ -233,7 +236,8 @@ class EventLog:
         if events:
             with self._recent_lock:
                 self._unsettled.difference_update(e.eventId for e in events)
-                self._recent_changed.notify_all()
+                if self._waiting:
+                    self._recent_changed.notify_all()
 
     @contextlib.contextmanager
     def function_call(self) -> Iterator[None]:
@@ -251,7 +255,10 @@ class EventLog:
         finally:
             with self._recent_lock:
                 self._calls_in_flight -= 1
-                self._recent_changed.notify_all()
+                # A waiter's time limit shrinks only when no call is left under way; the
+                # events a call recorded have woken it already (record_committed).
+                if self._waiting and not self._calls_in_flight:
+                    self._recent_changed.notify_all()
 
     @property
     def recording(self) -> bool:
@@ -271,7 +278,8 @@ class EventLog:
                 for e in events:
                     recent[e.eventId] = e
                 self.newest_here = max(self.newest_here, events[-1].eventId)
-                self._recent_changed.notify_all()
+                if self._waiting:
+                    self._recent_changed.notify_all()
                 while len(recent) > _KEEP_COMMITTED:
                     del recent[next(iter(recent))]
 
@@ -329,7 +337,11 @@ class EventLog:
                 left = start + limit - now
                 if left <= 0:
                     return None
-                self._recent_changed.wait(left)
+                self._waiting += 1
+                try:
+                    self._recent_changed.wait(left)
+                finally:
+                    self._waiting -= 1
 
     def _remember(
         self,
