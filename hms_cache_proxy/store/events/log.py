@@ -270,9 +270,12 @@ class EventLog:
         transaction`` (a server-side function's, in its own implicit transaction), as
         ``record_commits`` does for the transaction's; nothing when not recording."""
         if events and self._recording:
-            done = getattr(self._local, "committed", [])
+            done = getattr(self._local, "committed", None)
+            if done is None:
+                done = self._local.committed = []
             done.extend(events)
-            self._local.committed = done[-_KEEP_COMMITTED:]
+            if len(done) > _KEEP_COMMITTED:
+                del done[:-_KEEP_COMMITTED]
             with self._recent_lock:
                 recent = self._recent
                 for e in events:
@@ -290,8 +293,20 @@ class EventLog:
         if last < first or last - first >= _KEEP_COMMITTED:
             return None
         with self._recent_lock:
-            found = [self._recent.get(i) for i in range(first, last + 1)]
-        return None if None in found else found
+            return self._recorded_run_locked(first, last)
+
+    def _recorded_run_locked(self, first: int, last: int) -> list[Any] | None:
+        """Events ``first``..``last`` from the recorded ones, or None at the first one missing
+        (checked by identity: ``None in`` a list of events would call each event's Python
+        ``__eq__``)."""
+        recent = self._recent
+        found = []
+        for i in range(first, last + 1):
+            event = recent.get(i)
+            if event is None:
+                return None
+            found.append(event)
+        return found
 
     def with_committed_before(self, own: list[Any], position: int) -> list[Any]:
         """``own`` (this thread's committed events, in id order) preceded by the events
@@ -324,14 +339,14 @@ class EventLog:
         start = time.monotonic()
         with self._recent_changed:
             while True:
-                found = [self._recent.get(i) for i in range(first, last + 1)]
-                if None not in found:
+                found = self._recorded_run_locked(first, last)
+                if found is not None:
                     return found
                 now = time.monotonic()
                 limit = timeout
                 if self._calls_in_flight or any(
-                    e is None and i in self._unsettled
-                    for i, e in zip(range(first, last + 1), found, strict=True)
+                    i not in self._recent and i in self._unsettled
+                    for i in range(first, last + 1)
                 ):
                     limit = max(timeout, writer_timeout)
                 left = start + limit - now
