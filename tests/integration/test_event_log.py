@@ -772,3 +772,40 @@ def test_another_instances_events_are_read_without_waiting_for_own_writers(
         poller.stop()
         here.dispose()
     assert applied == [(theirs[-1], "hms-cache-poller")]
+
+
+@pytest.mark.postgres
+def test_own_notifications_that_gather_are_all_applied_from_memory(
+    pg_db: Database, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After applying this process's own announced events the poller lets the next
+    notifications gather (``_gather_own``) before it reads them: writes committed meanwhile,
+    whose threads apply nothing themselves (as a txn call whose absorb lost the race), are
+    still applied, every one, from memory and in order, without reading the log."""
+    from hms_cache_proxy.store.events import poller as poller_module
+
+    monkeypatch.setattr(poller_module, "_OWN_GATHER_SECONDS", 0.2)  # the writes land in it
+    here = Database(pg_url)
+    log = new_log(here)
+    log.record_commits(here)
+    applied: list[tuple[int, str]] = []
+    poller = _listening(here, log, applied, read(here, log.current_event_id))
+    log_reads: list[int] = []
+    real = poller._catch_up_locked
+
+    def counted(listener: Any = None) -> int:
+        log_reads.append(poller.position)
+        return real(listener)
+
+    monkeypatch.setattr(poller, "_catch_up_locked", counted)
+    try:
+        ids: list[int] = []
+        for i in range(6):
+            ids += write(here, log, [ev(i)])
+            log.take_committed()  # nobody applies them but the poller
+        assert poller.wait_for(ids[-1], 10), (poller.position, ids)
+    finally:
+        poller.stop()
+        here.dispose()
+    assert [i for i, _ in applied] == ids
+    assert log_reads == []

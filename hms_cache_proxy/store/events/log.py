@@ -345,8 +345,7 @@ class EventLog:
                 now = time.monotonic()
                 limit = timeout
                 if self._calls_in_flight or any(
-                    i not in self._recent and i in self._unsettled
-                    for i in range(first, last + 1)
+                    i not in self._recent and i in self._unsettled for i in range(first, last + 1)
                 ):
                     limit = max(timeout, writer_timeout)
                 left = start + limit - now
