@@ -483,6 +483,66 @@ def test_the_poller_waits_longer_only_while_a_writer_of_this_process_holds_the_e
     assert found == [later]
 
 
+def test_a_waiting_poller_is_woken_by_the_record_and_by_the_last_calls_end(db: Database) -> None:
+    """Writers notify a poller waiting in ``wait_committed_here`` only when one waits: it is
+    woken when the events it waits for are recorded (while another call is still under way),
+    and when the last function call under way ends without them (its wait then falls back to
+    the short one). Either way it must
+    not sit out the long ``writer_timeout`` (10 minutes here; the test allows 60 s)."""
+    log = new_log(db)
+    log.record_commits(db)
+    [first] = write(db, log, [ev(1)])
+    event = hms.NotificationEvent(
+        eventId=first + 1, eventTime=1, eventType="OPEN_TXN", message="{}"
+    )
+
+    def waited(last: int) -> tuple[threading.Thread, list[Any]]:
+        got: list[Any] = []
+        waiter = threading.Thread(
+            target=lambda: got.append(log.wait_committed_here(last, last, 0.01, 600))
+        )
+        return waiter, got
+
+    holding, release = threading.Event(), threading.Event()
+
+    def another_call() -> None:  # under way throughout the first round: its end wakes nobody
+        with log.function_call():
+            holding.set()
+            release.wait(300)
+
+    holder = threading.Thread(target=another_call, daemon=True)
+    holder.start()
+    assert holding.wait(30)
+    for records in (True, False):
+        in_call, leave = threading.Event(), threading.Event()
+
+        def call(
+            records: bool = records,
+            in_call: threading.Event = in_call,
+            leave: threading.Event = leave,
+        ) -> None:
+            with log.function_call():
+                in_call.set()
+                leave.wait(30)
+                if records:
+                    log.record_committed([event])
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        assert in_call.wait(30)
+        waiter, got = waited(first + 1 if records else first + 2)
+        waiter.start()
+        while not log._waiting and waiter.is_alive():
+            time.sleep(0.005)
+        leave.set()
+        caller.join(30)
+        waiter.join(60)
+        assert not waiter.is_alive()
+        assert got == ([[event]] if records else [None])
+        release.set()
+        holder.join(30)
+
+
 def _forbid_log_reads(monkeypatch: pytest.MonkeyPatch, log: EventLog) -> None:
     def no_read(*args, **kwargs):
         raise AssertionError("read the log")
