@@ -486,6 +486,66 @@ def test_the_poller_waits_longer_only_while_a_writer_of_this_process_holds_the_e
     assert found == [later]
 
 
+def test_a_waiting_poller_is_woken_by_the_record_and_by_the_last_calls_end(db: Database) -> None:
+    """Writers notify a poller waiting in ``wait_committed_here`` only when one waits: it is
+    woken when the events it waits for are recorded (while another call is still under way),
+    and when the last function call under way ends without them (its wait then falls back to
+    the short one). Either way it must
+    not sit out the long ``writer_timeout`` (10 minutes here; the test allows 60 s)."""
+    log = new_log(db)
+    log.record_commits(db)
+    [first] = write(db, log, [ev(1)])
+    event = hms.NotificationEvent(
+        eventId=first + 1, eventTime=1, eventType="OPEN_TXN", message="{}"
+    )
+
+    def waited(last: int) -> tuple[threading.Thread, list[Any]]:
+        got: list[Any] = []
+        waiter = threading.Thread(
+            target=lambda: got.append(log.wait_committed_here(last, last, 0.01, 600))
+        )
+        return waiter, got
+
+    holding, release = threading.Event(), threading.Event()
+
+    def another_call() -> None:  # under way throughout the first round: its end wakes nobody
+        with log.function_call():
+            holding.set()
+            release.wait(300)
+
+    holder = threading.Thread(target=another_call, daemon=True)
+    holder.start()
+    assert holding.wait(30)
+    for records in (True, False):
+        in_call, leave = threading.Event(), threading.Event()
+
+        def call(
+            records: bool = records,
+            in_call: threading.Event = in_call,
+            leave: threading.Event = leave,
+        ) -> None:
+            with log.function_call():
+                in_call.set()
+                leave.wait(30)
+                if records:
+                    log.record_committed([event])
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        assert in_call.wait(30)
+        waiter, got = waited(first + 1 if records else first + 2)
+        waiter.start()
+        while not log._waiting and waiter.is_alive():
+            time.sleep(0.005)
+        leave.set()
+        caller.join(30)
+        waiter.join(60)
+        assert not waiter.is_alive()
+        assert got == ([[event]] if records else [None])
+        release.set()
+        holder.join(30)
+
+
 def _forbid_log_reads(monkeypatch: pytest.MonkeyPatch, log: EventLog) -> None:
     def no_read(*args, **kwargs):
         raise AssertionError("read the log")
@@ -775,3 +835,40 @@ def test_another_instances_events_are_read_without_waiting_for_own_writers(
         poller.stop()
         here.dispose()
     assert applied == [(theirs[-1], "hms-cache-poller")]
+
+
+@pytest.mark.postgres
+def test_own_notifications_that_gather_are_all_applied_from_memory(
+    pg_db: Database, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After applying this process's own announced events the poller lets the next
+    notifications gather (``_gather_own``) before it reads them: writes committed meanwhile,
+    whose threads apply nothing themselves (as a txn call whose absorb lost the race), are
+    still applied, every one, from memory and in order, without reading the log."""
+    from hms_cache_proxy.store.events import poller as poller_module
+
+    monkeypatch.setattr(poller_module, "_OWN_GATHER_SECONDS", 0.2)  # the writes land in it
+    here = Database(pg_url)
+    log = new_log(here)
+    log.record_commits(here)
+    applied: list[tuple[int, str]] = []
+    poller = _listening(here, log, applied, read(here, log.current_event_id))
+    log_reads: list[int] = []
+    real = poller._catch_up_locked
+
+    def counted(listener: Any = None) -> int:
+        log_reads.append(poller.position)
+        return real(listener)
+
+    monkeypatch.setattr(poller, "_catch_up_locked", counted)
+    try:
+        ids: list[int] = []
+        for i in range(6):
+            ids += write(here, log, [ev(i)])
+            log.take_committed()  # nobody applies them but the poller
+        assert poller.wait_for(ids[-1], 10), (poller.position, ids)
+    finally:
+        poller.stop()
+        here.dispose()
+    assert [i for i, _ in applied] == ids
+    assert log_reads == []

@@ -174,6 +174,9 @@ class EventLog:
         reply): while one is, an announced event may be its, about to be recorded."""
         self.newest_here = 0
         """The newest event id this process appended and committed (with record_commits)."""
+        self._waiting = 0
+        """Threads in ``wait_committed_here`` (the poller): writers wake them only then, and a
+        call's end only when it was the last one under way (nothing else shortens a wait)."""
         self._bodies: dict[int, tuple[Any, dict]] = {}
         """Event id -> (the NotificationEvent ``append`` made, the body its message encodes),
         for ``body_of``."""
@@ -233,7 +236,8 @@ class EventLog:
         if events:
             with self._recent_lock:
                 self._unsettled.difference_update(e.eventId for e in events)
-                self._recent_changed.notify_all()
+                if self._waiting:
+                    self._recent_changed.notify_all()
 
     @contextlib.contextmanager
     def function_call(self) -> Iterator[None]:
@@ -251,7 +255,10 @@ class EventLog:
         finally:
             with self._recent_lock:
                 self._calls_in_flight -= 1
-                self._recent_changed.notify_all()
+                # A waiter's time limit shrinks only when no call is left under way; the
+                # events a call recorded have woken it already (record_committed).
+                if self._waiting and not self._calls_in_flight:
+                    self._recent_changed.notify_all()
 
     @property
     def recording(self) -> bool:
@@ -263,15 +270,19 @@ class EventLog:
         transaction`` (a server-side function's, in its own implicit transaction), as
         ``record_commits`` does for the transaction's; nothing when not recording."""
         if events and self._recording:
-            done = getattr(self._local, "committed", [])
+            done = getattr(self._local, "committed", None)
+            if done is None:
+                done = self._local.committed = []
             done.extend(events)
-            self._local.committed = done[-_KEEP_COMMITTED:]
+            if len(done) > _KEEP_COMMITTED:
+                del done[:-_KEEP_COMMITTED]
             with self._recent_lock:
                 recent = self._recent
                 for e in events:
                     recent[e.eventId] = e
                 self.newest_here = max(self.newest_here, events[-1].eventId)
-                self._recent_changed.notify_all()
+                if self._waiting:
+                    self._recent_changed.notify_all()
                 while len(recent) > _KEEP_COMMITTED:
                     del recent[next(iter(recent))]
 
@@ -282,8 +293,20 @@ class EventLog:
         if last < first or last - first >= _KEEP_COMMITTED:
             return None
         with self._recent_lock:
-            found = [self._recent.get(i) for i in range(first, last + 1)]
-        return None if None in found else found
+            return self._recorded_run_locked(first, last)
+
+    def _recorded_run_locked(self, first: int, last: int) -> list[Any] | None:
+        """Events ``first``..``last`` from the recorded ones, or None at the first one missing
+        (checked by identity: ``None in`` a list of events would call each event's Python
+        ``__eq__``)."""
+        recent = self._recent
+        found = []
+        for i in range(first, last + 1):
+            event = recent.get(i)
+            if event is None:
+                return None
+            found.append(event)
+        return found
 
     def with_committed_before(self, own: list[Any], position: int) -> list[Any]:
         """``own`` (this thread's committed events, in id order) preceded by the events
@@ -319,20 +342,24 @@ class EventLog:
         start = time.monotonic()
         with self._recent_changed:
             while True:
-                found = [self._recent.get(i) for i in range(first, last + 1)]
-                if None not in found:
+                found = self._recorded_run_locked(first, last)
+                if found is not None:
                     return found
                 now = time.monotonic()
                 limit = timeout
+                recent, unsettled = self._recent, self._unsettled
                 if self._calls_in_flight or all(
-                    e is not None or i in self._unsettled
-                    for i, e in zip(range(first, last + 1), found, strict=True)
+                    i in recent or i in unsettled for i in range(first, last + 1)
                 ):
                     limit = max(timeout, writer_timeout)
                 left = start + limit - now
                 if left <= 0:
                     return None
-                self._recent_changed.wait(left)
+                self._waiting += 1
+                try:
+                    self._recent_changed.wait(left)
+                finally:
+                    self._waiting -= 1
 
     def _remember(
         self,

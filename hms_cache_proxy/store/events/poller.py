@@ -24,7 +24,8 @@ Writers on this instance call ``catch_up`` themselves after their write commits,
 strong-mode reads call ``wake``/``wait_for``. A notification names the backend that sent it:
 one not of this process's pool (``Database.backend_pids``) announces another instance's
 events, which the poller reads at once; for its own it waits briefly for the writer's thread
-to record them and applies them from memory.
+to record them and applies them from memory, then lets the next notifications gather for a
+moment (``_OWN_GATHER_SECONDS``) so that one wake-up applies several commits' events.
 
 The LISTEN session also carries a lease (``lease_key``): a session advisory lock tried when
 the session starts and at each safety check, so exactly one live instance holds it
@@ -50,6 +51,7 @@ from hms_cache_proxy.store.events.recent import RecentEvents
 log = logging.getLogger(__name__)
 
 GAP_PURGED = "events_purged"
+"""on_gap reason: the log no longer holds the events after our position."""
 
 _OWN_EVENTS_WAIT_SECONDS = 0.005
 """How long the poller, woken by a NOTIFY while this instance is writing, waits for the
@@ -58,7 +60,9 @@ _OWN_WRITER_WAIT_SECONDS = 0.2
 """How long it waits while a writer of this instance still holds one of those events (or a
 server-side function call is under way): on a loaded machine the writer's thread can wait
 that long for a core, and it will record them or drop them on a rollback."""
-"""on_gap reason: the log no longer holds the events after our position."""
+_OWN_GATHER_SECONDS = 0.002
+"""After applying this instance's own announced events, how long the poller lets further
+notifications gather before it reads them (``Poller._gather_own``)."""
 
 
 def _announcement(
@@ -395,16 +399,22 @@ class Poller:
                         listener.notifies.clear()
                 except Exception as exc:  # noqa: BLE001 - the connection broke: poll meanwhile
                     self._listener_failed(exc)
-            if announced is not None and self._wake_r not in ready:
-                if announced <= self._position:
-                    # Only events already applied were announced (this instance's own writes,
-                    # applied from memory): nothing to read.
-                    continue
-                # own False: a notification from a backend not of this process's pool (another
-                # instance's commit): those events are in the log only, read it at once rather
-                # than wait for writers of this process first.
-                if own is not False and self._applied_from_memory(announced):
-                    continue  # all of them this instance's own: applied from memory
+            # Only events already applied were announced (this instance's own writes, applied
+            # from memory: nothing to read), or all of them are this instance's own and are
+            # applied from memory now. own False: a notification from a backend not of this
+            # process's pool (another instance's commit): those events are in the log only,
+            # read it at once rather than wait for writers of this process first.
+            if (
+                announced is not None
+                and self._wake_r not in ready
+                and (
+                    announced <= self._position
+                    or (own is not False and self._applied_from_memory(announced))
+                )
+            ):
+                if own:
+                    self._gather_own()
+                continue
             try:
                 # On the LISTEN session when there is one: the connection this instance
                 # holds anyway, so a write elsewhere makes no instance check one out.
@@ -413,6 +423,18 @@ class Poller:
             except Exception:  # noqa: BLE001 - the database may be down; retry next round
                 log.warning("polling the notification log failed", exc_info=True)
                 self._stopped.wait(min(5.0, max(self.interval, 0.5)))
+
+    def _gather_own(self) -> None:
+        """After this instance's own notifications: let the next ones gather for
+        ``_OWN_GATHER_SECONDS`` (a wake, from a strong read or ``stop``, ends it at once), so
+        that one wake-up reads and applies several commits' events rather than one each.
+        Nothing waits for the poller to apply this process's own events: its writes catch up
+        in their own thread, its txn calls' events are left to whoever comes next
+        (docs/cache.md)."""
+        try:
+            _readable([self._wake_r], _OWN_GATHER_SECONDS)
+        except (OSError, ValueError):
+            pass
 
     def _applied_from_memory(self, announced: int) -> bool:
         """Apply the events up to ``announced`` from memory if this process committed all of
