@@ -961,3 +961,46 @@ def test_own_events_are_applied_from_memory_after_a_writer_lets_the_poll_lock_go
         here.dispose()
     assert [a for a in applied if a[0] in ids] == [(i, "hms-cache-poller") for i in ids]
     assert log_reads == []
+
+
+@pytest.mark.postgres
+def test_events_whose_insert_carries_the_commit_are_held_before_it_returns(pg_url: str) -> None:
+    """``append(last=True)`` folds the COMMIT (and so the NOTIFY) into the insert's round
+    trip: a poller woken by it before the writer's thread has its reply must find the ids
+    held by this process (and wait for their record), not take them for another process's
+    and read them back from the log."""
+    from sqlalchemy import event
+
+    here = Database(pg_url)
+    init_db(here, WAREHOUSE)
+    log = new_log(here)
+    log.record_commits(here)
+    first = read(here, log.current_event_id) + 1
+    found: list[Any] = []
+
+    def poller_woken_by_the_commit() -> None:
+        # No short wait: only ids held or recorded here keep it waiting.
+        found.append(log.wait_committed_here(first, first + 1, 0.0, 30.0))
+
+    def after(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if 'INSERT INTO "NOTIFICATION_LOG"' not in statement:
+            return
+        waiter = threading.Thread(target=poller_woken_by_the_commit)
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while not log._waiting and waiter.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        threads.append(waiter)
+
+    threads: list[threading.Thread] = []
+    event.listen(here.read_engine, "after_cursor_execute", after)
+    try:
+        ids = here.transaction(lambda conn: log.append(conn, [ev(1), ev(2)], last=True))
+        assert ids == [first, first + 1]
+        assert len(threads) == 1
+        threads[0].join(30)
+    finally:
+        event.remove(here.read_engine, "after_cursor_execute", after)
+        here.dispose()
+    assert found and found[0] is not None
+    assert [e.eventId for e in found[0]] == ids
