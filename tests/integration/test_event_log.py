@@ -872,3 +872,135 @@ def test_own_notifications_that_gather_are_all_applied_from_memory(
         here.dispose()
     assert [i for i, _ in applied] == ids
     assert log_reads == []
+
+
+class _WatchedLock:
+    """A poll lock that tells when the poller's own thread asks for it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.poller_asked = threading.Event()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if threading.current_thread().name == "hms-cache-poller":
+            self.poller_asked.set()
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@pytest.mark.postgres
+def test_own_events_are_applied_from_memory_after_a_writer_lets_the_poll_lock_go(
+    pg_db: Database, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer's thread holding the poll lock (applying its own events, or catching up) when
+    the poller has this process's announced events from memory: the poller waits for the
+    lock and applies them, rather than read them back from the log under it."""
+    from hms_cache_proxy.store.events.poller import Poller
+
+    here = Database(pg_url)
+    log = new_log(here)
+    log.record_commits(here)
+    applied: list[tuple[int, str]] = []
+    poller = Poller(
+        here,
+        log,
+        lambda rows: applied.extend((e.eventId, threading.current_thread().name) for e in rows),
+        lambda reason: None,
+        position=read(here, log.current_event_id),
+        safety_interval=600,  # no safety check: only notifications move it
+    )
+    lock = _WatchedLock()
+    monkeypatch.setattr(poller, "_poll_lock", lock)
+    log_reads: list[int] = []
+    real = log.next_events_dbapi
+
+    def counted(cursor: Any, dialect: Any, last_event: int, limit: int) -> list[Any]:
+        log_reads.append(last_event)
+        return real(cursor, dialect, last_event, limit)
+
+    monkeypatch.setattr(log, "next_events_dbapi", counted)
+    held, release = threading.Event(), threading.Event()
+
+    def writer_holding_the_lock() -> None:
+        with lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=writer_holding_the_lock)
+    poller.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not poller.listening and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert poller.listening
+        first = write(here, log, [ev(0)])  # after it the session's first catch-up is done
+        log.take_committed()
+        assert poller.wait_for(first[-1], 10)
+        log_reads.clear()
+        lock.poller_asked.clear()
+        holder.start()
+        assert held.wait(10)
+        ids = write(here, log, [ev(1), ev(2)])
+        log.take_committed()  # nobody applies them but the poller
+        assert lock.poller_asked.wait(10)  # the poller has them and wants the lock
+        release.set()
+        assert poller.wait_for(ids[-1], 10)
+    finally:
+        release.set()
+        if holder.ident is not None:
+            holder.join(30)
+        poller.stop()
+        here.dispose()
+    assert [a for a in applied if a[0] in ids] == [(i, "hms-cache-poller") for i in ids]
+    assert log_reads == []
+
+
+@pytest.mark.postgres
+def test_events_whose_insert_carries_the_commit_are_held_before_it_returns(pg_url: str) -> None:
+    """``append(last=True)`` folds the COMMIT (and so the NOTIFY) into the insert's round
+    trip: a poller woken by it before the writer's thread has its reply must find the ids
+    held by this process (and wait for their record), not take them for another process's
+    and read them back from the log."""
+    from sqlalchemy import event
+
+    here = Database(pg_url)
+    init_db(here, WAREHOUSE)
+    log = new_log(here)
+    log.record_commits(here)
+    first = read(here, log.current_event_id) + 1
+    found: list[Any] = []
+
+    def poller_woken_by_the_commit() -> None:
+        # No short wait: only ids held or recorded here keep it waiting.
+        found.append(log.wait_committed_here(first, first + 1, 0.0, 30.0))
+
+    def after(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if 'INSERT INTO "NOTIFICATION_LOG"' not in statement:
+            return
+        waiter = threading.Thread(target=poller_woken_by_the_commit)
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while not log._waiting and waiter.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        threads.append(waiter)
+
+    threads: list[threading.Thread] = []
+    event.listen(here.read_engine, "after_cursor_execute", after)
+    try:
+        ids = here.transaction(lambda conn: log.append(conn, [ev(1), ev(2)], last=True))
+        assert ids == [first, first + 1]
+        assert len(threads) == 1
+        threads[0].join(30)
+    finally:
+        event.remove(here.read_engine, "after_cursor_execute", after)
+        here.dispose()
+    assert found and found[0] is not None
+    assert [e.eventId for e in found[0]] == ids

@@ -167,8 +167,9 @@ class EventLog:
         """time.monotonic() of this process's last write that appends events (a hint for the
         poller: the events a NOTIFY announces may be its own, about to be recorded)."""
         self._unsettled: set[int] = set()
-        """Event ids this process's open transactions appended (known to a writer thread,
-        not yet committed or rolled back): a poller woken for one waits for the writer."""
+        """Event ids this process's open transactions appended (held from before the round
+        trip that inserts them, which may carry the COMMIT, to the transaction's end): a
+        poller woken for one waits for the writer."""
         self._calls_in_flight = 0
         """Server-side function calls under way (their event ids are learned only from the
         reply): while one is, an announced event may be its, about to be recorded."""
@@ -509,9 +510,13 @@ class EventLog:
             rows += [channel, str(event_ids[-1])]
         if last:
             sql += commit_after(conn)
-        conn.exec_driver_sql(sql, tuple(rows))
         if self._recording:
+            # Before the round trip: with ``last`` it commits and notifies, and a poller woken
+            # before this thread has its reply must find the ids held here (``_unsettled``),
+            # or it reads them back from the log. Should the statement fail, the
+            # transaction's end forgets them (``_on_end``).
             self._remember(conn, events, bodies, event_ids, event_time)
+        conn.exec_driver_sql(sql, tuple(rows))
         return event_ids
 
     def channel_for(self, events: Sequence[NewEvent] | str) -> str | None:

@@ -208,22 +208,28 @@ class Poller:
         if not self._poll_lock.acquire(blocking=read):
             return self._position
         try:
-            fresh = [e for e in events if e.eventId > self._position]
-            if events and not fresh:
-                return self._position  # the poller has applied them already
-            ids = [e.eventId for e in fresh]
-            if fresh and ids == list(range(self._position + 1, self._position + 1 + len(ids))):
-                failpoints.hit("poller.before_apply", f"events {ids[0]}..{ids[-1]}")
-                self._apply(fresh)
-                self._keep(fresh)
-                self._advance(ids[-1])
-                self.last_current = max(self.last_current, ids[-1])
-                return self._position
-            if seen is not None and (self._position >= seen or self._apply_recorded_locked(seen)):
-                return self._position
-            return self._catch_up_locked() if read else self._position
+            return self._apply_own_locked(events, read=read, seen=seen)
         finally:
             self._poll_lock.release()
+
+    def _apply_own_locked(
+        self, events: Sequence[Any], *, read: bool, seen: int | None = None
+    ) -> int:
+        """``apply_own`` with the poll lock held."""
+        fresh = [e for e in events if e.eventId > self._position]
+        if events and not fresh:
+            return self._position  # the poller has applied them already
+        ids = [e.eventId for e in fresh]
+        if fresh and ids == list(range(self._position + 1, self._position + 1 + len(ids))):
+            failpoints.hit("poller.before_apply", f"events {ids[0]}..{ids[-1]}")
+            self._apply(fresh)
+            self._keep(fresh)
+            self._advance(ids[-1])
+            self.last_current = max(self.last_current, ids[-1])
+            return self._position
+        if seen is not None and (self._position >= seen or self._apply_recorded_locked(seen)):
+            return self._position
+        return self._catch_up_locked() if read else self._position
 
     def apply_recorded(self, target: int) -> bool:
         """Apply the events up to ``target`` from memory when this process committed and
@@ -450,7 +456,13 @@ class Poller:
                 _OWN_EVENTS_WAIT_SECONDS,
                 _OWN_WRITER_WAIT_SECONDS,
             )
-        return own is not None and self.apply_own(own, read=False) >= announced
+        if own is None:
+            return False
+        # Waiting for the poll lock, not giving up: a writer's thread holding it is applying
+        # its own events (or catching up) and soon lets go; without it these events, known
+        # here, would be read back from the log under the same lock.
+        with self._poll_lock:
+            return self._apply_own_locked(own, read=False) >= announced
 
     # -- LISTEN ----------------------------------------------------------------------------------
 
