@@ -146,6 +146,21 @@ def _column_stats(T: Any, desc: Any) -> Any:
     return T.ColumnStatistics(statsDesc=desc, statsObj=[obj], engine="hive")
 
 
+def _acid_alter(client: Any, T: Any) -> None:
+    """An INSERT's metadata on table ``acid``, partition ds=a: open, write id,
+    alter_partitions_req with it, commit."""
+    txn = open_txn(client, T)
+    write_id = allocate(client, T, DB, "acid", txn)
+    altered = partition(T, DB, "acid", ["a"], params={"k": "w"})
+    altered.writeId = write_id
+    client.alter_partitions_req(
+        T.AlterPartitionsRequest(
+            dbName=DB, tableName="acid", partitions=[altered], writeId=write_id
+        )
+    )
+    commit(client, T, txn)
+
+
 def test_own_events_are_applied_from_the_bodies_their_writes_kept(instance, T) -> None:
     """The cache applies this process's events from the bodies their writes kept in memory
     (``EventLog.body_of``), not by decoding their messages again: every kept body is exactly
@@ -189,16 +204,7 @@ def test_own_events_are_applied_from_the_bodies_their_writes_kept(instance, T) -
     acid = {"transactional": "true", "transactional_properties": "insert_only"}
     client.create_table(table(T, DB, "acid", keys=["ds:string"], params=acid))
     client.add_partition(partition(T, DB, "acid", ["a"]))
-    txn = open_txn(client, T)
-    write_id = allocate(client, T, DB, "acid", txn)
-    altered = partition(T, DB, "acid", ["a"], params={"k": "w"})
-    altered.writeId = write_id
-    client.alter_partitions_req(
-        T.AlterPartitionsRequest(
-            dbName=DB, tableName="acid", partitions=[altered], writeId=write_id
-        )
-    )
-    commit(client, T, txn)
+    _acid_alter(client, T)
     client.drop_table(DB, "acid", True)
     last = svc.store.current_notification_event_id()
     _caught_up(svc)
@@ -267,16 +273,7 @@ def test_an_altered_partition_is_applied_from_the_object_its_write_read_back(
             DB, "p", [partition(T, DB, "p", [ds], params={"k": ds}) for ds in ("b", "c")]
         )
         client.rename_partition(DB, "p", ["c"], partition(T, DB, "p", ["d"]))
-        txn = open_txn(client, T)
-        write_id = allocate(client, T, DB, "acid", txn)
-        altered = partition(T, DB, "acid", ["a"], params={"k": "w"})
-        altered.writeId = write_id
-        client.alter_partitions_req(
-            T.AlterPartitionsRequest(
-                dbName=DB, tableName="acid", partitions=[altered], writeId=write_id
-            )
-        )
-        commit(client, T, txn)
+        _acid_alter(client, T)
     _caught_up(svc)
     assert len(handed_out) == 5 and None not in handed_out
     assert "Partition" not in decoded, "no partition's TJSON was decoded"
