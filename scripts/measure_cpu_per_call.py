@@ -18,8 +18,9 @@ queue is shown with the relation of the row: the tuple lock it holds or waits fo
 are grouped by their text up to the first parenthesis, so an EXECUTE's values do not split them);
 --stats prints the shared buffers per operation of all top-level statements (a function's own
 statements not counted twice: the figure a load does not move) and pg_stat_statements' top
-statements per operation (calls, execution ms, buffers per call). Before the first
-``*_history`` case txn_history's finished txns are added and settled, as `bench` does
+statements per operation (calls, execution + planning ms, planning ms, buffers per call;
+track_planning is on; the first line gives plans and planning ms per operation). Before the
+first ``*_history`` case txn_history's finished txns are added and settled, as `bench` does
 (--no-settle: not settled, to see the seconds after they appear); they stay for the cases after
 it.
 For a profile, run `py-spy record --gil --subprocesses -p SERVER_PID` beside it.
@@ -139,11 +140,13 @@ def _statements(pg: PostgresServer, dbname: str, reset: bool) -> list[Any]:
                 cur.execute("SELECT pg_stat_statements_reset()")
                 return []
             cur.execute(
-                "SELECT NULL, NULL, sum(shared_blks_hit + shared_blks_read), 'all top-level "
-                "statements' FROM pg_stat_statements WHERE toplevel UNION ALL ("
-                "SELECT calls, total_exec_time, shared_blks_hit::float / greatest(calls, 1), "
+                "SELECT sum(plans), sum(total_plan_time), NULL, "
+                "sum(shared_blks_hit + shared_blks_read), 'all top-level statements' "
+                "FROM pg_stat_statements WHERE toplevel UNION ALL ("
+                "SELECT calls, total_exec_time + total_plan_time, total_plan_time, "
+                "shared_blks_hit::float / greatest(calls, 1), "
                 "left(regexp_replace(query, '\\s+', ' ', 'g'), 100) FROM pg_stat_statements "
-                "ORDER BY total_exec_time DESC LIMIT 15)"
+                "ORDER BY total_exec_time + total_plan_time DESC LIMIT 15)"
             )
             return list(cur.fetchall())
     finally:
@@ -165,7 +168,11 @@ def main() -> None:
     args = ap.parse_args()
     extra = {k: yaml.safe_load(v) for k, v in (s.split("=", 1) for s in args.setting)}
     pg_settings = (
-        {"shared_preload_libraries": "'pg_stat_statements'", "pg_stat_statements.track": "all"}
+        {
+            "shared_preload_libraries": "'pg_stat_statements'",
+            "pg_stat_statements.track": "all",
+            "pg_stat_statements.track_planning": "on",
+        }
         if args.stats
         else None
     )
@@ -233,10 +240,17 @@ def main() -> None:
             )
             if args.stats:
                 total, *top = _statements(pg, dbname, reset=False)
-                print(f"  {float(total[2] or 0) / ops:7.1f} buffers/op in all top-level statements")
-                for calls, total_ms, blocks, query in top:
+                print(
+                    f"  {float(total[3] or 0) / ops:7.1f} buffers/op in all top-level statements; "
+                    f"{float(total[0] or 0) / ops:.2f} plans/op, "
+                    f"{float(total[1] or 0) / ops:.3f} ms planning/op"
+                )
+                for calls, total_ms, plan_ms, blocks, query in (
+                    (int(a), float(b), float(p), float(c), d) for a, b, p, c, d in top
+                ):
                     print(
                         f"  {calls / ops:5.2f}/op {total_ms / ops:7.3f} ms/op "
+                        f"(plan {plan_ms / ops:.3f}) "
                         f"{blocks:7.1f} buffers/call  {query}"
                     )
             if sampler and sampler.counts:
