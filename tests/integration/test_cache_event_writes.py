@@ -48,6 +48,12 @@ def _caught_up(svc: Any) -> None:
     assert svc.cache.poller.position == current
 
 
+def _commit_applied(svc: Any) -> None:
+    """What the poller does when a commit's NOTIFY wakes it: apply this process's recorded
+    events from memory (a commit leaves its events to the poller; this one does not listen)."""
+    assert svc.cache.poller.apply_recorded(svc.store.current_notification_event_id())
+
+
 def _function(T: Any, name: str, class_name: str = "com.example.Upper") -> Any:
     return T.Function(
         functionName=name,
@@ -274,6 +280,7 @@ def test_an_altered_partition_is_applied_from_the_object_its_write_read_back(
         )
         client.rename_partition(DB, "p", ["c"], partition(T, DB, "p", ["d"]))
         _acid_alter(client, T)
+    _commit_applied(svc)
     _caught_up(svc)
     assert len(handed_out) == 5 and None not in handed_out
     assert "Partition" not in decoded, "no partition's TJSON was decoded"
@@ -322,12 +329,14 @@ def test_a_large_events_body_is_not_kept_and_is_decoded(instance, T) -> None:
     assert got[("b",)]["big"] == big and sorted(got) == [("b",), ("c",)]
 
 
-def test_an_open_and_an_allocation_are_applied_with_the_txns_next_call(
+def test_a_txns_open_allocation_and_commit_are_left_to_the_poller(
     instance, T, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """open_txns and allocate_table_write_ids leave their events (which change nothing the
-    cache answers) to the thread's next call that applies its own: here the commit, which
-    applies all three from memory in one batch, reading nothing back from the log."""
+    """open_txns, allocate_table_write_ids and commit_txn (without keyValue) apply nothing
+    in the call's thread (their events change only which write ids are valid): the commit
+    answers before its events are applied, and the cache does not count as caught up until
+    the poller, woken by the commit's NOTIFY, applies all three from memory in one batch,
+    reading nothing back from the log."""
     svc, client = instance
     client.create_database(T.Database(name=DB, description="", parameters={}))
     acid = {"transactional": "true", "transactional_properties": "insert_only"}
@@ -352,5 +361,9 @@ def test_an_open_and_an_allocation_are_applied_with_the_txns_next_call(
         allocate(client, T, DB, "acid", txn)
         assert poller.position == start and batches == []
         commit(client, T, txn)
+        assert poller.position == start and batches == []
+        assert not poller.caught_up(), "a commit of this process is not applied yet"
+        _commit_applied(svc)
     assert batches == [["OPEN_TXN", "ALLOC_WRITE_ID_EVENT", "COMMIT_TXN"]]
+    assert poller.caught_up()
     _caught_up(svc)

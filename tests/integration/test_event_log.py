@@ -626,6 +626,48 @@ def test_own_events_after_someone_elses_are_left_as_they_are(db: Database) -> No
     assert log.with_committed_before(own, position + 1) == own  # next already: as it is
 
 
+def test_own_events_the_poller_applied_are_looked_past(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread's committed events the poller applied already (a commit's, which the call
+    leaves to it) do not keep the thread's next write from taking another thread's events
+    in between from memory."""
+    log = new_log(db)
+    log.record_commits(db)
+    applied: list[int] = []
+    poller = _poller(db, log, applied)
+    committed = write(db, log, [ev(1)])  # this thread's commit: the poller applies it
+    assert poller.apply_own(log.committed_here(committed[0], committed[-1]) or []) == committed[-1]
+    theirs: list[int] = []
+    other = threading.Thread(target=lambda: theirs.extend(write(db, log, [ev(2)])))
+    other.start()
+    other.join()
+    mine = write(db, log, [ev(3)])
+    own = log.take_committed()
+    assert [e.eventId for e in own] == committed + mine
+    _forbid_log_reads(monkeypatch, log)
+    assert poller.apply_own(log.with_committed_before(own, poller.position)) == mine[-1]
+    assert applied == committed + theirs + mine
+
+
+def test_a_rolled_back_writes_bodies_are_let_go(db: Database) -> None:
+    """The bodies a write kept for the cache (``body_of``) go when its transaction ends
+    without a commit: nobody would apply its events."""
+    log = new_log(db)
+    log.record_commits(db)
+
+    def fail(conn) -> None:
+        log.append(conn, [ev(1), ev(2)])
+        assert len(log._bodies) == 2
+        raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        db.transaction(fail)
+    assert log._bodies == {}
+    kept = write(db, log, [ev(3)])
+    assert list(log._bodies) == kept  # a committed write's stay until applied
+
+
 def test_own_events_not_next_are_left_to_the_poller_when_reading_is_not_asked(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:

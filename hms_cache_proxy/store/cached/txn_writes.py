@@ -22,11 +22,12 @@ class TxnWrites:
     Open, allocate, abort and a commit without ``key_value`` change only which write ids are
     valid: the rules compare every transactional read's snapshot with the entry's, so an entry
     that has not seen their events yet is not used for a snapshot that has. Abort's and
-    commit's events are applied from memory when they come next (``absorb``, saving the poller
-    a read of the log), else left to the poller; open's and allocate's wait for the thread's
-    next such call (or a write's or a granted lock's catch-up), which applies them in its batch.
-    A commit that alters tables and a lock granted bring the cache up to date (``after``)
-    before they return."""
+    commit's events are left to the poller, which their NOTIFY wakes and which applies them
+    from memory (this process recorded them), after the call has answered: applying them in
+    the call's thread made every commit wait for it and the poller, woken for the same events,
+    found them applied (issue 23). Open's and allocate's wait for the thread's next write or
+    granted lock (which applies them in its batch) or for the poller. A commit that alters
+    tables and a lock granted bring the cache up to date (``after``) before they return."""
 
     def __init__(
         self, txn: api.Transactions, after: Callable[[], None], absorb: Callable[[], Any]
@@ -56,8 +57,8 @@ class TxnWrites:
     ) -> list[int]:
         """OPEN_TXN events: nothing now. The cache ignores them (they only move its
         position), so they wait for the thread's next call that applies its own events (the
-        txn's allocation is not one either: its write, lock or commit), applied from memory
-        in that call's batch, or for the poller. One batch fewer per transaction."""
+        txn's allocation is not one either: its write or lock), applied from memory in that
+        call's batch, or for the poller (with the commit's). One batch fewer per transaction."""
         return self._txn.open_txns(num_txns, user, host, agent_info, txn_type)
 
     def allocate_table_write_ids(
@@ -65,8 +66,8 @@ class TxnWrites:
     ) -> list[tuple[int, int]]:
         """ALLOC_WRITE_ID_EVENT: nothing now, as for ``open_txns``. The cache keeps its write
         ids only to map a later ABORT_TXN or COMMIT_TXN of the txn, which comes after it in
-        the log and so is applied after it (from memory, in the batch of the thread's write,
-        lock or commit, or by the poller); no read rule looks at it."""
+        the log and so is applied after it (from memory, in the batch of the thread's write
+        or lock, or by the poller); no read rule looks at it."""
         return self._txn.allocate_table_write_ids(db, table, txn_ids)
 
     def commit_txn(
@@ -74,10 +75,9 @@ class TxnWrites:
     ) -> None:
         """A commit that alters a table (``key_value``): the cache catches up before the call
         returns, so the writer reads the altered table from it. Any other commit: its
-        COMMIT_TXN is applied from memory if it comes next, else by the poller."""
+        COMMIT_TXN is applied by the poller (from memory), the call does not wait for it."""
         if key_value is None:
             self._txn.commit_txn(txn_id, None, excl_write_enabled)
-            self._absorb_own("commit_txn")
             return
         try:
             self._txn.commit_txn(txn_id, key_value, excl_write_enabled)
@@ -85,15 +85,12 @@ class TxnWrites:
             self._after()
 
     def abort_txn(self, txn_id: int, error_code: int | None = None) -> None:
-        """ABORT_TXN: applied from memory if it comes next, else by the poller."""
+        """ABORT_TXN: applied by the poller (from memory), the call does not wait for it."""
         self._txn.abort_txn(txn_id, error_code)
-        self._absorb_own("abort_txn")
 
     def abort_txns(self, txn_ids: Sequence[int], error_code: int | None = None) -> int:
-        """ABORT_TXN of each: applied from memory if they come next, else by the poller."""
-        count = self._txn.abort_txns(txn_ids, error_code)
-        self._absorb_own("abort_txns")
-        return count
+        """ABORT_TXN of each: applied by the poller (from memory), as ``abort_txn``'s."""
+        return self._txn.abort_txns(txn_ids, error_code)
 
     def repl_open_txns(
         self, policy: str, src_ids: Sequence[int], user: str, host: str, agent_info: str | None

@@ -237,6 +237,12 @@ class EventLog:
         if events:
             with self._recent_lock:
                 self._unsettled.difference_update(e.eventId for e in events)
+                if not committed:  # nobody applies them: let their bodies go now
+                    kept = self._bodies
+                    for e in events:
+                        found = kept.get(e.eventId)
+                        if found is not None and found[0] is e:
+                            del kept[e.eventId]
                 if self._waiting:
                     self._recent_changed.notify_all()
 
@@ -315,10 +321,13 @@ class EventLog:
         this process committed and recorded every event from ``position + 1`` on; else
         ``own`` unchanged. With several writers on one instance another thread's events
         often come between the cache's position and a writer's own: those are known here
-        already, and applying them from memory saves reading them back from the log."""
-        if not own or own[0].eventId <= position + 1:
+        already, and applying them from memory saves reading them back from the log. Events
+        of ``own`` at or before ``position`` (the poller applied them: a commit's, an
+        abort's) are looked past."""
+        fresh = [e for e in own if e.eventId > position]
+        if not fresh or fresh[0].eventId == position + 1:
             return own
-        found = self.committed_here(position + 1, own[-1].eventId)
+        found = self.committed_here(position + 1, fresh[-1].eventId)
         return own if found is None else found
 
     def writing_recently(self, within: float = 0.5) -> bool:

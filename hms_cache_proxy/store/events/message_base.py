@@ -113,7 +113,14 @@ class MessageBuilderBase:
     def _keeping(self, body: dict[str, Any], **objects: Any) -> dict[str, Any]:
         """``body`` holding ``objects`` (its fields' objects, see :class:`Body`) when this
         builder writes our ``writer`` mark: unfiltered, so each object is exactly what its
-        field encodes. Otherwise (filtered objects, Hive's layouts) ``body`` as it is."""
+        field encodes. Otherwise (filtered objects, Hive's layouts) ``body`` as it is.
+
+        The objects are not copied (a deep copy of a partition costs about what decoding
+        its TJSON does, which this saves): from here on they belong to the event. Nobody may
+        change one after handing it over, not even after the commit: the cache serializes it
+        when it applies the event (``EventLog.body_of``), which may be later, on the poller's
+        thread, and would then hold what neither the field's TJSON nor the database does.
+        The store's writes build them from what they read back and let them go."""
         return body if self.writer is None else Body(body, objects)
 
     def table_json(self, table: Any) -> str:

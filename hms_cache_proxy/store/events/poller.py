@@ -60,6 +60,9 @@ _OWN_WRITER_WAIT_SECONDS = 0.2
 """How long it waits while a writer of this instance still holds one of those events (or a
 server-side function call is under way): on a loaded machine the writer's thread can wait
 that long for a core, and it will record them or drop them on a rollback."""
+_OWN_LOCK_SLICE_SECONDS = 0.001
+"""While the poller waits for the poll lock to apply own events, how often it looks whether
+the lock's holder has applied them meanwhile (``Poller._applied_from_memory``)."""
 _OWN_GATHER_SECONDS = 0.002
 """After applying this instance's own announced events, how long the poller lets further
 notifications gather before it reads them (``Poller._gather_own``)."""
@@ -142,8 +145,10 @@ class Poller:
         return self._position
 
     def caught_up(self) -> bool:
-        """The last poll found nothing newer than what is applied."""
-        return self._position >= self.last_current
+        """The last poll found nothing newer than what is applied, and every event this
+        process committed is applied (a commit's events reach the cache after the call has
+        answered, by the poller: until then the cache is behind, not stale)."""
+        return self._position >= max(self.last_current, self.events.newest_here)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -435,8 +440,8 @@ class Poller:
         ``_OWN_GATHER_SECONDS`` (a wake, from a strong read or ``stop``, ends it at once), so
         that one wake-up reads and applies several commits' events rather than one each.
         Nothing waits for the poller to apply this process's own events: its writes catch up
-        in their own thread, its txn calls' events are left to whoever comes next
-        (docs/cache.md)."""
+        in their own thread, its txn calls' events are left to the poller or a write's
+        catch-up, whichever comes first (docs/cache.md)."""
         try:
             _readable([self._wake_r], _OWN_GATHER_SECONDS)
         except (OSError, ValueError):
@@ -460,9 +465,18 @@ class Poller:
             return False
         # Waiting for the poll lock, not giving up: a writer's thread holding it is applying
         # its own events (or catching up) and soon lets go; without it these events, known
-        # here, would be read back from the log under the same lock.
-        with self._poll_lock:
+        # here, would be read back from the log under the same lock. But not past the moment
+        # the holder has applied them (a writer's catch-up reading the log often does): then
+        # there is nothing left to do, and taking the lock only queues writers behind this.
+        while self._position < announced:
+            if self._poll_lock.acquire(timeout=_OWN_LOCK_SLICE_SECONDS):
+                break
+        else:
+            return True
+        try:
             return self._apply_own_locked(own, read=False) >= announced
+        finally:
+            self._poll_lock.release()
 
     # -- LISTEN ----------------------------------------------------------------------------------
 
