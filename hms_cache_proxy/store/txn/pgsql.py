@@ -10,6 +10,7 @@ stays Hive's); ``events.log.one_statement`` says when a connection takes them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,6 +18,28 @@ from sqlalchemy import Connection
 
 from hms_cache_proxy.store.db.engine import PooledCursor
 from hms_cache_proxy.store.db.prepared import Prepared
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def generic_prepared(name: str, sql: str, types: dict[str, str]) -> Prepared:
+    """``Prepared`` whose every parameter is read through a one-row subquery
+    (``(SELECT $n::type)``, an InitPlan), so the planner sees no parameter's value.
+
+    PostgreSQL plans a prepared statement for its values five times, then keeps one generic
+    plan only if that plan's estimate is below the average of those custom plans; otherwise
+    it plans every call anew. With TXN_TO_WRITE_ID's statistics taken before the table read
+    had write ids (a history of inserts elsewhere analysed, issue 23), the custom plans of
+    ``hms_write_ids_now``, given a name the statistics did not hold, expected few rows,
+    the generic plan a share of the whole table, and the statement was planned on every
+    call: 0.35 ms of planning on a 0.1 ms execution. Behind InitPlans the custom plans
+    estimate what the generic plan does, plus their planning charge, so the generic plan
+    (tests/integration/test_write_id_generic_plans.py checks its reads) is kept from the
+    sixth call on whatever the statistics say. Only for statements whose generic estimate
+    stays far below ``jit_above_cost`` (see _TABLE_WRITE_IDS)."""
+    hidden = _PLACEHOLDER.sub(lambda m: f"(SELECT {m.group(0)}::{types[m.group(1)]})", sql)
+    return Prepared(name, hidden, types)
+
 
 _NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
 """TxnUtils.getEpochFn on PostgreSQL: the transaction's start, in epoch milliseconds."""
@@ -390,7 +413,13 @@ LIMIT 1), not an EXISTS: PostgreSQL keeps a generic plan of a prepared statement
 executions, and with TXN_TO_WRITE_ID's statistics dominated by another table (a history of
 inserts elsewhere) the generic plan of the EXISTS scanned the whole heap expecting an early
 match (issue 23: 834 pages per call at 100,000 rows); the ordered form has only the (database,
-table, write id) index to use (tests/integration/test_write_id_generic_plans.py)."""
+table, write id) index to use (tests/integration/test_write_id_generic_plans.py).
+
+Not ``generic_prepared``: with TXN_TO_WRITE_ID's statistics dominated by another table its
+generic plan is estimated at ~300,000 (``above`` and ``cands`` at a third of the table), past
+``jit_above_cost``, and JIT-compiling it took 13 ms per call where planning it for its values
+takes 0.3 ms (acid_read_query_history: 4.5 -> 20 ms p50). So PostgreSQL still plans it per
+call whenever it judges the custom plans cheaper."""
 _TABLE_WRITE_IDS = Prepared(
     "hms_table_write_ids",
     _TABLE_WRITE_IDS_SQL,
@@ -479,7 +508,7 @@ def _write_ids_now_sql() -> str:
     )
 
 
-_WRITE_IDS_NOW = Prepared(
+_WRITE_IDS_NOW = generic_prepared(
     "hms_write_ids_now",
     _write_ids_now_sql(),
     {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]", "db": "text", "tbl": "text"},
@@ -509,8 +538,10 @@ def write_ids_now_rows(
 
 
 _LIST_TYPES = {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]"}
-_OPEN_TXN_LIST = Prepared("hms_open_txn_list", _open_txn_list_sql(False), _LIST_TYPES)
-_OPEN_TXN_LIST_INFO = Prepared("hms_open_txn_list_info", _open_txn_list_sql(True), _LIST_TYPES)
+_OPEN_TXN_LIST = generic_prepared("hms_open_txn_list", _open_txn_list_sql(False), _LIST_TYPES)
+_OPEN_TXN_LIST_INFO = generic_prepared(
+    "hms_open_txn_list_info", _open_txn_list_sql(True), _LIST_TYPES
+)
 """txns.open_txn_list's query: from the settled floor up every row not committed and, from the
 predecessor of the oldest young one, the committed rows that follow a gap in the ids, and the
 top row; below the floor that predecessor and the unsettled rows. Columns TXN_ID, TXN_STATE,
