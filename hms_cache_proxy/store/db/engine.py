@@ -162,6 +162,8 @@ class Database:
 
         if self.backend_pids is not None:
             self._track_backends(engine)
+        if self.pooler != "transaction" and self.url.get_driver_name() == "psycopg2":
+            _prepare_hot_statements(engine)
         assert isinstance(engine.pool, IdleClosingPool)
         engine.pool.refusals = self.refusals
         if self.pool_idle_seconds > 0:
@@ -782,6 +784,16 @@ _BEGIN = "hms_begin_pending"
 _COMMITTED = "hms_commit_folded"
 """conn.info key: the next statement carries the COMMIT (armed), or carried it (sent)."""
 _COMMIT_ARMED, _COMMIT_SENT = 1, 2
+
+
+def _prepare_hot_statements(engine: Engine) -> None:
+    """Each new pooled session prepares prepared.AT_CONNECT's statements (store/db/prepared.py
+    imports this module, hence the import here)."""
+    from hms_cache_proxy.store.db.prepared import prepare_at_connect
+
+    @event.listens_for(engine, "connect")
+    def _prepare(dbapi_conn: Any, record: Any) -> None:
+        prepare_at_connect(dbapi_conn, record.info)
 
 
 def begin_sent(conn: Connection) -> bool:

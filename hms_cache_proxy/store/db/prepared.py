@@ -8,6 +8,12 @@ time it needs them, by their own round trip outside any transaction, and from th
 tables yet), or one behind a transaction pooler (``database_pooler: transaction``: the next
 transaction may run on another server connection), gets the statement's text: the answer is the
 same either way.
+
+A statement reached inside a write's transaction cannot be prepared there (the PREPARE would
+be part of the transaction). The ones made with ``at_connect=True`` (``AT_CONNECT``) are
+prepared when the pool opens a connection (``prepare_at_connect``, one message), so they go as
+EXECUTE inside transactions too. A schema change after that is PostgreSQL's to handle: it
+re-plans a prepared statement whose tables changed.
 """
 
 from __future__ import annotations
@@ -23,12 +29,19 @@ _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 _KEY = "hms_prepared"
 """conn.info key: the names this DB-API connection has prepared."""
 
+AT_CONNECT: dict[str, Prepared] = {}
+"""The statements every pooled PostgreSQL connection (psycopg2, no transaction pooler)
+prepares as it is opened, by name: those run inside write transactions on the hot calls."""
+
 
 class Prepared:
     """One statement with named psycopg2 placeholders (``%(name)s``), given the PostgreSQL
-    type of each (``types``), prepared under ``name`` on first use per connection."""
+    type of each (``types``), prepared under ``name`` on first use per connection (and with
+    ``at_connect`` as each pooled connection opens: ``AT_CONNECT``)."""
 
-    def __init__(self, name: str, sql: str, types: dict[str, str]) -> None:
+    def __init__(
+        self, name: str, sql: str, types: dict[str, str], *, at_connect: bool = False
+    ) -> None:
         self.name = name
         self.sql = sql
         order: list[str] = []
@@ -42,6 +55,10 @@ class Prepared:
         signature = ", ".join(types[key] for key in order)
         self._prepare = f"PREPARE {name} ({signature}) AS {body}"
         self._execute = f"EXECUTE {name} (" + ", ".join(f"%({k})s" for k in order) + ")"
+        if at_connect:
+            known = AT_CONNECT.setdefault(name, self)
+            if known._prepare != self._prepare:
+                raise ValueError(f"{name}: two statements prepared at connect under one name")
 
     def text(self, conn: Connection) -> str:
         """The text to send on ``conn`` for this statement: EXECUTE when the connection has it
@@ -70,6 +87,35 @@ class Prepared:
                 return self.sql
             prepared.add(self.name)
         return self._execute
+
+
+def prepare_at_connect(raw: Any, info: dict[str, Any]) -> None:
+    """PREPARE every ``AT_CONNECT`` statement on the new DB-API connection ``raw`` (psycopg2)
+    in one autocommit message, recording in ``info`` (the pool record's, which ``text`` reads)
+    the names the session has. A failure (e.g. the tables are not there yet) leaves no
+    transaction behind; the statements not prepared are prepared on first use outside a
+    transaction, as the others are."""
+    statements = list(AT_CONNECT.values())
+    if not statements or raw.closed:
+        return
+    prepared: set[str] = info.setdefault(_KEY, set())
+    autocommit = raw.autocommit
+    try:
+        raw.autocommit = True
+        with raw.cursor() as cursor:
+            try:
+                cursor.execute("; ".join(s._prepare for s in statements))
+            except raw.Error:
+                # Which ones the session has (PREPARE is not undone with the message).
+                cursor.execute("SELECT name FROM pg_prepared_statements")
+                prepared.update(str(row[0]) for row in cursor.fetchall())
+                return
+        prepared.update(s.name for s in statements)
+    except raw.Error:  # the connection broke: its next use reports it
+        return
+    finally:
+        if not raw.closed and raw.autocommit != autocommit:
+            raw.autocommit = autocommit
 
 
 def _prepare(conn: Connection, statement: str) -> bool:
