@@ -11,6 +11,7 @@ import psycopg2
 import pytest
 from sqlalchemy import Connection
 
+from hms_cache_proxy.store.db import prepared
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.db.prepared import AT_CONNECT
 from hms_cache_proxy.store.sql.bootstrap import init_db
@@ -80,25 +81,29 @@ def test_a_statement_prepared_at_connect_is_executed_inside_a_transaction(
 _VALUES = {"window": 1000, "floor": 0, "unsettled": [], "db": "default", "tbl": "t"}
 
 
-def test_a_session_opened_before_the_tables_prepares_nothing_and_stays_clean(
-    pg_url: str,
+def test_a_session_opened_before_the_tables_prepares_them_once_they_are_there(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = Database(pg_url, pool_size=1)
+
+    def inside(c: Connection) -> str:
+        c.exec_driver_sql("SELECT 1")
+        return pgsql._WRITE_IDS_NOW.text(c)
+
     try:
         with db.single_statement() as conn:
             raw = conn.connection.dbapi_connection
             assert raw is not None
             assert raw.info.transaction_status == psycopg2.extensions.TRANSACTION_STATUS_IDLE
-            assert (
-                conn.exec_driver_sql("SELECT count(*) FROM pg_prepared_statements").scalar_one()
-                == 0
-            )
-
-            def inside(c: Connection) -> str:
-                c.exec_driver_sql("SELECT 1")
-                return pgsql._WRITE_IDS_NOW.text(c)
-
+            names = conn.exec_driver_sql("SELECT name FROM pg_prepared_statements").all()
+            assert names == []
         assert db.transaction(inside) == pgsql._WRITE_IDS_NOW.sql
+        init_db(db, "file:/tmp/wh")
+        monkeypatch.setattr(prepared, "RETRY_SECONDS", 0.0)
+        assert db.transaction(inside).startswith(f"EXECUTE {WRITE_IDS_NOW} ")
+        with db.single_statement() as conn:
+            names = conn.exec_driver_sql("SELECT name FROM pg_prepared_statements").scalars()
+            assert set(AT_CONNECT) <= set(names)
     finally:
         db.dispose()
 

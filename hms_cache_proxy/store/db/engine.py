@@ -787,13 +787,13 @@ _COMMIT_ARMED, _COMMIT_SENT = 1, 2
 
 
 def _prepare_hot_statements(engine: Engine) -> None:
-    """Each new pooled session prepares prepared.AT_CONNECT's statements (store/db/prepared.py
-    imports this module, hence the import here)."""
-    from hms_cache_proxy.store.db.prepared import prepare_at_connect
+    """Each pooled session the pool hands out has prepared.AT_CONNECT's statements prepared
+    (store/db/prepared.py imports this module, hence the import here)."""
+    from hms_cache_proxy.store.db.prepared import prepare_at_checkout
 
-    @event.listens_for(engine, "connect")
-    def _prepare(dbapi_conn: Any, record: Any) -> None:
-        prepare_at_connect(dbapi_conn, record.info)
+    @event.listens_for(engine, "checkout")
+    def _prepare(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        prepare_at_checkout(dbapi_conn, record.info)
 
 
 def begin_sent(conn: Connection) -> bool:

@@ -11,14 +11,16 @@ same either way.
 
 A statement reached inside a write's transaction cannot be prepared there (the PREPARE would
 be part of the transaction). The ones made with ``at_connect=True`` (``AT_CONNECT``) are
-prepared when the pool opens a connection (``prepare_at_connect``, one message), so they go as
-EXECUTE inside transactions too. A schema change after that is PostgreSQL's to handle: it
-re-plans a prepared statement whose tables changed.
+prepared when the pool hands out a session that lacks them (``prepare_at_checkout``: one
+message when it is opened; again a few seconds later if the tables were not there yet), so
+they go as EXECUTE inside transactions too. A schema change after that is PostgreSQL's to
+handle: it re-plans a prepared statement whose tables changed.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from sqlalchemy import Connection
@@ -30,14 +32,21 @@ _KEY = "hms_prepared"
 """conn.info key: the names this DB-API connection has prepared."""
 
 AT_CONNECT: dict[str, Prepared] = {}
-"""The statements every pooled PostgreSQL connection (psycopg2, no transaction pooler)
-prepares as it is opened, by name: those run inside write transactions on the hot calls."""
+"""The statements every pooled PostgreSQL connection (psycopg2, no transaction pooler) has
+prepared whenever the pool hands it out (``prepare_at_checkout``), by name: those run inside
+write transactions on the hot calls."""
+_AT_CONNECT_STATE = "hms_at_connect"
+"""conn.info key: len(AT_CONNECT) once the session has them all, or (a float) when the last
+try failed (the missing ones are tried again ``RETRY_SECONDS`` later)."""
+RETRY_SECONDS = 1.0
+_IDLE = 0
+"""psycopg2's TRANSACTION_STATUS_IDLE: the session is not inside a transaction."""
 
 
 class Prepared:
     """One statement with named psycopg2 placeholders (``%(name)s``), given the PostgreSQL
     type of each (``types``), prepared under ``name`` on first use per connection (and with
-    ``at_connect`` as each pooled connection opens: ``AT_CONNECT``)."""
+    ``at_connect`` whenever the pool hands out a connection: ``AT_CONNECT``)."""
 
     def __init__(
         self, name: str, sql: str, types: dict[str, str], *, at_connect: bool = False
@@ -89,28 +98,39 @@ class Prepared:
         return self._execute
 
 
-def prepare_at_connect(raw: Any, info: dict[str, Any]) -> None:
-    """PREPARE every ``AT_CONNECT`` statement on the new DB-API connection ``raw`` (psycopg2)
-    in one autocommit message, recording in ``info`` (the pool record's, which ``text`` reads)
-    the names the session has. A failure (e.g. the tables are not there yet) leaves no
-    transaction behind; the statements not prepared are prepared on first use outside a
-    transaction, as the others are."""
-    statements = list(AT_CONNECT.values())
-    if not statements or raw.closed:
+def prepare_at_checkout(raw: Any, info: dict[str, Any]) -> None:
+    """Make sure the pooled DB-API connection ``raw`` (psycopg2, handed out by the pool, so
+    outside any transaction) has every ``AT_CONNECT`` statement prepared, recording in
+    ``info`` (the pool record's, which ``text`` reads) the names the session has. Nothing to
+    do (one look-up) once they are; the missing ones go in one autocommit message. When that
+    fails (e.g. a session opened before the schema was made) no transaction is left behind
+    and the next try waits ``RETRY_SECONDS``."""
+    state = info.get(_AT_CONNECT_STATE)
+    if state == len(AT_CONNECT) or (
+        isinstance(state, float) and time.monotonic() - state < RETRY_SECONDS
+    ):
         return
     prepared: set[str] = info.setdefault(_KEY, set())
+    missing = [s for s in AT_CONNECT.values() if s.name not in prepared]
+    if not missing:
+        info[_AT_CONNECT_STATE] = len(AT_CONNECT)
+        return
+    if raw.closed or raw.info.transaction_status != _IDLE:
+        return
     autocommit = raw.autocommit
     try:
         raw.autocommit = True
         with raw.cursor() as cursor:
             try:
-                cursor.execute("; ".join(s._prepare for s in statements))
+                cursor.execute("; ".join(s._prepare for s in missing))
             except raw.Error:
-                # Which ones the session has (PREPARE is not undone with the message).
+                # Which ones the session has (a PREPARE is not undone with its message).
                 cursor.execute("SELECT name FROM pg_prepared_statements")
                 prepared.update(str(row[0]) for row in cursor.fetchall())
+                info[_AT_CONNECT_STATE] = time.monotonic()
                 return
-        prepared.update(s.name for s in statements)
+        prepared.update(s.name for s in missing)
+        info[_AT_CONNECT_STATE] = len(AT_CONNECT)
     except raw.Error:  # the connection broke: its next use reports it
         return
     finally:
