@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.dialects.postgresql import psycopg2 as postgresql_psycopg2
 
 from hms_cache_proxy.store.db.engine import PLAIN_SQL, PooledCursor, begin_sent
 
@@ -98,6 +99,34 @@ class Prepared:
         return self._execute
 
 
+class PreparedCore:
+    """A SQLAlchemy Core statement of fixed shape (array parameters, no expanding lists or
+    constants) prepared on psycopg2's sessions under ``name`` (``AT_CONNECT``): compiled once
+    for psycopg2, its parameters' types left to PostgreSQL. Elsewhere (SQLite, another
+    driver) it runs as the statement it is; so does it behind a transaction pooler, as text."""
+
+    def __init__(self, name: str, statement: Any) -> None:
+        self.statement = statement
+        compiled = statement.compile(dialect=_PSYCOPG2)
+        params = compiled.construct_params({}, _check=False)
+        constants = {key: value for key, value in params.items() if value is not None}
+        if constants:
+            raise ValueError(f"{name}: constants {sorted(constants)} (bind them per call)")
+        self.prepared = Prepared(
+            name, str(compiled), {key: "unknown" for key in params}, at_connect=True
+        )
+
+    def execute(self, conn: Connection, params: dict[str, Any]) -> Any:
+        """The statement's result on ``conn``: EXECUTE of the prepared statement (or its
+        text) on psycopg2, else SQLAlchemy's execution of the statement."""
+        if conn.dialect.driver != "psycopg2":
+            return conn.execute(self.statement, params)
+        return conn.exec_driver_sql(self.prepared.text(conn), params)
+
+
+_PSYCOPG2 = postgresql_psycopg2.dialect()
+
+
 def prepare_at_checkout(raw: Any, info: dict[str, Any]) -> None:
     """Make sure the pooled DB-API connection ``raw`` (psycopg2, handed out by the pool, so
     outside any transaction) has every ``AT_CONNECT`` statement prepared, recording in
@@ -111,7 +140,8 @@ def prepare_at_checkout(raw: Any, info: dict[str, Any]) -> None:
     ):
         return
     prepared: set[str] = info.setdefault(_KEY, set())
-    missing = [s for s in AT_CONNECT.values() if s.name not in prepared]
+    # A tuple first: statements made on first use (details.py's) may join meanwhile.
+    missing = [s for s in tuple(AT_CONNECT.values()) if s.name not in prepared]
     if not missing:
         info[_AT_CONNECT_STATE] = len(AT_CONNECT)
         return

@@ -283,20 +283,64 @@ _ENQUEUE_SQL = (
     'ins AS (INSERT INTO "HIVE_LOCKS" ("HL_LOCK_EXT_ID", "HL_LOCK_INT_ID", "HL_TXNID", "HL_DB", '
     '"HL_TABLE", "HL_PARTITION", "HL_LOCK_STATE", "HL_LOCK_TYPE", "HL_LAST_HEARTBEAT", '
     '"HL_USER", "HL_HOST", "HL_AGENT_INFO") '
-    "SELECT nli.ext, v.int_id, %s, v.db, v.tbl, v.part, 'w', v.kind, {heartbeat}, %s, %s, %s "
-    "FROM nli, (VALUES {values}) AS v (int_id, db, tbl, part, kind)) "
+    "SELECT nli.ext, v.int_id, %(txn)s, v.db, v.tbl, v.part, 'w', v.kind, {heartbeat}, "
+    "%(user)s, %(host)s, %(agent)s "
+    "FROM nli, unnest(%(l_int)s::bigint[], %(l_db)s::text[], %(l_tbl)s::text[], "
+    "%(l_part)s::text[], %(l_kind)s::text[]) AS v (int_id, db, tbl, part, kind)) "
     "SELECT ext FROM nli"
 )
 _TXN_OPEN_CTE = (
-    'open_txn AS (SELECT 1 FROM "TXNS" WHERE "TXN_ID" = %s AND "TXN_STATE" = \'o\' FOR UPDATE), '
+    'open_txn AS (SELECT 1 FROM "TXNS" WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\' '
+    "FOR UPDATE), "
 )
 _COMPONENTS_CTE = (
     'tc AS (INSERT INTO "TXN_COMPONENTS" ("TC_TXNID", "TC_DATABASE", "TC_TABLE", "TC_PARTITION", '
-    '"TC_OPERATION_TYPE", "TC_WRITEID") SELECT %s, c.db, c.tbl, c.part, c.op, '
+    '"TC_OPERATION_TYPE", "TC_WRITEID") SELECT %(txn)s, c.db, c.tbl, c.part, c.op, '
     '(SELECT w."T2W_WRITEID" FROM "TXN_TO_WRITE_ID" w WHERE w."T2W_DATABASE" = c.db '
-    'AND w."T2W_TABLE" = c.tbl AND w."T2W_TXNID" = %s) '
-    "FROM (VALUES {values}) AS c (db, tbl, part, op) WHERE EXISTS (SELECT 1 FROM open_txn)), "
+    'AND w."T2W_TABLE" = c.tbl AND w."T2W_TXNID" = %(txn)s) '
+    "FROM unnest(%(c_db)s::text[], %(c_tbl)s::text[], %(c_part)s::text[], %(c_op)s::text[]) "
+    "AS c (db, tbl, part, op) WHERE EXISTS (SELECT 1 FROM open_txn)), "
 )
+_ENQUEUE_TYPES = {
+    "txn": "bigint",
+    "user": "text",
+    "host": "text",
+    "agent": "text",
+    "l_int": "bigint[]",
+    "l_db": "text[]",
+    "l_tbl": "text[]",
+    "l_part": "text[]",
+    "l_kind": "text[]",
+}
+_COMPONENT_TYPES = {"c_db": "text[]", "c_tbl": "text[]", "c_part": "text[]", "c_op": "text[]"}
+
+
+def _enqueue_statement(in_txn: bool, components: bool, heartbeat: bool) -> Prepared:
+    """enqueue_locks' statement: with the txn's row lock (``in_txn``) and its components,
+    the new rows' heartbeat now (``heartbeat``: a lock without a txn) or 0. Its lists are
+    array parameters: one text (one prepared statement) whatever their lengths."""
+    txn_part = (_TXN_OPEN_CTE if in_txn else "") + (_COMPONENTS_CTE if components else "")
+    sql = _ENQUEUE_SQL.format(
+        txn=txn_part,
+        open="WHERE EXISTS (SELECT 1 FROM open_txn)" if in_txn else "",
+        heartbeat=_NOW_MS if heartbeat else "0",
+    )
+    name = "hms_enqueue_locks" + ("_txn" if in_txn else "") + ("_tc" if components else "")
+    name += "_beat" if heartbeat else ""
+    types = _ENQUEUE_TYPES | (_COMPONENT_TYPES if components else {})
+    return Prepared(name, sql, types, at_connect=True)
+
+
+_ENQUEUE = {
+    (in_txn, components, heartbeat): _enqueue_statement(in_txn, components, heartbeat)
+    for in_txn, components, heartbeat in (
+        (True, True, False),
+        (True, False, False),
+        (False, False, False),
+        (False, False, True),
+    )
+}
+"""enqueue_locks' statements by (txn > 0, with components, txn == 0)."""
 
 
 def enqueue_locks(
@@ -316,30 +360,49 @@ def enqueue_locks(
     (its FOR UPDATE waits for a commit or abort under way, and then sees its outcome) and
     inserts its TXN_COMPONENTS ((db, table, partition, operation) each; the write id is the
     table's for the txn, NULL without one), as Hive's enqueueLock does in its transaction."""
-    params: list[Any] = []
-    txn_part = ""
-    open_only = ""
-    if txn_id > 0:
-        txn_part = _TXN_OPEN_CTE
-        params.append(txn_id)
-        open_only = "WHERE EXISTS (SELECT 1 FROM open_txn)"
-        if components:
-            txn_part += _COMPONENTS_CTE.format(
-                values=", ".join(["(%s, %s, %s, %s)"] * len(components))
-            )
-            params += [txn_id, txn_id]
-            params += [value for part in components for value in part]
-    sql = _ENQUEUE_SQL.format(
-        txn=txn_part,
-        open=open_only,
-        heartbeat="0" if txn_id != 0 else _NOW_MS,
-        values=", ".join(["(%s, %s, %s, %s, %s)"] * len(rows)),
-    )
-    # In the text the SELECT's values come first, then the VALUES list.
-    params += [txn_id, user, host, agent_info]
-    params += [value for row in rows for value in row]
-    found = conn.exec_driver_sql(sql, tuple(params)).first()
+    with_components = txn_id > 0 and bool(components)
+    statement = _ENQUEUE[txn_id > 0, with_components, txn_id == 0]
+    params: dict[str, Any] = {
+        "txn": txn_id,
+        "user": user,
+        "host": host,
+        "agent": agent_info,
+        "l_int": [r[0] for r in rows],
+        "l_db": [r[1] for r in rows],
+        "l_tbl": [r[2] for r in rows],
+        "l_part": [r[3] for r in rows],
+        "l_kind": [r[4] for r in rows],
+    }
+    if with_components:
+        parts = components or []
+        params |= {
+            "c_db": [c[0] for c in parts],
+            "c_tbl": [c[1] for c in parts],
+            "c_part": [c[2] for c in parts],
+            "c_op": [c[3] for c in parts],
+        }
+    found = conn.exec_driver_sql(statement.text(conn), params).first()
     return None if found is None else int(found[0])
+
+
+_OPEN_TXN_OF_WRITE_ID = Prepared(
+    "hms_open_txn_of_write_id",
+    'SELECT "TXNS"."TXN_ID" FROM "TXN_TO_WRITE_ID" JOIN "TXNS" '
+    'ON "TXNS"."TXN_ID" = "TXN_TO_WRITE_ID"."T2W_TXNID" '
+    'WHERE "TXN_TO_WRITE_ID"."T2W_DATABASE" = %(w_db)s '
+    'AND "TXN_TO_WRITE_ID"."T2W_TABLE" = %(w_tbl)s '
+    'AND "TXN_TO_WRITE_ID"."T2W_WRITEID" = %(w_id)s AND "TXNS"."TXN_STATE" = \'o\' '
+    'FOR SHARE OF "TXNS"',
+    {"w_db": "text", "w_tbl": "text", "w_id": "bigint"},
+    at_connect=True,
+)
+
+
+def open_txn_of_write_id(conn: Connection, params: dict[str, Any]) -> int | None:
+    """writeids._OPEN_TXN_OF_WRITE_ID as a prepared statement: the txn of write id ``w_id`` of
+    ``w_db``.``w_tbl`` while it is open, its TXNS row share-locked; None otherwise."""
+    found = conn.exec_driver_sql(_OPEN_TXN_OF_WRITE_ID.text(conn), params).scalar()
+    return None if found is None else int(found)
 
 
 _T2W_OF_TABLE = '"T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s'
