@@ -622,14 +622,17 @@ _READ_CDS = Prepared(
 _LOCK_CDS = Prepared(
     "hms_lock_freeable_cds",
     'SELECT 1 FROM "CDS" WHERE "CD_ID" IN (SELECT "CD_ID" FROM "SDS" '
-    'WHERE "SD_ID" = ANY(%(old)s::bigint[])) AND "CD_ID" NOT IN (SELECT "CD_ID" FROM "SDS" '
-    'WHERE "SD_ID" = ANY(%(tsd)s::bigint[]) AND "CD_ID" IS NOT NULL) '
+    'WHERE "SD_ID" = ANY((SELECT %(old)s::bigint[])::bigint[])) AND "CD_ID" NOT IN (SELECT "CD_ID" '
+    'FROM "SDS" WHERE "SD_ID" = ANY((SELECT %(tsd)s::bigint[])::bigint[]) AND "CD_ID" IS NOT NULL) '
     'ORDER BY "CD_ID" FOR NO KEY UPDATE',
     {"old": "bigint[]", "tsd": "bigint[]"},
     at_connect=True,
 )
 """The statements of ``_clear_partitions_pg``, prepared (store/db/prepared.py): every alter of
-partitions runs them inside its transaction."""
+partitions runs them inside its transaction. _LOCK_CDS reads its arrays through a scalar
+subquery (``ANY((SELECT ...)::bigint[])``): a custom plan then estimates them as the generic
+plan does (not from the values), so PostgreSQL settles on the generic plan instead of planning
+each execution anew (it kept custom plans while their estimate was lower)."""
 
 
 def _clear_partitions_pg(

@@ -285,8 +285,9 @@ _ENQUEUE_SQL = (
     '"HL_USER", "HL_HOST", "HL_AGENT_INFO") '
     "SELECT nli.ext, v.int_id, %(txn)s, v.db, v.tbl, v.part, 'w', v.kind, {heartbeat}, "
     "%(user)s, %(host)s, %(agent)s "
-    "FROM nli, unnest(%(l_int)s::bigint[], %(l_db)s::text[], %(l_tbl)s::text[], "
-    "%(l_part)s::text[], %(l_kind)s::text[]) AS v (int_id, db, tbl, part, kind)) "
+    "FROM nli, unnest((SELECT %(l_int)s::bigint[]), (SELECT %(l_db)s::text[]), "
+    "(SELECT %(l_tbl)s::text[]), (SELECT %(l_part)s::text[]), (SELECT %(l_kind)s::text[])) "
+    "AS v (int_id, db, tbl, part, kind)) "
     "SELECT ext FROM nli"
 )
 _TXN_OPEN_CTE = (
@@ -298,7 +299,8 @@ _COMPONENTS_CTE = (
     '"TC_OPERATION_TYPE", "TC_WRITEID") SELECT %(txn)s, c.db, c.tbl, c.part, c.op, '
     '(SELECT w."T2W_WRITEID" FROM "TXN_TO_WRITE_ID" w WHERE w."T2W_DATABASE" = c.db '
     'AND w."T2W_TABLE" = c.tbl AND w."T2W_TXNID" = %(txn)s) '
-    "FROM unnest(%(c_db)s::text[], %(c_tbl)s::text[], %(c_part)s::text[], %(c_op)s::text[]) "
+    "FROM unnest((SELECT %(c_db)s::text[]), (SELECT %(c_tbl)s::text[]), "
+    "(SELECT %(c_part)s::text[]), (SELECT %(c_op)s::text[])) "
     "AS c (db, tbl, part, op) WHERE EXISTS (SELECT 1 FROM open_txn)), "
 )
 _ENQUEUE_TYPES = {
@@ -318,7 +320,10 @@ _COMPONENT_TYPES = {"c_db": "text[]", "c_tbl": "text[]", "c_part": "text[]", "c_
 def _enqueue_statement(in_txn: bool, components: bool, heartbeat: bool) -> Prepared:
     """enqueue_locks' statement: with the txn's row lock (``in_txn``) and its components,
     the new rows' heartbeat now (``heartbeat``: a lock without a txn) or 0. Its lists are
-    array parameters: one text (one prepared statement) whatever their lengths."""
+    array parameters: one text (one prepared statement) whatever their lengths, each read
+    through a scalar subquery, so a custom plan does not count the values (``unnest`` of a
+    known array is estimated at its length, of a parameter at 10 rows) and PostgreSQL keeps
+    the generic plan after five executions rather than planning every one."""
     txn_part = (_TXN_OPEN_CTE if in_txn else "") + (_COMPONENTS_CTE if components else "")
     sql = _ENQUEUE_SQL.format(
         txn=txn_part,
