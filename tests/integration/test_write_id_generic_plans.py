@@ -166,17 +166,21 @@ def _per_txn_lookups(plan: list[str]) -> list[tuple[str, list[str]]]:
     return found
 
 
-@pytest.mark.parametrize("analyzed", [False, True], ids=["stale", "analyzed"])
+@pytest.mark.parametrize("statistics", ["never", "of_an_empty_table", "fresh"])
 def test_the_write_ids_of_open_txns_are_looked_up_by_the_txn_index(
-    svc: TxnService, pg_url: str, analyzed: bool
+    svc: TxnService, pg_url: str, statistics: str
 ) -> None:
-    """Each open txn's write id is read from the (database, table, txn) index, with fresh or
-    stale statistics and custom or generic plans: never all the table's rows per txn through
-    the write-id index with the txn as a filter."""
-    with svc.db.single_statement(write=True) as conn:
-        conn.exec_driver_sql('ANALYZE "TXN_TO_WRITE_ID"')  # statistics of an empty table
-    _a_table_with_history(pg_url, 3000)
-    if analyzed:
+    """Each open txn's write id is read from the (database, table, txn) index, with no, stale
+    or fresh statistics and custom or generic plans: never all the table's rows per txn
+    through the write-id index with the txn as a filter (the plan of ``T2W_TXNID = c.id`` on
+    a TXN_TO_WRITE_ID never analyzed)."""
+    if statistics == "of_an_empty_table":
+        with svc.db.single_statement(write=True) as conn:
+            conn.exec_driver_sql('ANALYZE "TXN_TO_WRITE_ID"')
+    rows = 200 if statistics == "never" else 3000
+    _a_table_with_history(pg_url, rows)
+    hwm = 100 + rows - 50  # the last 50 txns above the snapshot's hwm, every 50th invalid
+    if statistics == "fresh":
         with svc.db.single_statement(write=True) as conn:
             conn.exec_driver_sql('ANALYZE "TXN_TO_WRITE_ID"')
     cases = [
@@ -186,7 +190,7 @@ def test_the_write_ids_of_open_txns_are_looked_up_by_the_txn_index(
         ),
         (
             pgsql._TABLE_WRITE_IDS,
-            {"txn_hwm": 3100, "db": "default", "tbl": "t", "invalid": list(range(150, 3100, 50))},
+            {"txn_hwm": hwm, "db": "default", "tbl": "t", "invalid": list(range(150, hwm, 50))},
         ),
     ]
     for statement, values in cases:

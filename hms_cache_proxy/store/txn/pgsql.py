@@ -297,8 +297,11 @@ _TXN_OPEN_CTE = (
 _COMPONENTS_CTE = (
     'tc AS (INSERT INTO "TXN_COMPONENTS" ("TC_TXNID", "TC_DATABASE", "TC_TABLE", "TC_PARTITION", '
     '"TC_OPERATION_TYPE", "TC_WRITEID") SELECT %(txn)s, c.db, c.tbl, c.part, c.op, '
-    '(SELECT w."T2W_WRITEID" FROM "TXN_TO_WRITE_ID" w WHERE w."T2W_DATABASE" = c.db '
-    'AND w."T2W_TABLE" = c.tbl AND w."T2W_TXNID" = %(txn)s) '
+    # The table's write id of the txn: its first row from the txn up in txn order, which
+    # only the (database, table, txn) index gives (see _invalid_write_ids).
+    '(SELECT w."T2W_WRITEID" FROM (SELECT "T2W_TXNID", "T2W_WRITEID" FROM "TXN_TO_WRITE_ID" '
+    'WHERE "T2W_DATABASE" = c.db AND "T2W_TABLE" = c.tbl AND "T2W_TXNID" >= %(txn)s '
+    'ORDER BY "T2W_TXNID" LIMIT 1) w WHERE w."T2W_TXNID" = %(txn)s) '
     "FROM unnest((SELECT %(c_db)s::text[]), (SELECT %(c_tbl)s::text[]), "
     "(SELECT %(c_part)s::text[]), (SELECT %(c_op)s::text[])) "
     "AS c (db, tbl, part, op) WHERE EXISTS (SELECT 1 FROM open_txn)), "
@@ -424,9 +427,10 @@ def _invalid_write_ids(txns: str) -> str:
     The lookup is the table's first row from txn ``c.id`` up in txn order (``>=``, ORDER BY,
     LIMIT 1; the pair is unique, so it is c.id's row if there is one), not ``= c.id``: as an
     equality the (database, table, write id) index looked as cheap to a plan made on stale or
-    small statistics, and was used with ``T2W_TXNID = c.id`` as a filter over every row of the
-    table per txn (auto_explain at 8 clients: 198 rows removed per loop). In txn order only
-    the (database, table, txn) index gives the first row without reading and sorting them all."""
+    small statistics (a TXN_TO_WRITE_ID never analyzed, as in a new metastore), and was used
+    with ``T2W_TXNID = c.id`` as a filter over every row of the table per txn (auto_explain at
+    8 clients: 198 rows removed per loop). In txn order only the (database, table, txn) index
+    gives the first row without reading and sorting them all."""
     return (
         f'SELECT w."T2W_TXNID", w."T2W_WRITEID" FROM {txns} c, hwm, LATERAL (SELECT "T2W_TXNID", '
         f'"T2W_WRITEID" FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" >= c.id '
