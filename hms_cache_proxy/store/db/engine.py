@@ -786,14 +786,20 @@ _COMMITTED = "hms_commit_folded"
 _COMMIT_ARMED, _COMMIT_SENT = 1, 2
 
 
+SESSION_CHECKOUT: list[Callable[[Any, dict[str, Any]], None]] = []
+"""Called with (DB-API connection, the pool record's info) whenever a pool of a psycopg2
+engine not behind a transaction pooler hands out a session: store/db/prepared.py's
+``prepare_at_checkout`` (which imports this module, so it adds itself)."""
+
+
 def _prepare_hot_statements(engine: Engine) -> None:
-    """Each pooled session the pool hands out has prepared.AT_CONNECT's statements prepared
-    (store/db/prepared.py imports this module, hence the import here)."""
-    from hms_cache_proxy.store.db.prepared import prepare_at_checkout
+    """Each pooled session the pool hands out goes through SESSION_CHECKOUT (it prepares
+    prepared.AT_CONNECT's statements the session lacks)."""
 
     @event.listens_for(engine, "checkout")
     def _prepare(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
-        prepare_at_checkout(dbapi_conn, record.info)
+        for hook in SESSION_CHECKOUT:
+            hook(dbapi_conn, record.info)
 
 
 def begin_sent(conn: Connection) -> bool:

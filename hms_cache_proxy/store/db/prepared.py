@@ -26,7 +26,12 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.dialects.postgresql import psycopg2 as postgresql_psycopg2
 
-from hms_cache_proxy.store.db.engine import PLAIN_SQL, PooledCursor, begin_sent
+from hms_cache_proxy.store.db.engine import (
+    PLAIN_SQL,
+    SESSION_CHECKOUT,
+    PooledCursor,
+    begin_sent,
+)
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 _KEY = "hms_prepared"
@@ -166,6 +171,9 @@ def prepare_at_checkout(raw: Any, info: dict[str, Any]) -> None:
     finally:
         if not raw.closed and raw.autocommit != autocommit:
             raw.autocommit = autocommit
+
+
+SESSION_CHECKOUT.append(prepare_at_checkout)
 
 
 def _prepare(conn: Connection, statement: str) -> bool:
