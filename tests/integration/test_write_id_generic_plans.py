@@ -156,3 +156,98 @@ def test_generic_plan_kept_for_a_table_the_statistics_do_not_know(
     generic, custom = _plans_kept(pg_url, statement, values)  # psycopg2 skips unused keys
     assert (generic, custom) == (3, 5)
     assert "JIT:" not in _generic_plan(pg_url, statement, values)  # estimated far below it
+
+
+def _a_table_with_history(url: str, rows: int) -> None:
+    """``rows`` txns with a write id each on default.t, every 50th still open."""
+    raw = psycopg2.connect(url.replace("postgresql+psycopg2", "postgresql"))
+    raw.autocommit = True
+    try:
+        with raw.cursor() as cur:
+            cur.execute(
+                'INSERT INTO "TXNS" ("TXN_ID", "TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", '
+                '"TXN_USER", "TXN_HOST") SELECT 100 + g, CASE WHEN g %% 50 = 0 THEN \'o\' '
+                "ELSE 'c' END, 0, 0, 'u', 'h' FROM generate_series(1, %(n)s) g",
+                {"n": rows},
+            )
+            cur.execute(
+                'INSERT INTO "TXN_TO_WRITE_ID" ("T2W_TXNID", "T2W_DATABASE", "T2W_TABLE", '
+                "\"T2W_WRITEID\") SELECT 100 + g, 'default', 't', g "
+                "FROM generate_series(1, %(n)s) g",
+                {"n": rows},
+            )
+            cur.execute(
+                'INSERT INTO "NEXT_WRITE_ID" ("NWI_DATABASE", "NWI_TABLE", "NWI_NEXT") '
+                "VALUES ('default', 't', %(n)s + 1)",
+                {"n": rows},
+            )
+    finally:
+        raw.close()
+
+
+def _plan(url: str, statement: Prepared, values: dict[str, Any], mode: str) -> list[str]:
+    raw = psycopg2.connect(url.replace("postgresql+psycopg2", "postgresql"))
+    raw.autocommit = True
+    try:
+        with raw.cursor() as cur:
+            cur.execute(statement._prepare)
+            cur.execute(f"SET plan_cache_mode = {mode}")
+            cur.execute("EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) " + statement._execute, values)
+            return [row[0] for row in cur.fetchall()]
+    finally:
+        raw.close()
+
+
+def _per_txn_lookups(plan: list[str]) -> list[tuple[str, list[str]]]:
+    """(scan line, its detail lines) of each scan of TXN_TO_WRITE_ID that depends on a txn
+    id ``c.id`` of the loop around it (the lookup of a txn's write id)."""
+    found = []
+    for i, line in enumerate(plan):
+        if "Scan" not in line or 'on "TXN_TO_WRITE_ID"' not in line:
+            continue
+        details = []
+        for after in plan[i + 1 :]:
+            if "->" in after:
+                break
+            details.append(after)
+        if any("c.id" in d for d in details):
+            found.append((line, details))
+    return found
+
+
+@pytest.mark.parametrize("statistics", ["never", "of_an_empty_table", "fresh"])
+def test_the_write_ids_of_open_txns_are_looked_up_by_the_txn_index(
+    svc: TxnService, pg_url: str, statistics: str
+) -> None:
+    """Each open txn's write id is read from the (database, table, txn) index, with no, stale
+    or fresh statistics and custom or generic plans: never all the table's rows per txn
+    through the write-id index with the txn as a filter (the plan of ``T2W_TXNID = c.id`` on
+    a TXN_TO_WRITE_ID never analyzed)."""
+    if statistics == "of_an_empty_table":
+        with svc.db.single_statement(write=True) as conn:
+            conn.exec_driver_sql('ANALYZE "TXN_TO_WRITE_ID"')
+    rows = 200 if statistics == "never" else 3000
+    _a_table_with_history(pg_url, rows)
+    hwm = 100 + rows - 50  # the last 50 txns above the snapshot's hwm, every 50th invalid
+    if statistics == "fresh":
+        with svc.db.single_statement(write=True) as conn:
+            conn.exec_driver_sql('ANALYZE "TXN_TO_WRITE_ID"')
+    cases = [
+        (
+            pgsql._WRITE_IDS_NOW,
+            {"window": 1000, "floor": 0, "unsettled": [], "db": "default", "tbl": "t"},
+        ),
+        (
+            pgsql._TABLE_WRITE_IDS,
+            {"txn_hwm": hwm, "db": "default", "tbl": "t", "invalid": list(range(150, hwm, 50))},
+        ),
+    ]
+    for statement, values in cases:
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            plan = _plan(pg_url, statement, values, mode)
+            lookups = _per_txn_lookups(plan)
+            assert lookups, "\n".join(plan)
+            for scan, details in lookups:
+                assert '"TBL_TO_TXN_ID_IDX"' in scan, "\n".join(plan)
+                assert not any("Rows Removed by Filter" in d for d in details), "\n".join(plan)
+                assert "rows=1 " in scan, "\n".join(plan)

@@ -162,6 +162,8 @@ class Database:
 
         if self.backend_pids is not None:
             self._track_backends(engine)
+        if self.pooler != "transaction" and self.url.get_driver_name() == "psycopg2":
+            _prepare_hot_statements(engine)
         assert isinstance(engine.pool, IdleClosingPool)
         engine.pool.refusals = self.refusals
         if self.pool_idle_seconds > 0:
@@ -782,6 +784,22 @@ _BEGIN = "hms_begin_pending"
 _COMMITTED = "hms_commit_folded"
 """conn.info key: the next statement carries the COMMIT (armed), or carried it (sent)."""
 _COMMIT_ARMED, _COMMIT_SENT = 1, 2
+
+
+SESSION_CHECKOUT: list[Callable[[Any, dict[str, Any]], None]] = []
+"""Called with (DB-API connection, the pool record's info) whenever a pool of a psycopg2
+engine not behind a transaction pooler hands out a session: store/db/prepared.py's
+``prepare_at_checkout`` (which imports this module, so it adds itself)."""
+
+
+def _prepare_hot_statements(engine: Engine) -> None:
+    """Each pooled session the pool hands out goes through SESSION_CHECKOUT (it prepares
+    prepared.AT_CONNECT's statements the session lacks)."""
+
+    @event.listens_for(engine, "checkout")
+    def _prepare(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        for hook in SESSION_CHECKOUT:
+            hook(dbapi_conn, record.info)
 
 
 def begin_sent(conn: Connection) -> bool:

@@ -8,27 +8,55 @@ time it needs them, by their own round trip outside any transaction, and from th
 tables yet), or one behind a transaction pooler (``database_pooler: transaction``: the next
 transaction may run on another server connection), gets the statement's text: the answer is the
 same either way.
+
+A statement reached inside a write's transaction cannot be prepared there (the PREPARE would
+be part of the transaction). The ones made with ``at_connect=True`` (``AT_CONNECT``) are
+prepared when the pool hands out a session that lacks them (``prepare_at_checkout``: one
+message when it is opened; again a few seconds later if the tables were not there yet), so
+they go as EXECUTE inside transactions too. A schema change after that is PostgreSQL's to
+handle: it re-plans a prepared statement whose tables changed.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.dialects.postgresql import psycopg2 as postgresql_psycopg2
 
-from hms_cache_proxy.store.db.engine import PLAIN_SQL, PooledCursor, begin_sent
+from hms_cache_proxy.store.db.engine import (
+    PLAIN_SQL,
+    SESSION_CHECKOUT,
+    PooledCursor,
+    begin_sent,
+)
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 _KEY = "hms_prepared"
 """conn.info key: the names this DB-API connection has prepared."""
 
+AT_CONNECT: dict[str, Prepared] = {}
+"""The statements every pooled PostgreSQL connection (psycopg2, no transaction pooler) has
+prepared whenever the pool hands it out (``prepare_at_checkout``), by name: those run inside
+write transactions on the hot calls."""
+_AT_CONNECT_STATE = "hms_at_connect"
+"""conn.info key: len(AT_CONNECT) once the session has them all, or (a float) when the last
+try failed (the missing ones are tried again ``RETRY_SECONDS`` later)."""
+RETRY_SECONDS = 1.0
+_IDLE = 0
+"""psycopg2's TRANSACTION_STATUS_IDLE: the session is not inside a transaction."""
+
 
 class Prepared:
     """One statement with named psycopg2 placeholders (``%(name)s``), given the PostgreSQL
-    type of each (``types``), prepared under ``name`` on first use per connection."""
+    type of each (``types``), prepared under ``name`` on first use per connection (and with
+    ``at_connect`` whenever the pool hands out a connection: ``AT_CONNECT``)."""
 
-    def __init__(self, name: str, sql: str, types: dict[str, str]) -> None:
+    def __init__(
+        self, name: str, sql: str, types: dict[str, str], *, at_connect: bool = False
+    ) -> None:
         self.name = name
         self.sql = sql
         order: list[str] = []
@@ -42,6 +70,10 @@ class Prepared:
         signature = ", ".join(types[key] for key in order)
         self._prepare = f"PREPARE {name} ({signature}) AS {body}"
         self._execute = f"EXECUTE {name} (" + ", ".join(f"%({k})s" for k in order) + ")"
+        if at_connect:
+            known = AT_CONNECT.setdefault(name, self)
+            if known._prepare != self._prepare:
+                raise ValueError(f"{name}: two statements prepared at connect under one name")
 
     def text(self, conn: Connection) -> str:
         """The text to send on ``conn`` for this statement: EXECUTE when the connection has it
@@ -70,6 +102,78 @@ class Prepared:
                 return self.sql
             prepared.add(self.name)
         return self._execute
+
+
+class PreparedCore:
+    """A SQLAlchemy Core statement of fixed shape (array parameters, no expanding lists or
+    constants) prepared on psycopg2's sessions under ``name`` (``AT_CONNECT``): compiled once
+    for psycopg2, its parameters' types left to PostgreSQL. Elsewhere (SQLite, another
+    driver) it runs as the statement it is; so does it behind a transaction pooler, as text."""
+
+    def __init__(self, name: str, statement: Any) -> None:
+        self.statement = statement
+        compiled = statement.compile(dialect=_PSYCOPG2)
+        params = compiled.construct_params({}, _check=False)
+        constants = {key: value for key, value in params.items() if value is not None}
+        if constants:
+            raise ValueError(f"{name}: constants {sorted(constants)} (bind them per call)")
+        self.prepared = Prepared(
+            name, str(compiled), {key: "unknown" for key in params}, at_connect=True
+        )
+
+    def execute(self, conn: Connection, params: dict[str, Any]) -> Any:
+        """The statement's result on ``conn``: EXECUTE of the prepared statement (or its
+        text) on psycopg2, else SQLAlchemy's execution of the statement."""
+        if conn.dialect.driver != "psycopg2":
+            return conn.execute(self.statement, params)
+        return conn.exec_driver_sql(self.prepared.text(conn), params)
+
+
+_PSYCOPG2 = postgresql_psycopg2.dialect()
+
+
+def prepare_at_checkout(raw: Any, info: dict[str, Any]) -> None:
+    """Make sure the pooled DB-API connection ``raw`` (psycopg2, handed out by the pool, so
+    outside any transaction) has every ``AT_CONNECT`` statement prepared, recording in
+    ``info`` (the pool record's, which ``text`` reads) the names the session has. Nothing to
+    do (one look-up) once they are; the missing ones go in one autocommit message. When that
+    fails (e.g. a session opened before the schema was made) no transaction is left behind
+    and the next try waits ``RETRY_SECONDS``."""
+    state = info.get(_AT_CONNECT_STATE)
+    if state == len(AT_CONNECT) or (
+        isinstance(state, float) and time.monotonic() - state < RETRY_SECONDS
+    ):
+        return
+    prepared: set[str] = info.setdefault(_KEY, set())
+    # A tuple first: statements made on first use (details.py's) may join meanwhile.
+    missing = [s for s in tuple(AT_CONNECT.values()) if s.name not in prepared]
+    if not missing:
+        info[_AT_CONNECT_STATE] = len(AT_CONNECT)
+        return
+    if raw.closed or raw.info.transaction_status != _IDLE:
+        return
+    autocommit = raw.autocommit
+    try:
+        raw.autocommit = True
+        with raw.cursor() as cursor:
+            try:
+                cursor.execute("; ".join(s._prepare for s in missing))
+            except raw.Error:
+                # Which ones the session has (a PREPARE is not undone with its message).
+                cursor.execute("SELECT name FROM pg_prepared_statements")
+                prepared.update(str(row[0]) for row in cursor.fetchall())
+                info[_AT_CONNECT_STATE] = time.monotonic()
+                return
+        prepared.update(s.name for s in missing)
+        info[_AT_CONNECT_STATE] = len(AT_CONNECT)
+    except raw.Error:  # the connection broke: its next use reports it
+        return
+    finally:
+        if not raw.closed and raw.autocommit != autocommit:
+            raw.autocommit = autocommit
+
+
+SESSION_CHECKOUT.append(prepare_at_checkout)
 
 
 def _prepare(conn: Connection, statement: str) -> bool:

@@ -30,6 +30,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.prepared import Prepared
 
 # kind -> (table, owner column, a, b, c, idx, which id list selects it)
 _PARTS: dict[str, tuple[Any, str, str | None, str | None, str | None, str | None, str]] = {
@@ -128,6 +129,45 @@ def _statement(dialect: str, kinds: tuple[str, ...]) -> Any:
     return stmt
 
 
+def _pg_part_sql(kind: str) -> str:
+    """``_part_select`` of ``kind`` as psycopg2 text (the id list one array parameter)."""
+    table, owner, a, b, c, idx, source = _PARTS[kind]
+
+    def as_type(col: str | None, sql_type: str) -> str:
+        return f'CAST("{col}" AS {sql_type})' if col else f"CAST(NULL AS {sql_type})"
+
+    return (
+        f"SELECT CAST('{kind}' AS VARCHAR) AS kind, {as_type(owner, 'BIGINT')} AS owner, "
+        f"{as_type(a, 'VARCHAR')} AS a, {as_type(b, 'VARCHAR')} AS b, "
+        f"{as_type(c, 'VARCHAR')} AS c, {as_type(idx, 'BIGINT')} AS idx "
+        f'FROM "{table.name}" WHERE "{owner}" = ANY(%({source})s::bigint[])'
+    )
+
+
+_prepared: dict[tuple[str, ...], Prepared] = {}
+
+
+def _pg_statement(kinds: tuple[str, ...]) -> Prepared:
+    """The statement of ``kinds`` prepared on psycopg2's sessions (made on first use; one per
+    combination of the five id lists given, so a few dozen at most). A write's transaction
+    reads a table's or its partitions' details through it: prepared, it is not planned anew
+    each time (store/db/prepared.py)."""
+    stmt = _prepared.get(kinds)
+    if stmt is None:
+        with _lock:
+            stmt = _prepared.get(kinds)
+            if stmt is None:
+                sources = {_PARTS[k][6] for k in kinds}
+                stmt = Prepared(
+                    "hms_details_" + "_".join(kinds),
+                    " UNION ALL ".join(_pg_part_sql(k) for k in kinds),
+                    {source: "bigint[]" for source in sources},
+                    at_connect=True,
+                )
+                _prepared[kinds] = stmt
+    return stmt
+
+
 def load_details(
     conn: Connection,
     *,
@@ -150,8 +190,12 @@ def load_details(
     if not kinds:
         return out
     dialect = conn.dialect.name
-    stmt = _statement(dialect, kinds)
     used = {_PARTS[k][6] for k in kinds}
+    if dialect == "postgresql" and conn.dialect.driver == "psycopg2":
+        prepared = _pg_statement(kinds)
+        _fill(out, conn.exec_driver_sql(prepared.text(conn), {u: ids[u] for u in used}).all())
+        return out
+    stmt = _statement(dialect, kinds)
     if dialect == "postgresql" or sum(len(ids[u]) for u in used) <= _SQLITE_MAX_IDS:
         rows = conn.execute(stmt, {u: ids[u] for u in used}).all()
     else:

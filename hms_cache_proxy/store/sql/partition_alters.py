@@ -23,6 +23,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.colstats.accuracy import COLUMN_STATS_ACCURATE, stats_valid_for_query
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
+from hms_cache_proxy.store.db.prepared import Prepared
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent, one_statement
@@ -592,18 +593,46 @@ _V_NAMES = tuple(f"v_{c}" for c in _ROW_COLUMNS[1:])
 
 # -- PostgreSQL through psycopg2: the same statements, several in one message -----------------
 
-_CLEAR_SQL = (
-    'DELETE FROM "PARTITION_PARAMS" WHERE "PART_ID" = ANY(%(ids)s::bigint[]); '
-    'DELETE FROM "PARTITION_KEY_VALS" WHERE "PART_ID" = ANY(%(ids)s::bigint[]); '
-    'UPDATE "PARTITIONS" SET "SD_ID" = NULL WHERE "PART_ID" = ANY(%(ids)s::bigint[])'
+_CLEAR = (
+    Prepared(
+        "hms_clear_partition_params",
+        'DELETE FROM "PARTITION_PARAMS" WHERE "PART_ID" = ANY(%(ids)s::bigint[])',
+        {"ids": "bigint[]"},
+        at_connect=True,
+    ),
+    Prepared(
+        "hms_clear_partition_key_vals",
+        'DELETE FROM "PARTITION_KEY_VALS" WHERE "PART_ID" = ANY(%(ids)s::bigint[])',
+        {"ids": "bigint[]"},
+        at_connect=True,
+    ),
+    Prepared(
+        "hms_detach_partition_sds",
+        'UPDATE "PARTITIONS" SET "SD_ID" = NULL WHERE "PART_ID" = ANY(%(ids)s::bigint[])',
+        {"ids": "bigint[]"},
+        at_connect=True,
+    ),
 )
-_READ_CDS_SQL = '; SELECT "SD_ID", "CD_ID" FROM "SDS" WHERE "SD_ID" = ANY(%(sds)s::bigint[])'
-_LOCK_CDS_SQL = (
+_READ_CDS = Prepared(
+    "hms_read_sd_cds",
+    'SELECT "SD_ID", "CD_ID" FROM "SDS" WHERE "SD_ID" = ANY(%(sds)s::bigint[])',
+    {"sds": "bigint[]"},
+    at_connect=True,
+)
+_LOCK_CDS = Prepared(
+    "hms_lock_freeable_cds",
     'SELECT 1 FROM "CDS" WHERE "CD_ID" IN (SELECT "CD_ID" FROM "SDS" '
-    'WHERE "SD_ID" = ANY(%(old)s::bigint[])) AND "CD_ID" NOT IN (SELECT "CD_ID" FROM "SDS" '
-    'WHERE "SD_ID" = ANY(%(tsd)s::bigint[]) AND "CD_ID" IS NOT NULL) '
-    'ORDER BY "CD_ID" FOR NO KEY UPDATE; '
+    'WHERE "SD_ID" = ANY((SELECT %(old)s::bigint[])::bigint[])) AND "CD_ID" NOT IN (SELECT "CD_ID" '
+    'FROM "SDS" WHERE "SD_ID" = ANY((SELECT %(tsd)s::bigint[])::bigint[]) AND "CD_ID" IS NOT NULL) '
+    'ORDER BY "CD_ID" FOR NO KEY UPDATE',
+    {"old": "bigint[]", "tsd": "bigint[]"},
+    at_connect=True,
 )
+"""The statements of ``_clear_partitions_pg``, prepared (store/db/prepared.py): every alter of
+partitions runs them inside its transaction. _LOCK_CDS reads its arrays through a scalar
+subquery (``ANY((SELECT ...)::bigint[])``): a custom plan then estimates them as the generic
+plan does (not from the values), so PostgreSQL settles on the generic plan instead of planning
+each execution anew (it kept custom plans while their estimate was lower)."""
 
 
 def _clear_partitions_pg(
@@ -617,11 +646,10 @@ def _clear_partitions_pg(
     parts = list(chunks(list(part_ids))) or [[]]
     for n, part in enumerate(parts):
         first, last = n == 0, n == len(parts) - 1
-        sql = (
-            (_LOCK_CDS_SQL if first else "")
-            + (_CLEAR_SQL if part else "SELECT 1")
-            + (_READ_CDS_SQL if last else "")
-        )
+        statements = [_LOCK_CDS.text(conn)] if first else []
+        statements += [s.text(conn) for s in _CLEAR] if part else ["SELECT 1"]
+        statements += [_READ_CDS.text(conn)] if last else []
+        sql = "; ".join(statements)
         params = {"ids": list(part), "old": list(old_sds), "tsd": list(table_sd)}
         result = conn.exec_driver_sql(sql, {**params, "sds": list(old_sds) + list(table_sd)})
     return {int(r[0]): r[1] for r in result}
@@ -645,17 +673,40 @@ def _lock_freeable_cds(conn: Connection, old_sds: Sequence[int], table_sd_id: in
     conn.execute(stmt.order_by(cds.CD_ID).with_for_update(key_share=True)).all()
 
 
-_REWRITE_SQL = (
-    'UPDATE "PARTITIONS" AS p SET "SD_ID" = v.sd, "CREATE_TIME" = v.created, '
-    '"LAST_ACCESS_TIME" = v.accessed, "WRITE_ID" = v.write_id '
-    "FROM unnest(%(pid)s::bigint[], %(sd)s::bigint[], %(created)s::bigint[], "
-    "%(accessed)s::bigint[], %(write_id)s::bigint[]) AS v(pid, sd, created, accessed, write_id) "
-    'WHERE p."PART_ID" = v.pid; '
-    'INSERT INTO "PARTITION_KEY_VALS" ("PART_ID", "PART_KEY_VAL", "INTEGER_IDX") '
-    "SELECT * FROM unnest(%(kv_id)s::bigint[], %(kv_val)s::text[], %(kv_idx)s::bigint[]); "
-    'INSERT INTO "PARTITION_PARAMS" ("PART_ID", "PARAM_KEY", "PARAM_VALUE") '
-    "SELECT * FROM unnest(%(p_id)s::bigint[], %(p_key)s::text[], %(p_value)s::text[])"
+_REWRITE = (
+    Prepared(
+        "hms_rewrite_partitions",
+        'UPDATE "PARTITIONS" AS p SET "SD_ID" = v.sd, "CREATE_TIME" = v.created, '
+        '"LAST_ACCESS_TIME" = v.accessed, "WRITE_ID" = v.write_id '
+        "FROM unnest(%(pid)s::bigint[], %(sd)s::bigint[], %(created)s::bigint[], "
+        "%(accessed)s::bigint[], %(write_id)s::bigint[]) "
+        "AS v(pid, sd, created, accessed, write_id) "
+        'WHERE p."PART_ID" = v.pid',
+        {
+            "pid": "bigint[]",
+            "sd": "bigint[]",
+            "created": "bigint[]",
+            "accessed": "bigint[]",
+            "write_id": "bigint[]",
+        },
+        at_connect=True,
+    ),
+    Prepared(
+        "hms_insert_partition_key_vals",
+        'INSERT INTO "PARTITION_KEY_VALS" ("PART_ID", "PART_KEY_VAL", "INTEGER_IDX") '
+        "SELECT * FROM unnest(%(kv_id)s::bigint[], %(kv_val)s::text[], %(kv_idx)s::bigint[])",
+        {"kv_id": "bigint[]", "kv_val": "text[]", "kv_idx": "bigint[]"},
+        at_connect=True,
+    ),
+    Prepared(
+        "hms_insert_partition_params",
+        'INSERT INTO "PARTITION_PARAMS" ("PART_ID", "PARAM_KEY", "PARAM_VALUE") '
+        "SELECT * FROM unnest(%(p_id)s::bigint[], %(p_key)s::text[], %(p_value)s::text[])",
+        {"p_id": "bigint[]", "p_key": "text[]", "p_value": "text[]"},
+        at_connect=True,
+    ),
 )
+"""The writes of ``_rewrite_partitions_pg``, prepared as ``_CLEAR``."""
 
 
 def _rewrite_partitions_pg(
@@ -673,7 +724,9 @@ def _rewrite_partitions_pg(
     (``drop_freed_column_descriptors`` drops the unused ones)."""
     sds = sorted(set(old_sds))
     result = conn.exec_driver_sql(
-        _REWRITE_SQL + (f"; {PG_DELETE_SDS_DBAPI}" if sds else ""),
+        "; ".join(
+            [s.text(conn) for s in _REWRITE] + ([PG_DELETE_SDS_DBAPI.text(conn)] if sds else [])
+        ),
         {
             "sds_freed": sds,
             "pid": [r[0] for r in part_rows],

@@ -30,6 +30,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store import partnames
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
+from hms_cache_proxy.store.db.prepared import PreparedCore
 from hms_cache_proxy.store.partition_filter.binder import compile_filter
 from hms_cache_proxy.store.partition_filter.parser import parse
 from hms_cache_proxy.store.partition_filter.pushdown import KeyCondition, pushdown
@@ -82,7 +83,10 @@ def _resolve_statement(mode: str) -> Any:
     return stmt if mode == "read" else stmt.with_for_update(of=t, read=mode == "share")
 
 
-_RESOLVE = {mode: _resolve_statement(mode) for mode in ("read", "lock", "share")}
+_RESOLVE = {
+    mode: PreparedCore(f"hms_resolve_table_{mode}", _resolve_statement(mode))
+    for mode in ("read", "lock", "share")
+}
 """Built once: a statement object reused keeps its SQLAlchemy cache key (no rebuilding and
 re-keying per call on the write path's hot reads)."""
 
@@ -126,24 +130,27 @@ def _partitions_by_id(dialect: str) -> Any:
     return stmt
 
 
-def _partitions_by_name(*, lock: bool = False) -> Any:
-    """PostgreSQL: ``_partitions_by_id``'s columns for the partitions named in ``names``;
-    ``lock``: their PARTITIONS rows locked FOR UPDATE in PART_ID order by the same read."""
-    key = ("postgresql", "by_name_locked" if lock else "by_name")
-    stmt = _statements.get(key)
-    if stmt is None:
-        stmt = (
-            select(*PARTITION_COLUMNS)
-            .select_from(sd_join(_P, _P.c.SD_ID))
-            .where(
-                _P.c.TBL_ID == bindparam("tbl_id"),
-                _P.c.PART_NAME == any_(bindparam("names", type_=ARRAY(_P.c.PART_NAME.type))),
-            )
+def _partitions_by_name_statement(lock: bool) -> Any:
+    stmt = (
+        select(*PARTITION_COLUMNS)
+        .select_from(sd_join(_P, _P.c.SD_ID))
+        .where(
+            _P.c.TBL_ID == bindparam("tbl_id"),
+            _P.c.PART_NAME == any_(bindparam("names", type_=ARRAY(_P.c.PART_NAME.type))),
         )
-        if lock:
-            stmt = stmt.order_by(_P.c.PART_ID).with_for_update(of=_P)
-        _statements[key] = stmt
-    return stmt
+    )
+    return stmt.order_by(_P.c.PART_ID).with_for_update(of=_P) if lock else stmt
+
+
+_BY_NAME = {
+    lock: PreparedCore(
+        "hms_partitions_by_name" + ("_locked" if lock else ""), _partitions_by_name_statement(lock)
+    )
+    for lock in (False, True)
+}
+"""PostgreSQL: ``_partitions_by_id``'s columns for the partitions named in ``names``; locked:
+their PARTITIONS rows locked FOR UPDATE in PART_ID order by the same read. Prepared (an alter
+of partitions reads them in its transaction)."""
 
 
 class ResolvedTable:
@@ -188,7 +195,7 @@ class PartitionReads(SqlPart):
         ``share``: FOR SHARE, which excludes those writers but not other sharers (alters of
         partitions, which lock the partitions' own rows: ``lock_partitions``)."""
         stmt = _RESOLVE["lock" if lock else "share" if share else "read"]
-        rows = conn.execute(stmt, {"r_cat": cat, "r_db": db, "r_tbl": name}).all()
+        rows = stmt.execute(conn, {"r_cat": cat, "r_db": db, "r_tbl": name}).all()
         if not rows:
             raise hms.NoSuchObjectException(message=f"{table_ref(cat, db, name)} table not found")
         keys = [
@@ -387,10 +394,11 @@ class PartitionReads(SqlPart):
             # By name in the same read that loads them (no separate lookup of their ids). A
             # locking read is one statement (an array parameter has no size limit), so the
             # rows are locked in one PART_ID order.
-            stmt = _partitions_by_name(lock=lock)
+            by_name = _BY_NAME[lock]
             rows: list[Any] = []
             for part in [wanted] if lock else chunks(wanted, 30_000):
-                rows.extend(conn.execute(stmt, {"tbl_id": tk.tbl_id, "names": list(part)}).all())
+                values = {"tbl_id": tk.tbl_id, "names": list(part)}
+                rows.extend(by_name.execute(conn, values).all())
             rows.sort(key=lambda r: r.PART_NAME)
             return self._built(conn, tk, rows, row_ids)
         if lock and wanted:

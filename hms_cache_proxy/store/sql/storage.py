@@ -26,6 +26,7 @@ from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import IdSource, chunks, fetch_in
 from hms_cache_proxy.store.db.ids import IdAllocator
+from hms_cache_proxy.store.db.prepared import Prepared
 from hms_cache_proxy.store.sql.details import Details
 
 SD_COLUMNS = (
@@ -409,10 +410,15 @@ SELECT DISTINCT "CD_ID" FROM sd WHERE "CD_ID" IS NOT NULL
 serdes in one statement (its foreign keys are checked when it ends); the column descriptors
 they used come back for _PG_DROP_UNUSED_CDS, which sees the descriptors gone."""
 
-PG_DELETE_SDS_DBAPI = _PG_DELETE_SDS.text.replace(":ids", "%(sds_freed)s")
+PG_DELETE_SDS_DBAPI = Prepared(
+    "hms_delete_sds",
+    _PG_DELETE_SDS.text.replace(":ids", "%(sds_freed)s").strip(),
+    {"sds_freed": "bigint[]"},
+    at_connect=True,
+)
 """_PG_DELETE_SDS in psycopg2's parameter style (parameter ``sds_freed``: the SD_IDs), to end
 a message of the caller's statements (one round trip); its rows are the freed CD_IDs, for
-``drop_freed_column_descriptors``."""
+``drop_freed_column_descriptors``. Prepared: it runs on every alter of partitions."""
 
 
 def drop_freed_column_descriptors(conn: Connection, freed_cds: Sequence[int]) -> None:

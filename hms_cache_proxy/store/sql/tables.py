@@ -23,6 +23,7 @@ from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import ids as idseq
 from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.db.batch import chunks, fetch_in
+from hms_cache_proxy.store.db.prepared import PreparedCore
 from hms_cache_proxy.store.event_writes import writes_events
 from hms_cache_proxy.store.events import messages as msg
 from hms_cache_proxy.store.events.log import NewEvent
@@ -87,8 +88,11 @@ TABLE_BY_NAME = table_select(
     _T.c.TBL_NAME == bindparam("tbl"),
 )
 TABLE_BY_ID = table_select(_T.c.TBL_ID == bindparam("tbl_id"))
-TABLE_BY_NAME_SHARED = TABLE_BY_NAME.with_for_update(of=_T, read=True)
-"""TABLE_BY_NAME taking the table's row FOR SHARE (alters of its partitions)."""
+TABLE_BY_NAME_SHARED = PreparedCore(
+    "hms_table_by_name_shared", TABLE_BY_NAME.with_for_update(of=_T, read=True)
+)
+"""TABLE_BY_NAME taking the table's row FOR SHARE (alters of its partitions, inside their
+transaction: prepared)."""
 
 
 class Tables(SqlPart):
@@ -215,9 +219,12 @@ class Tables(SqlPart):
         *,
         sd_ids: list[int | None] | None = None,
     ) -> list[hms.Table]:
-        """The tables ``stmt`` (a ``table_select``) finds; ``sd_ids``, when given, receives
-        their SD_IDs in the same order."""
-        rows = conn.execute(stmt, params or {}).all()
+        """The tables ``stmt`` (a ``table_select``, or one prepared) finds; ``sd_ids``, when
+        given, receives their SD_IDs in the same order."""
+        if isinstance(stmt, PreparedCore):
+            rows = stmt.execute(conn, params or {}).all()
+        else:
+            rows = conn.execute(stmt, params or {}).all()
         if sd_ids is not None:
             sd_ids.extend(r.SD_ID for r in rows)
         if not rows:

@@ -22,7 +22,9 @@ from hms_cache_proxy.store.db.prepared import Prepared
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
-def generic_prepared(name: str, sql: str, types: dict[str, str]) -> Prepared:
+def generic_prepared(
+    name: str, sql: str, types: dict[str, str], *, at_connect: bool = False
+) -> Prepared:
     """``Prepared`` whose every parameter is read through a one-row subquery
     (``(SELECT $n::type)``, an InitPlan), so the planner sees no parameter's value.
 
@@ -38,7 +40,7 @@ def generic_prepared(name: str, sql: str, types: dict[str, str]) -> Prepared:
     sixth call on whatever the statistics say. Only for statements whose generic estimate
     stays far below ``jit_above_cost`` (see _TABLE_WRITE_IDS)."""
     hidden = _PLACEHOLDER.sub(lambda m: f"(SELECT {m.group(0)}::{types[m.group(1)]})", sql)
-    return Prepared(name, hidden, types)
+    return Prepared(name, hidden, types, at_connect=at_connect)
 
 
 _NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
@@ -231,6 +233,7 @@ _READ_COMMIT = Prepared(
     'SELECT \'txn\', NULL, "TXN_TYPE"::bigint, NULL, NULL FROM "TXNS" '
     'WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\' UNION ALL ' + COMMIT_READ_SQL,
     {"txn": "bigint"},
+    at_connect=True,
 )
 """commitTxn's first round trip: the open txn's row locked, then (a new statement, so a snapshot
 taken once the lock is held) its type, operation types and write ids."""
@@ -305,20 +308,72 @@ _ENQUEUE_SQL = (
     'ins AS (INSERT INTO "HIVE_LOCKS" ("HL_LOCK_EXT_ID", "HL_LOCK_INT_ID", "HL_TXNID", "HL_DB", '
     '"HL_TABLE", "HL_PARTITION", "HL_LOCK_STATE", "HL_LOCK_TYPE", "HL_LAST_HEARTBEAT", '
     '"HL_USER", "HL_HOST", "HL_AGENT_INFO") '
-    "SELECT nli.ext, v.int_id, %s, v.db, v.tbl, v.part, 'w', v.kind, {heartbeat}, %s, %s, %s "
-    "FROM nli, (VALUES {values}) AS v (int_id, db, tbl, part, kind)) "
+    "SELECT nli.ext, v.int_id, %(txn)s, v.db, v.tbl, v.part, 'w', v.kind, {heartbeat}, "
+    "%(user)s, %(host)s, %(agent)s "
+    "FROM nli, unnest((SELECT %(l_int)s::bigint[]), (SELECT %(l_db)s::text[]), "
+    "(SELECT %(l_tbl)s::text[]), (SELECT %(l_part)s::text[]), (SELECT %(l_kind)s::text[])) "
+    "AS v (int_id, db, tbl, part, kind)) "
     "SELECT ext FROM nli"
 )
 _TXN_OPEN_CTE = (
-    'open_txn AS (SELECT 1 FROM "TXNS" WHERE "TXN_ID" = %s AND "TXN_STATE" = \'o\' FOR UPDATE), '
+    'open_txn AS (SELECT 1 FROM "TXNS" WHERE "TXN_ID" = %(txn)s AND "TXN_STATE" = \'o\' '
+    "FOR UPDATE), "
 )
 _COMPONENTS_CTE = (
     'tc AS (INSERT INTO "TXN_COMPONENTS" ("TC_TXNID", "TC_DATABASE", "TC_TABLE", "TC_PARTITION", '
-    '"TC_OPERATION_TYPE", "TC_WRITEID") SELECT %s, c.db, c.tbl, c.part, c.op, '
-    '(SELECT w."T2W_WRITEID" FROM "TXN_TO_WRITE_ID" w WHERE w."T2W_DATABASE" = c.db '
-    'AND w."T2W_TABLE" = c.tbl AND w."T2W_TXNID" = %s) '
-    "FROM (VALUES {values}) AS c (db, tbl, part, op) WHERE EXISTS (SELECT 1 FROM open_txn)), "
+    '"TC_OPERATION_TYPE", "TC_WRITEID") SELECT %(txn)s, c.db, c.tbl, c.part, c.op, '
+    # The table's write id of the txn: its first row from the txn up in txn order, which
+    # only the (database, table, txn) index gives (see _invalid_write_ids).
+    '(SELECT w."T2W_WRITEID" FROM (SELECT "T2W_TXNID", "T2W_WRITEID" FROM "TXN_TO_WRITE_ID" '
+    'WHERE "T2W_DATABASE" = c.db AND "T2W_TABLE" = c.tbl AND "T2W_TXNID" >= %(txn)s '
+    'ORDER BY "T2W_TXNID" LIMIT 1) w WHERE w."T2W_TXNID" = %(txn)s) '
+    "FROM unnest((SELECT %(c_db)s::text[]), (SELECT %(c_tbl)s::text[]), "
+    "(SELECT %(c_part)s::text[]), (SELECT %(c_op)s::text[])) "
+    "AS c (db, tbl, part, op) WHERE EXISTS (SELECT 1 FROM open_txn)), "
 )
+_ENQUEUE_TYPES = {
+    "txn": "bigint",
+    "user": "text",
+    "host": "text",
+    "agent": "text",
+    "l_int": "bigint[]",
+    "l_db": "text[]",
+    "l_tbl": "text[]",
+    "l_part": "text[]",
+    "l_kind": "text[]",
+}
+_COMPONENT_TYPES = {"c_db": "text[]", "c_tbl": "text[]", "c_part": "text[]", "c_op": "text[]"}
+
+
+def _enqueue_statement(in_txn: bool, components: bool, heartbeat: bool) -> Prepared:
+    """enqueue_locks' statement: with the txn's row lock (``in_txn``) and its components,
+    the new rows' heartbeat now (``heartbeat``: a lock without a txn) or 0. Its lists are
+    array parameters: one text (one prepared statement) whatever their lengths, each read
+    through a scalar subquery, so a custom plan does not count the values (``unnest`` of a
+    known array is estimated at its length, of a parameter at 10 rows) and PostgreSQL keeps
+    the generic plan after five executions rather than planning every one."""
+    txn_part = (_TXN_OPEN_CTE if in_txn else "") + (_COMPONENTS_CTE if components else "")
+    sql = _ENQUEUE_SQL.format(
+        txn=txn_part,
+        open="WHERE EXISTS (SELECT 1 FROM open_txn)" if in_txn else "",
+        heartbeat=_NOW_MS if heartbeat else "0",
+    )
+    name = "hms_enqueue_locks" + ("_txn" if in_txn else "") + ("_tc" if components else "")
+    name += "_beat" if heartbeat else ""
+    types = _ENQUEUE_TYPES | (_COMPONENT_TYPES if components else {})
+    return Prepared(name, sql, types, at_connect=True)
+
+
+_ENQUEUE = {
+    (in_txn, components, heartbeat): _enqueue_statement(in_txn, components, heartbeat)
+    for in_txn, components, heartbeat in (
+        (True, True, False),
+        (True, False, False),
+        (False, False, False),
+        (False, False, True),
+    )
+}
+"""enqueue_locks' statements by (txn > 0, with components, txn == 0)."""
 
 
 def enqueue_locks(
@@ -338,30 +393,49 @@ def enqueue_locks(
     (its FOR UPDATE waits for a commit or abort under way, and then sees its outcome) and
     inserts its TXN_COMPONENTS ((db, table, partition, operation) each; the write id is the
     table's for the txn, NULL without one), as Hive's enqueueLock does in its transaction."""
-    params: list[Any] = []
-    txn_part = ""
-    open_only = ""
-    if txn_id > 0:
-        txn_part = _TXN_OPEN_CTE
-        params.append(txn_id)
-        open_only = "WHERE EXISTS (SELECT 1 FROM open_txn)"
-        if components:
-            txn_part += _COMPONENTS_CTE.format(
-                values=", ".join(["(%s, %s, %s, %s)"] * len(components))
-            )
-            params += [txn_id, txn_id]
-            params += [value for part in components for value in part]
-    sql = _ENQUEUE_SQL.format(
-        txn=txn_part,
-        open=open_only,
-        heartbeat="0" if txn_id != 0 else _NOW_MS,
-        values=", ".join(["(%s, %s, %s, %s, %s)"] * len(rows)),
-    )
-    # In the text the SELECT's values come first, then the VALUES list.
-    params += [txn_id, user, host, agent_info]
-    params += [value for row in rows for value in row]
-    found = conn.exec_driver_sql(sql, tuple(params)).first()
+    with_components = txn_id > 0 and bool(components)
+    statement = _ENQUEUE[txn_id > 0, with_components, txn_id == 0]
+    params: dict[str, Any] = {
+        "txn": txn_id,
+        "user": user,
+        "host": host,
+        "agent": agent_info,
+        "l_int": [r[0] for r in rows],
+        "l_db": [r[1] for r in rows],
+        "l_tbl": [r[2] for r in rows],
+        "l_part": [r[3] for r in rows],
+        "l_kind": [r[4] for r in rows],
+    }
+    if with_components:
+        parts = components or []
+        params |= {
+            "c_db": [c[0] for c in parts],
+            "c_tbl": [c[1] for c in parts],
+            "c_part": [c[2] for c in parts],
+            "c_op": [c[3] for c in parts],
+        }
+    found = conn.exec_driver_sql(statement.text(conn), params).first()
     return None if found is None else int(found[0])
+
+
+_OPEN_TXN_OF_WRITE_ID = Prepared(
+    "hms_open_txn_of_write_id",
+    'SELECT "TXNS"."TXN_ID" FROM "TXN_TO_WRITE_ID" JOIN "TXNS" '
+    'ON "TXNS"."TXN_ID" = "TXN_TO_WRITE_ID"."T2W_TXNID" '
+    'WHERE "TXN_TO_WRITE_ID"."T2W_DATABASE" = %(w_db)s '
+    'AND "TXN_TO_WRITE_ID"."T2W_TABLE" = %(w_tbl)s '
+    'AND "TXN_TO_WRITE_ID"."T2W_WRITEID" = %(w_id)s AND "TXNS"."TXN_STATE" = \'o\' '
+    'FOR SHARE OF "TXNS"',
+    {"w_db": "text", "w_tbl": "text", "w_id": "bigint"},
+    at_connect=True,
+)
+
+
+def open_txn_of_write_id(conn: Connection, params: dict[str, Any]) -> int | None:
+    """writeids._OPEN_TXN_OF_WRITE_ID as a prepared statement: the txn of write id ``w_id`` of
+    ``w_db``.``w_tbl`` while it is open, its TXNS row share-locked; None otherwise."""
+    found = conn.exec_driver_sql(_OPEN_TXN_OF_WRITE_ID.text(conn), params).scalar()
+    return None if found is None else int(found)
 
 
 _T2W_OF_TABLE = '"T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s'
@@ -373,12 +447,20 @@ _NEXT_WRITE_ID_LESS_ONE = (
 
 def _invalid_write_ids(txns: str) -> str:
     """The table's (txn, write id) rows at or below hwm.w of the txn ids in CTE ``txns``
-    (column ``id``), each looked up by Hive's (database, table, txn) index."""
+    (column ``id``), each looked up by Hive's (database, table, txn) index.
+
+    The lookup is the table's first row from txn ``c.id`` up in txn order (``>=``, ORDER BY,
+    LIMIT 1; the pair is unique, so it is c.id's row if there is one), not ``= c.id``: as an
+    equality the (database, table, write id) index looked as cheap to a plan made on stale or
+    small statistics (a TXN_TO_WRITE_ID never analyzed, as in a new metastore), and was used
+    with ``T2W_TXNID = c.id`` as a filter over every row of the table per txn (auto_explain at
+    8 clients: 198 rows removed per loop). In txn order only the (database, table, txn) index
+    gives the first row without reading and sorting them all."""
     return (
         f'SELECT w."T2W_TXNID", w."T2W_WRITEID" FROM {txns} c, hwm, LATERAL (SELECT "T2W_TXNID", '
-        f'"T2W_WRITEID" FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" = c.id '
-        "OFFSET 0) w "
-        'WHERE w."T2W_WRITEID" <= hwm.w'
+        f'"T2W_WRITEID" FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" >= c.id '
+        'ORDER BY "T2W_TXNID" LIMIT 1) w '
+        'WHERE w."T2W_TXNID" = c.id AND w."T2W_WRITEID" <= hwm.w'
     )
 
 
@@ -424,6 +506,7 @@ _TABLE_WRITE_IDS = Prepared(
     "hms_table_write_ids",
     _TABLE_WRITE_IDS_SQL,
     {"txn_hwm": "bigint", "db": "text", "tbl": "text", "invalid": "bigint[]"},
+    at_connect=True,
 )
 
 
@@ -512,6 +595,7 @@ _WRITE_IDS_NOW = generic_prepared(
     "hms_write_ids_now",
     _write_ids_now_sql(),
     {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]", "db": "text", "tbl": "text"},
+    at_connect=True,
 )
 """get_valid_write_ids of one table at the current snapshot in one statement: the open-txn
 list's rows (kind ``t``, columns as open_txn_rows'), the table's (txn, write id) rows whose txn
@@ -538,9 +622,11 @@ def write_ids_now_rows(
 
 
 _LIST_TYPES = {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]"}
-_OPEN_TXN_LIST = generic_prepared("hms_open_txn_list", _open_txn_list_sql(False), _LIST_TYPES)
+_OPEN_TXN_LIST = generic_prepared(
+    "hms_open_txn_list", _open_txn_list_sql(False), _LIST_TYPES, at_connect=True
+)
 _OPEN_TXN_LIST_INFO = generic_prepared(
-    "hms_open_txn_list_info", _open_txn_list_sql(True), _LIST_TYPES
+    "hms_open_txn_list_info", _open_txn_list_sql(True), _LIST_TYPES, at_connect=True
 )
 """txns.open_txn_list's query: from the settled floor up every row not committed and, from the
 predecessor of the oldest young one, the committed rows that follow a gap in the ids, and the
@@ -640,6 +726,7 @@ _ALLOCATE_READ = Prepared(
     'SELECT \'wid\', "T2W_TXNID", NULL, NULL, "T2W_WRITEID" FROM "TXN_TO_WRITE_ID" '
     'WHERE "T2W_DATABASE" = %(db)s AND "T2W_TABLE" = %(tbl)s AND "T2W_TXNID" = ANY(%(txns)s)',
     {"txns": "bigint[]", "db": "text", "tbl": "text"},
+    at_connect=True,
 )
 _LOCK_TXN_ROWS = (
     'SELECT 1 FROM "TXNS" WHERE "TXN_ID" = ANY(%(txns)s) ORDER BY "TXN_ID" FOR UPDATE; '

@@ -58,7 +58,8 @@ _OPEN_TXN_OF_WRITE_ID = (
     .with_for_update(read=True, of=schema.TXNS)
 )
 """require_open_write_id's read: the txn of write id w_id of w_db.w_tbl while it is open, its
-TXNS row share-locked. Built once, so its SQLAlchemy cache key is too (a write's hot path)."""
+TXNS row share-locked. Built once, so its SQLAlchemy cache key is too (a write's hot path); on
+psycopg2 the same statement prepared (``pgsql.open_txn_of_write_id``)."""
 
 
 def split_table_name(full_name: str) -> tuple[str, str]:
@@ -360,7 +361,10 @@ class WriteIds(TxnPart):
         # open (the same row and lock as below; READ COMMITTED re-checks the state after a
         # wait, so a txn that ended meanwhile is not returned).
         params = {"w_db": db, "w_tbl": table, "w_id": write_id}
-        found = conn.execute(_OPEN_TXN_OF_WRITE_ID, params).scalar()
+        if one_statement(conn):
+            found = pgsql.open_txn_of_write_id(conn, params)
+        else:
+            found = conn.execute(_OPEN_TXN_OF_WRITE_ID, params).scalar()
         if found is not None:
             return int(found)
         txn = self._txn_of_write_id(conn, db, table, write_id)
