@@ -1,7 +1,8 @@
 """Statements prepared as each pooled PostgreSQL session opens (``Prepared(at_connect=True)``,
 store/db/prepared.py): inside a write's transaction they go as EXECUTE (a PREPARE cannot run
 there), a session without the tables yet is left clean, and behind a transaction pooler
-(``database_pooler: transaction``) nothing is ever prepared."""
+(``database_pooler: transaction``) nothing is ever prepared. The same sessions run with
+PostgreSQL's JIT compiler off."""
 
 from __future__ import annotations
 
@@ -127,3 +128,19 @@ def test_behind_a_transaction_pooler_nothing_is_prepared(schema_url: str) -> Non
         assert db.transaction(inside) == []
     finally:
         db.dispose()
+
+
+def test_pooled_sessions_run_without_the_jit_compiler(schema_url: str) -> None:
+    """A session of the service's pools has jit off (a plan crossing jit_above_cost was
+    compiled on every call); behind a transaction pooler the server's default stays."""
+    db = Database(schema_url, pool_size=1)
+    pooled = Database(schema_url, pool_size=1, pooler="transaction")
+    try:
+        with db.single_statement() as conn:
+            assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
+        assert db.transaction(lambda c: c.exec_driver_sql("SHOW jit").scalar()) == "off"
+        with pooled.single_statement() as conn:
+            assert conn.exec_driver_sql("SHOW jit").scalar() == "on"
+    finally:
+        db.dispose()
+        pooled.dispose()
