@@ -16,7 +16,9 @@ from hms_cache_proxy.store.db import prepared
 from hms_cache_proxy.store.db.engine import Database
 from hms_cache_proxy.store.db.prepared import AT_CONNECT
 from hms_cache_proxy.store.sql.bootstrap import init_db
+from hms_cache_proxy.store.sql.partition_reads import ResolvedTable
 from hms_cache_proxy.store.txn import pgsql
+from tests.support.stores import sql_store
 
 pytestmark = pytest.mark.postgres
 
@@ -80,6 +82,27 @@ def test_a_statement_prepared_at_connect_is_executed_inside_a_transaction(
 
 
 _VALUES = {"window": 1000, "floor": 0, "unsettled": [], "db": "default", "tbl": "t"}
+
+
+def test_partitions_loaded_by_id_go_as_a_prepared_statement(schema_url: str) -> None:
+    """An alter of partitions loads what it wrote by id in its transaction: EXECUTE of
+    hms_partitions_by_id (issue 23: planned as text on every acid insert before)."""
+    db = Database(schema_url, pool_size=1)
+    try:
+        store = sql_store(db, "file:/tmp/wh")
+        row = type("Row", (), {"TBL_ID": 1, "SD_ID": None})()
+        tk = ResolvedTable(row, [], "hive", "default", "t")
+
+        def run(conn: Connection) -> tuple[int, int, list[Any]]:
+            before = _executions(conn, "hms_partitions_by_id")
+            found = store.partition_reads.load_partitions(conn, tk, [1, 2])
+            return before, _executions(conn, "hms_partitions_by_id"), found
+
+        before, after, found = db.transaction(run)
+        assert before >= 0, "not prepared when the session opened"
+        assert (after, found) == (before + 1, [])
+    finally:
+        db.dispose()
 
 
 def test_a_session_opened_before_the_tables_prepares_them_once_they_are_there(

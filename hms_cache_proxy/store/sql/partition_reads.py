@@ -130,6 +130,12 @@ def _partitions_by_id(dialect: str) -> Any:
     return stmt
 
 
+_BY_ID = PreparedCore("hms_partitions_by_id", _partitions_by_id("postgresql"))
+"""PostgreSQL: ``_partitions_by_id`` (the ids one array parameter), prepared: an alter of
+partitions loads what it wrote by id in its transaction (issue 23: 0.15 ms of planning per
+acid insert as text)."""
+
+
 def _partitions_by_name_statement(lock: bool) -> Any:
     stmt = (
         select(*PARTITION_COLUMNS)
@@ -227,10 +233,13 @@ class PartitionReads(SqlPart):
                 params["limit"] = limit
             rows = conn.execute(stmt, params).all()
         else:
-            stmt = _partitions_by_id(self.db.dialect)
             rows = []
             for part in chunks(sorted(set(part_ids)), 30_000):
-                rows.extend(conn.execute(stmt, {"tbl_id": tk.tbl_id, "ids": list(part)}).all())
+                values = {"tbl_id": tk.tbl_id, "ids": list(part)}
+                if self.db.dialect == "postgresql":
+                    rows.extend(_BY_ID.execute(conn, values).all())
+                else:
+                    rows.extend(conn.execute(_partitions_by_id(self.db.dialect), values).all())
             rows.sort(key=lambda r: r.PART_NAME)
         return self._built(conn, tk, rows, row_ids)
 
