@@ -10,38 +10,13 @@ stays Hive's); ``events.log.one_statement`` says when a connection takes them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
 
 from hms_cache_proxy.store.db.engine import PooledCursor
-from hms_cache_proxy.store.db.prepared import Prepared
-
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
-
-
-def generic_prepared(
-    name: str, sql: str, types: dict[str, str], *, at_connect: bool = False
-) -> Prepared:
-    """``Prepared`` whose every parameter is read through a one-row subquery
-    (``(SELECT $n::type)``, an InitPlan), so the planner sees no parameter's value.
-
-    PostgreSQL plans a prepared statement for its values five times, then keeps one generic
-    plan only if that plan's estimate is below the average of those custom plans; otherwise
-    it plans every call anew. With TXN_TO_WRITE_ID's statistics taken before the table read
-    had write ids (a history of inserts elsewhere analysed, issue 23), the custom plans of
-    ``hms_write_ids_now``, given a name the statistics did not hold, expected few rows,
-    the generic plan a share of the whole table, and the statement was planned on every
-    call: 0.35 ms of planning on a 0.1 ms execution. Behind InitPlans the custom plans
-    estimate what the generic plan does, plus their planning charge, so the generic plan
-    (tests/integration/test_write_id_generic_plans.py checks its reads) is kept from the
-    sixth call on whatever the statistics say. Only for statements whose generic estimate
-    stays far below ``jit_above_cost`` (see _TABLE_WRITE_IDS)."""
-    hidden = _PLACEHOLDER.sub(lambda m: f"(SELECT {m.group(0)}::{types[m.group(1)]})", sql)
-    return Prepared(name, hidden, types, at_connect=at_connect)
-
+from hms_cache_proxy.store.db.prepared import Prepared, generic_prepared
 
 _NOW_MS = "CAST(floor(extract(epoch FROM current_timestamp) * 1000) AS bigint)"
 """TxnUtils.getEpochFn on PostgreSQL: the transaction's start, in epoch milliseconds."""
