@@ -5,11 +5,12 @@ plan only if that plan's estimate is no worse than the custom plans'. The lock s
 custom plans knew the txn id (the newest), so its write-id lookup ``"T2W_TXNID" >= txn`` looked
 like a row or two, against a third of TXN_TO_WRITE_ID for the generic plan: with a history in
 the table the statement was planned on every acid insert (issue 23: 0.17 ms per call). Every
-parameter now goes through an InitPlan (``pgsql.generic_prepared``).
+parameter now goes through an InitPlan (``prepared.generic_prepared``).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,8 @@ from tests.support.stores import txn_service_on
 
 OTHER_ROWS = 100_000
 CALLS = 8
+STATEMENT = pgsql._ENQUEUE[True, True, False]
+"""The statement of a lock in a txn with its components (an insert's)."""
 
 
 @pytest.fixture
@@ -54,51 +57,46 @@ def _an_insert_txn_after_history(svc: TxnService, pg_url: str) -> dict[str, Any]
     }
 
 
-def _session(url: str) -> Any:
-    raw = psycopg2.connect(url.replace("postgresql+psycopg2", "postgresql"))
+@contextlib.contextmanager
+def _lock_statement_prepared(svc: TxnService, pg_url: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """An autocommit session's cursor with the lock statement prepared (as the pool would),
+    and its values for an insert's txn after the history."""
+    values = _an_insert_txn_after_history(svc, pg_url)
+    raw = psycopg2.connect(pg_url.replace("postgresql+psycopg2", "postgresql"))
     raw.autocommit = True
-    return raw
+    try:
+        with raw.cursor() as cur:
+            cur.execute(STATEMENT._prepare)
+            yield cur, values
+    finally:
+        raw.close()
 
 
 def test_lock_statement_keeps_its_generic_plan(svc: TxnService, pg_url: str) -> None:
     """From the sixth execution on one session the generic plan is used (the old text: 0
     generic plans, 8 custom ones). Each execution is rolled back: the rows stay as they were."""
-    values = _an_insert_txn_after_history(svc, pg_url)
-    statement = pgsql._ENQUEUE[True, True, False]
-    raw = _session(pg_url)
-    try:
-        with raw.cursor() as cur:
-            cur.execute(statement._prepare)
-            for _ in range(CALLS):
-                cur.execute("BEGIN")
-                cur.execute(statement._execute, values)
-                assert cur.fetchone() is not None  # the txn is open: a lock id
-                cur.execute("ROLLBACK")
-            cur.execute(
-                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = %s",
-                (statement.name,),
-            )
-            assert cur.fetchone() == (CALLS - 5, 5)
-    finally:
-        raw.close()
+    with _lock_statement_prepared(svc, pg_url) as (cur, values):
+        for _ in range(CALLS):
+            cur.execute("BEGIN")
+            cur.execute(STATEMENT._execute, values)
+            assert cur.fetchone() is not None  # the txn is open: a lock id
+            cur.execute("ROLLBACK")
+        cur.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = %s",
+            (STATEMENT.name,),
+        )
+        assert cur.fetchone() == (CALLS - 5, 5)
 
 
 def test_lock_statement_generic_plan_reads_indexes(svc: TxnService, pg_url: str) -> None:
     """The plan kept finds the txn's row and its write id by their indexes, with no sequential
     scan of TXNS or TXN_TO_WRITE_ID and an estimate far below JIT's threshold."""
-    values = _an_insert_txn_after_history(svc, pg_url)
-    statement = pgsql._ENQUEUE[True, True, False]
-    raw = _session(pg_url)
-    try:
-        with raw.cursor() as cur:
-            cur.execute(statement._prepare)
-            cur.execute("SET plan_cache_mode = force_generic_plan")
-            cur.execute("BEGIN")
-            cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement._execute, values)
-            plan = "\n".join(row[0] for row in cur.fetchall())
-            cur.execute("ROLLBACK")
-    finally:
-        raw.close()
+    with _lock_statement_prepared(svc, pg_url) as (cur, values):
+        cur.execute("SET plan_cache_mode = force_generic_plan")
+        cur.execute("BEGIN")
+        cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + STATEMENT._execute, values)
+        plan = "\n".join(row[0] for row in cur.fetchall())
+        cur.execute("ROLLBACK")
     assert 'Seq Scan on "TXNS"' not in plan, plan  # NEXT_LOCK_ID's one row: a scan
     assert 'Seq Scan on "TXN_TO_WRITE_ID"' not in plan, plan
     assert 'on "TXN_TO_WRITE_ID"' in plan and "JIT:" not in plan, plan
