@@ -964,9 +964,9 @@ def test_own_events_are_applied_from_memory_after_a_writer_lets_the_poll_lock_go
     log_reads: list[int] = []
     real = log.next_events_dbapi
 
-    def counted(cursor: Any, dialect: Any, last_event: int, limit: int) -> list[Any]:
+    def counted(cursor: Any, dialect: Any, last_event: int, limit: int, **kw: Any) -> list[Any]:
         log_reads.append(last_event)
-        return real(cursor, dialect, last_event, limit)
+        return real(cursor, dialect, last_event, limit, **kw)
 
     monkeypatch.setattr(log, "next_events_dbapi", counted)
     held, release = threading.Event(), threading.Event()

@@ -308,7 +308,7 @@ class Poller:
             current = self.events.current_event_id(conn)
             rows: Sequence[Any] = []
             if current > self._position:
-                rows = self.events.next_events(conn, self._position, self.batch_size)
+                rows = self.events.next_events(conn, self._position, self.batch_size, upto=current)
         return current, rows
 
     def _read_on_listener(self, listener: Any) -> tuple[int, Sequence[Any]]:
@@ -330,7 +330,11 @@ class Poller:
                     rows: Sequence[Any] = []
                     if current > self._position:
                         rows = self.events.next_events_dbapi(
-                            cur, self.db.read_engine.dialect, self._position, self.batch_size
+                            cur,
+                            self.db.read_engine.dialect,
+                            self._position,
+                            self.batch_size,
+                            upto=current,
                         )
                 finally:
                     cur.execute("ROLLBACK")  # nothing to keep

@@ -39,9 +39,14 @@ class Notifications(SqlPart):
         *,
         encoded: bool = False,
     ) -> list[hms.NotificationEvent]:
-        """The events as objects (``encoded`` or not: read once, nobody shares them)."""
+        """The events as objects (``encoded`` or not: read once, nobody shares them). Bounded
+        by NEXT_EVENT_ID - 1 read first, which keeps the log's index read on a log without
+        statistics (``EventLog.next_events``, ``upto``)."""
         with self.db.read() as conn:
-            return self.events.next_events(conn, last_event, max_events, skip_types)
+            upto = self.events.current_event_id(conn)
+            if upto <= last_event:
+                return []
+            return self.events.next_events(conn, last_event, max_events, skip_types, upto=upto)
 
     def notification_events_count(
         self,
