@@ -160,6 +160,13 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument(
+        "--pg-setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a postgresql.conf value of the throwaway server, e.g. autovacuum=on",
+    )
     ap.add_argument("--waits", action="store_true", help="sample pg_stat_activity")
     ap.add_argument("--stats", action="store_true", help="pg_stat_statements per operation")
     ap.add_argument(
@@ -176,6 +183,9 @@ def main() -> None:
         if args.stats
         else None
     )
+    for item in args.pg_setting:
+        key, _, value = item.partition("=")
+        pg_settings = (pg_settings or {}) | {key: value}
     pg = PostgresServer.start(pg_settings)
     work = Path(tempfile.mkdtemp(prefix="hms-cpu-"))
     dbname = "hms"
