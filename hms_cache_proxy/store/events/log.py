@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.idl import hms
@@ -156,6 +156,7 @@ class EventLog:
         self.ids = ids
         self.message_format = messages.canonical_format(message_format)  # unknown: ValueError
         self.max_event_response = max(1, max_event_response)
+        self._dbapi_reads: dict[str, tuple[str, tuple[str, ...] | None]] = {}
         self.notify_channel = notify_channel
         self._clock = clock
         self._recording = False
@@ -649,16 +650,20 @@ class EventLog:
     ) -> list[Any]:
         """``next_events`` (no filters, ``upto`` given) on a bare DB-API cursor of ``dialect``
         (the poller's catch-up on its LISTEN session): the same query, compiled for it."""
-        nl = schema.NOTIFICATION_LOG
         cap = self.max_event_response
-        query = (
-            select(*_EVENT_COLUMNS)
-            .where(nl.c.EVENT_ID > last_event, nl.c.EVENT_ID <= upto)
-            .order_by(nl.c.EVENT_ID)
-            .limit(_bounded(limit if 0 < limit < cap else cap, last_event, upto))
-        )
-        compiled = query.compile(dialect=dialect)
-        cursor.execute(str(compiled), compiled.params)
+        values = {
+            "after": last_event,
+            "upto": upto,
+            "limit": _bounded(limit if 0 < limit < cap else cap, last_event, upto),
+        }
+        found = self._dbapi_reads.get(dialect.name)
+        if found is None:
+            # Compiled once per dialect: compiling costs more than the read (0.1-0.3 ms).
+            compiled = _DBAPI_READ.compile(dialect=dialect)
+            order = tuple(compiled.positiontup or ()) if compiled.positional else None
+            found = self._dbapi_reads[dialect.name] = (str(compiled), order)
+        sql, order = found
+        cursor.execute(sql, values if order is None else tuple(values[k] for k in order))
         return _events(cursor.fetchall())
 
     def count_events(
@@ -693,6 +698,18 @@ class EventLog:
         if limit is not None and count > limit:
             count = limit
         return count
+
+
+_DBAPI_READ = (
+    select(*_EVENT_COLUMNS)
+    .where(
+        schema.NOTIFICATION_LOG.c.EVENT_ID > bindparam("after"),
+        schema.NOTIFICATION_LOG.c.EVENT_ID <= bindparam("upto"),
+    )
+    .order_by(schema.NOTIFICATION_LOG.c.EVENT_ID)
+    .limit(bindparam("limit"))
+)
+"""``next_events_dbapi``'s read, its values named."""
 
 
 def _bounded(limit: int, last_event: int, upto: int) -> int:
