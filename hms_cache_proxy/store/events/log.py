@@ -156,7 +156,7 @@ class EventLog:
         self.ids = ids
         self.message_format = messages.canonical_format(message_format)  # unknown: ValueError
         self.max_event_response = max(1, max_event_response)
-        self._dbapi_reads: dict[str, tuple[str, tuple[str, ...] | None]] = {}
+        self._dbapi_reads: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {}
         self.notify_channel = notify_channel
         self._clock = clock
         self._recording = False
@@ -661,8 +661,9 @@ class EventLog:
             # Compiled once per dialect: compiling costs more than the read (0.1-0.3 ms).
             compiled = _DBAPI_READ.compile(dialect=dialect)
             order = tuple(compiled.positiontup or ()) if compiled.positional else None
-            found = self._dbapi_reads[dialect.name] = (str(compiled), order)
-        sql, order = found
+            found = self._dbapi_reads[dialect.name] = (str(compiled), order, compiled.params)
+        sql, order, defaults = found  # defaults: SQLite's OFFSET 0
+        values = defaults | values
         cursor.execute(sql, values if order is None else tuple(values[k] for k in order))
         return _events(cursor.fetchall())
 
