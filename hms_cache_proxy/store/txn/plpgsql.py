@@ -14,6 +14,14 @@ Python as today's and sent as a template: the values only the database knows (th
 the txn's write ids) replace placeholders that name their key
 (``"fromTxnId":-7000000000000000001``), which no JSON string value can contain. Function names
 carry the version, so instances of several versions can share one database.
+
+PL/pgSQL plans each statement like a prepared statement (five custom plans, then the generic
+one if its estimate is not above theirs). A parameter whose value sizes the estimate
+(``generate_series(1, p_n)``, ``unnest(p_txns)``, the watermark's bounds, the table's name) is
+read through a scalar subquery, an InitPlan, as ``prepared.generic_prepared`` does: custom and
+generic plans then estimate alike and the generic plan is kept (version 3 planned open_txns'
+INSERT and allocate's write-id read on every call; tests/integration/
+test_txn_function_generic_plans.py).
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 SCHEMA = "hms_cache_proxy"
-VERSION = 3
+VERSION = 4
 """Bump with any change of the functions' text or signatures (new names, old ones stay)."""
 
 OPEN_FN = f"{SCHEMA}.open_txns_v{VERSION}"
@@ -95,9 +103,9 @@ BEGIN
     new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER",
         "TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE")
       SELECT 'o', now.ms, now.ms, p_user, p_host, p_agent, p_type
-      FROM now, generate_series(1, p_n) RETURNING "TXN_ID"),
-    mark AS (SELECT LEAST(p_floor, (SELECT min("TXN_ID") FROM "TXNS"
-        WHERE "TXN_STATE" = 'o' AND "TXN_ID" = ANY(p_unsettled))) AS m),
+      FROM now, generate_series(1, (SELECT p_n)) RETURNING "TXN_ID"),
+    mark AS (SELECT LEAST((SELECT p_floor), (SELECT min("TXN_ID") FROM "TXNS"
+        WHERE "TXN_STATE" = 'o' AND "TXN_ID" = ANY((SELECT p_unsettled)::bigint[]))) AS m),
     mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID")
       SELECT new."TXN_ID", mark.m FROM new, mark)
     SELECT array_agg("TXN_ID" ORDER BY "TXN_ID") INTO v_ids FROM new;
@@ -106,15 +114,16 @@ BEGIN
     new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER",
         "TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE")
       SELECT 'o', now.ms, now.ms, p_user, p_host, p_agent, p_type
-      FROM now, generate_series(1, p_n) RETURNING "TXN_ID"),
+      FROM now, generate_series(1, (SELECT p_n)) RETURNING "TXN_ID"),
     first AS (SELECT min("TXN_ID") AS id FROM new),
     mark AS (SELECT LEAST(
       COALESCE(LEAST((SELECT min("TXN_ID") FROM "TXNS"
-          WHERE "TXN_STATE" = 'o' AND "TXN_ID" >= p_floor),
+          WHERE "TXN_STATE" = 'o' AND "TXN_ID" >= (SELECT p_floor)),
         (SELECT min("TXN_ID") FROM "TXNS"
-          WHERE "TXN_STATE" = 'o' AND "TXN_ID" = ANY(p_unsettled))), first.id),
+          WHERE "TXN_STATE" = 'o' AND "TXN_ID" = ANY((SELECT p_unsettled)::bigint[]))), first.id),
       COALESCE((SELECT max("TXN_ID") + 1 FROM "TXNS"
-        WHERE "TXN_STARTED" < (SELECT ms FROM now) - p_window), first.id)) AS m FROM first),
+        WHERE "TXN_STARTED" < (SELECT ms FROM now) - (SELECT p_window)), first.id)) AS m
+      FROM first),
     mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID")
       SELECT new."TXN_ID", mark.m FROM new, mark)
     SELECT array_agg("TXN_ID" ORDER BY "TXN_ID") INTO v_ids FROM new;
@@ -123,7 +132,7 @@ BEGIN
     new AS (INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER",
         "TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE")
       SELECT 'o', now.ms, now.ms, p_user, p_host, p_agent, p_type
-      FROM now, generate_series(1, p_n) RETURNING "TXN_ID")
+      FROM now, generate_series(1, (SELECT p_n)) RETURNING "TXN_ID")
     SELECT array_agg("TXN_ID" ORDER BY "TXN_ID") INTO v_ids FROM new;
   END IF;
   IF p_message IS NULL THEN  -- READ_ONLY: no event
@@ -251,9 +260,10 @@ BEGIN
       NULL::bigint, NULL::text;
     RETURN;
   END IF;
-  SELECT COALESCE(array_agg(x ORDER BY x), '{{}}') INTO v_missing FROM unnest(p_txns) x
-    WHERE NOT EXISTS (SELECT 1 FROM "TXN_TO_WRITE_ID" WHERE "T2W_DATABASE" = p_db
-      AND "T2W_TABLE" = p_tbl AND "T2W_TXNID" = x);
+  SELECT COALESCE(array_agg(x ORDER BY x), '{{}}') INTO v_missing
+    FROM unnest((SELECT p_txns)) x
+    WHERE NOT EXISTS (SELECT 1 FROM "TXN_TO_WRITE_ID" WHERE "T2W_DATABASE" = (SELECT p_db)
+      AND "T2W_TABLE" = (SELECT p_tbl) AND "T2W_TXNID" = x);
   v_k := cardinality(v_missing);
   IF v_k > 0 THEN
     -- pgsql.ALLOCATE_WRITE_IDS_SQL
@@ -266,10 +276,10 @@ BEGIN
     SELECT first INTO v_first FROM n;
   END IF;
   SELECT array_agg(x ORDER BY x), array_agg(COALESCE(
-      (SELECT "T2W_WRITEID" FROM "TXN_TO_WRITE_ID" WHERE "T2W_DATABASE" = p_db
-        AND "T2W_TABLE" = p_tbl AND "T2W_TXNID" = x),
+      (SELECT "T2W_WRITEID" FROM "TXN_TO_WRITE_ID" WHERE "T2W_DATABASE" = (SELECT p_db)
+        AND "T2W_TABLE" = (SELECT p_tbl) AND "T2W_TXNID" = x),
       v_first + array_position(v_missing, x) - 1) ORDER BY x)
-    INTO v_txns, v_wids FROM unnest(p_txns) x;
+    INTO v_txns, v_wids FROM unnest((SELECT p_txns)) x;
   IF v_k = 0 THEN  -- nothing new: no event
     RETURN QUERY SELECT 'done'::text, v_txns, v_wids, NULL::bigint, NULL::bigint, NULL::text;
     RETURN;
