@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,9 +32,9 @@ BEHIND = 3
 
 
 @pytest.fixture
-def pg_db(pg_url: str) -> Iterator[Database]:
+def pg_db(pg_url: str, tmp_path: Path) -> Iterator[Database]:
     database = Database(pg_url)
-    init_db(database, "/tmp/hms-warehouse-unused")
+    init_db(database, tmp_path.as_uri())
     raw = database.read_engine.raw_connection()
     try:
         cur = raw.cursor()
