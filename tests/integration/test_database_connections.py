@@ -65,6 +65,10 @@ def test_an_idle_instance_keeps_one_silent_connection_named_after_it(
         client.create_database(T.Database(name="d"))
         client.get_database("d")
         assert len(watch("idle-a")) >= 2  # the calls' pooled connections, LISTEN
+        # The start's open-txn floor is settled (when its read under TXN_LOCK_TBL fails, by
+        # two reads seconds apart): its reads are over before the silence is watched.
+        assert svc.floor_primer is not None
+        _until(svc.floor_primer.finished.is_set, "the floor primer did not end")
         _until(lambda: len(watch("idle-a")) == 1, "pooled connections were not closed")
         ((pid, query, started),) = watch("idle-a")
         assert svc.cache.poller._listener.get_backend_pid() == pid

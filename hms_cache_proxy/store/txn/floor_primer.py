@@ -29,6 +29,8 @@ class FloorPrimer:
         self._thread: threading.Thread | None = None
         self.primed = threading.Event()
         """Set once the floor is there (tests, observability)."""
+        self.finished = threading.Event()
+        """Set once the thread has ended, the floor set or not (its reads are over)."""
 
     def start(self) -> None:
         if self._thread is not None:
@@ -42,6 +44,8 @@ class FloorPrimer:
                 self.primed.set()
         except Exception:  # noqa: BLE001 - the calls' own reads settle it later
             log.warning("could not settle the open-txn floor at start", exc_info=True)
+        finally:
+            self.finished.set()
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
