@@ -667,6 +667,31 @@ class EventLog:
         cursor.execute(sql, values if order is None else tuple(values[k] for k in order))
         return _events(cursor.fetchall())
 
+    def current_and_next_events_dbapi(
+        self, cursor: Any, last_event: int, limit: int
+    ) -> tuple[int, list[Any]]:
+        """NEXT_EVENT_ID - 1 and at most ``limit`` events after ``last_event`` up to it, as
+        ``next_events_dbapi`` returns them, in one statement on a bare psycopg2 cursor (the
+        poller's LISTEN session, autocommit).
+
+        One statement needs no REPEATABLE READ transaction: its parts share one snapshot,
+        and every id below a committed NEXT_EVENT_ID belongs to a committed transaction
+        (ids are taken under the sequence row's lock held until commit, by ``append`` and by
+        Hive alike), so the events up to it are all there. One round trip instead of three.
+        """
+        cap = self.max_event_response
+        cursor.execute(
+            _LISTENER_READ_SQL,
+            {"after": last_event, "limit": limit if 0 < limit < cap else cap},
+        )
+        found = cursor.fetchall()
+        nxt = found[0][0] if found else None
+        current = 0 if nxt is None else int(nxt) - 1
+        # In id order as the lateral read gives them; SQL promises no order without an
+        # ORDER BY at the top (one there would add a Sort to the plan), so sort to be sure.
+        rows = sorted((r[1:] for r in found if r[1] is not None), key=lambda r: r[0])
+        return current, _events(rows)
+
     def count_events(
         self,
         conn: Connection,
@@ -711,6 +736,22 @@ _DBAPI_READ = (
     .limit(bindparam("limit"))
 )
 """``next_events_dbapi``'s read, its values named."""
+
+
+_LISTENER_READ_SQL = (
+    'SELECT q.n, {outer} FROM (SELECT max("NEXT_EVENT_ID") AS n FROM "NOTIFICATION_SEQUENCE") AS q '
+    'LEFT JOIN LATERAL (SELECT {inner} FROM "NOTIFICATION_LOG" '
+    'WHERE "EVENT_ID" > %(after)s AND "EVENT_ID" < q.n ORDER BY "EVENT_ID" '
+    "LIMIT (SELECT greatest(least(%(limit)s, q.n - 1 - %(after)s), 0))) AS l ON true"
+).format(
+    outer=", ".join(f'l."{c.name}"' for c in _EVENT_COLUMNS),
+    inner=", ".join(f'"{c.name}"' for c in _EVENT_COLUMNS),
+)
+"""PostgreSQL (psycopg2 placeholders): NEXT_EVENT_ID and the events after ``after`` below it,
+in one statement and so one snapshot; always at least one row (NULL event columns when there
+is no event). The LIMIT is ``_bounded``'s, computed in the statement: a LIMIT the planner
+cannot know keeps the EVENT_ID index scan on a log without statistics, where the bare bounds
+(estimated at a few rows) made it a bitmap scan and sort of every event in the range."""
 
 
 def _bounded(limit: int, last_event: int, upto: int) -> int:
