@@ -597,11 +597,14 @@ def raw_connection(db: Database) -> Any:
 def listen_connection(db: Database) -> Any:
     """A PostgreSQL connection LISTENing on the notification channel, with the pool's
     statement timeout as a session setting (its reads are single autocommit statements:
-    no transaction to SET LOCAL it in)."""
+    no transaction to SET LOCAL it in) and the log read prepared, in one round trip."""
     conn = raw_connection(db)
     ms = int(db.statement_timeout_seconds * 1000)
     with conn.cursor() as cur:
-        cur.execute(f"SET statement_timeout = {ms}; LISTEN {NOTIFY_CHANNEL}")
+        cur.execute(
+            f"SET statement_timeout = {ms}; LISTEN {NOTIFY_CHANNEL}; "
+            + EventLog.listener_session_sql()
+        )
     return conn
 
 
