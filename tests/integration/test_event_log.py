@@ -748,15 +748,15 @@ def test_listening_poller_reads_new_events_on_its_listen_session(
         safety_interval=600,  # no safety check: only notifications move it
     )
     during: list[int] = []
-    real = log.next_events_dbapi
+    real = log.current_and_next_events_dbapi
 
     def write_meanwhile(*args, **kwargs):
-        rows = real(*args, **kwargs)
-        if not during:  # committed while the session's read transaction is open
+        found = real(*args, **kwargs)
+        if not during and found[1]:  # committed just after the session read events
             during.extend(write(pg_db, writer, [ev(9)]))
-        return rows
+        return found
 
-    monkeypatch.setattr(log, "next_events_dbapi", write_meanwhile)
+    monkeypatch.setattr(log, "current_and_next_events_dbapi", write_meanwhile)
     poller.start()
     try:
         deadline = time.monotonic() + 10
@@ -780,6 +780,146 @@ def test_listening_poller_reads_new_events_on_its_listen_session(
     assert [(e.eventId, e.eventType, e.message, e.messageFormat, e.tableName) for e in applied] == [
         (e.eventId, e.eventType, e.message, e.messageFormat, e.tableName) for e in stored
     ]
+
+
+class _CountingSession:
+    """A LISTEN session whose cursors keep every statement text they send (one each call:
+    a round trip)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.sent: list[str] = []
+
+    def cursor(self) -> _CountingCursor:
+        return _CountingCursor(self.conn.cursor(), self.sent)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+
+class _CountingCursor:
+    def __init__(self, cursor: Any, sent: list[str]) -> None:
+        self.cursor = cursor
+        self.sent = sent
+
+    def execute(self, sql: str, values: Any = None) -> None:
+        self.sent.append(sql)
+        self.cursor.execute(sql, values)
+
+    def __enter__(self) -> _CountingCursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cursor.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cursor, name)
+
+
+def _listening_poller(db: Database, position: int, **kw: Any) -> tuple[Any, list[Any]]:
+    from hms_cache_proxy.store.events.poller import Poller
+
+    applied: list[Any] = []
+    poller = Poller(db, new_log(db), applied.extend, lambda reason: None, position=position, **kw)
+    return poller, applied
+
+
+@pytest.mark.postgres
+def test_a_read_on_the_listen_session_is_one_round_trip(pg_db: Database) -> None:
+    """The poller's read on its LISTEN session is one statement, outside any transaction
+    (issue 23: three round trips per read, on every instance for every other's events)."""
+    from hms_cache_proxy.store.events.poller import listen_connection
+
+    writer = new_log(pg_db)
+    first = write(pg_db, writer, [ev(0)])
+    poller, applied = _listening_poller(pg_db, first[-1], batch_size=2)
+    session = _CountingSession(listen_connection(pg_db))
+    try:
+        ids = write(pg_db, writer, [ev(1), ev(2), ev(3)])
+        current, rows = poller._read_on_listener(session)
+        assert len(session.sent) == 1, session.sent
+        assert current == ids[-1]
+        assert [e.eventId for e in rows] == ids[:2]  # the batch size; the rest next round
+        assert session.conn.get_transaction_status() == psycopg2.extensions.TRANSACTION_STATUS_IDLE
+        session.sent.clear()
+        assert poller._catch_up_locked(session) == ids[-1]
+        assert len(session.sent) == 2  # two batches, a statement each
+        with pg_db.read() as conn:
+            stored = writer.next_events(conn, first[-1], None)
+        assert [
+            (e.eventId, e.eventTime, e.eventType, e.catName, e.dbName, e.tableName, e.message)
+            for e in applied
+        ] == [
+            (e.eventId, e.eventTime, e.eventType, e.catName, e.dbName, e.tableName, e.message)
+            for e in stored
+        ]
+        assert all(e.messageFormat == messages.GZIP_FORMAT for e in applied)
+        session.sent.clear()
+        assert poller._read_on_listener(session) == (ids[-1], [])  # nothing new: one row still
+        assert len(session.sent) == 1
+    finally:
+        session.conn.close()
+
+
+@pytest.mark.postgres
+def test_the_listen_session_has_the_pools_statement_timeout(pg_url: str) -> None:
+    """Its reads are single autocommit statements: the timeout is a session setting."""
+    from hms_cache_proxy.store.events.poller import listen_connection
+
+    db = Database(pg_url, statement_timeout_seconds=7)
+    init_db(db, WAREHOUSE)
+    conn = listen_connection(db)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW statement_timeout")
+            assert cur.fetchone()[0] == "7s"
+    finally:
+        conn.close()
+        db.dispose()
+
+
+@pytest.mark.postgres
+def test_a_listen_session_read_sees_no_event_of_an_uncommitted_writer(pg_db: Database) -> None:
+    """A writer holding the sequence row's lock (its ids taken, its events inserted, not yet
+    committed): the one-statement read shows neither the new NEXT_EVENT_ID nor the events,
+    then both once it commits. An event row above the NEXT_EVENT_ID the read sees is not read
+    (the rows are bounded by the same snapshot's NEXT_EVENT_ID)."""
+    from hms_cache_proxy.store.events.poller import listen_connection
+
+    writer = new_log(pg_db)
+    first = write(pg_db, writer, [ev(0)])
+    poller, _ = _listening_poller(pg_db, first[-1])
+    session = listen_connection(pg_db)
+    appended, release = threading.Event(), threading.Event()
+    taken: list[int] = []
+
+    def hold(conn: Any) -> None:
+        taken.extend(writer.append(conn, [ev(1), ev(2)]))
+        appended.set()
+        assert release.wait(30)
+
+    holder = threading.Thread(target=lambda: pg_db.transaction(hold))
+    holder.start()
+    try:
+        assert appended.wait(30)
+        assert poller._read_on_listener(session) == (first[-1], [])
+        release.set()
+        holder.join(30)
+        current, rows = poller._read_on_listener(session)
+        assert current == taken[-1] and [e.eventId for e in rows] == taken
+        # A row past NEXT_EVENT_ID - 1 (no writer's commit moved the sequence to it).
+        with session.cursor() as cur:
+            cur.execute(
+                'INSERT INTO "NOTIFICATION_LOG" ("NL_ID", "EVENT_ID", "EVENT_TIME", '
+                '"EVENT_TYPE", "MESSAGE", "MESSAGE_FORMAT") VALUES (%s, %s, 0, %s, %s, %s)',
+                (10**9, taken[-1] + 1, messages.OPEN_TXN, "{}", messages.JSON_FORMAT),
+            )
+        current, rows = poller._read_on_listener(session)
+        assert current == taken[-1] and [e.eventId for e in rows] == taken
+    finally:
+        release.set()
+        holder.join(30)
+        session.close()
 
 
 @pytest.mark.postgres
@@ -962,13 +1102,15 @@ def test_own_events_are_applied_from_memory_after_a_writer_lets_the_poll_lock_go
     lock = _WatchedLock()
     monkeypatch.setattr(poller, "_poll_lock", lock)
     log_reads: list[int] = []
-    real = log.next_events_dbapi
+    real = log.current_and_next_events_dbapi
 
-    def counted(cursor: Any, dialect: Any, last_event: int, limit: int, **kw: Any) -> list[Any]:
-        log_reads.append(last_event)
-        return real(cursor, dialect, last_event, limit, **kw)
+    def counted(cursor: Any, last_event: int, limit: int) -> tuple[int, list[Any]]:
+        current, rows = real(cursor, last_event, limit)
+        if rows:  # events read back from the log
+            log_reads.append(last_event)
+        return current, rows
 
-    monkeypatch.setattr(log, "next_events_dbapi", counted)
+    monkeypatch.setattr(log, "current_and_next_events_dbapi", counted)
     held, release = threading.Event(), threading.Event()
 
     def writer_holding_the_lock() -> None:

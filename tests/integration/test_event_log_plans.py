@@ -128,3 +128,42 @@ def test_the_listening_sessions_log_read_uses_the_event_id_index_without_statist
         raw.close()
     assert '"NOTIFICATION_LOG_EVENT_ID"' in plan, plan
     assert '"Sort"' not in plan and '"Seq Scan"' not in plan, plan
+
+
+def _nodes(plan: Any) -> Iterator[dict[str, Any]]:
+    stack = [plan[0]["Plan"]]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.get("Plans", ()))
+
+
+@pytest.mark.parametrize("mode", ["force_custom_plan", "force_generic_plan"])
+@pytest.mark.parametrize("behind", [BEHIND, EVENTS])
+def test_the_listening_sessions_one_statement_read_uses_the_event_id_index_without_statistics(
+    pg_db: Database, behind: int, mode: str
+) -> None:
+    """NEXT_EVENT_ID and the events below it in one prepared statement: an ordered scan of
+    the EVENT_ID index that stops at the batch's end, a few events behind or the whole log,
+    in the plan made for its values and in the generic one PostgreSQL may switch to."""
+    log = EventLog(IdAllocator(pg_db), messages.JSON_FORMAT)
+    raw = pg_db.read_engine.raw_connection()
+    try:
+        cur = _RecordingCursor(raw.cursor())
+        cur.cursor.execute(EventLog.listener_session_sql())
+        cur.cursor.execute(f"SET plan_cache_mode = {mode}")
+        for _ in range(2):
+            current, rows = log.current_and_next_events_dbapi(cur, EVENTS - behind, 1000)
+            assert current == EVENTS
+            first = EVENTS - behind + 1
+            assert [r.eventId for r in rows] == list(range(first, min(EVENTS, first + 999) + 1))
+        ((sql, values), _) = cur.ran
+        cur.cursor.execute("EXPLAIN (FORMAT JSON) " + sql, values)
+        nodes = list(_nodes(cur.cursor.fetchone()[0]))
+    finally:
+        raw.close()
+    scans = [n for n in nodes if n.get("Relation Name") == "NOTIFICATION_LOG"]
+    assert [(n["Node Type"], n.get("Index Name")) for n in scans] == [
+        ("Index Scan", "NOTIFICATION_LOG_EVENT_ID")
+    ], nodes
+    assert not [n for n in nodes if n["Node Type"] == "Sort"], nodes

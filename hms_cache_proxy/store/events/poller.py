@@ -14,8 +14,9 @@ change made through one instance reaches the others at once.
 While LISTEN works an idle instance sends nothing: every ``safety_interval`` seconds it reads
 NEXT_EVENT_ID on the LISTEN connection itself (one statement, no pooled connection) and catches
 up only when that shows events it has not applied. The catch-up a notification (or the safety
-check) calls for runs on the LISTEN session too, in a short REPEATABLE READ transaction, so a
-write on one instance makes no other instance check out a pooled connection; notifications
+check) calls for runs on the LISTEN session too, one statement per batch (NEXT_EVENT_ID and the
+events below it in one snapshot), so a write on one instance makes no other instance check out
+a pooled connection; notifications
 that come during it stay queued on the session and are read next. Each new LISTEN session is
 followed by a catch-up (notifications sent while none was listening are lost). Polling every
 ``interval`` seconds with pooled connections is the mode on SQLite, with ``listen`` off, and
@@ -312,36 +313,20 @@ class Poller:
         return current, rows
 
     def _read_on_listener(self, listener: Any) -> tuple[int, Sequence[Any]]:
-        """``_read_pooled`` on the LISTEN session: the same reads in one REPEATABLE READ,
-        read-only transaction (with the pool's statement timeout), then back to listening.
-        Notifications that come meanwhile stay queued in ``listener.notifies`` (``_run``
-        looks there before it waits). A failure closes the session: the next round polls
-        with the pool, or listens again and catches up."""
-        ms = int(self.db.statement_timeout_seconds * 1000)
+        """``_read_pooled`` on the LISTEN session, in one round trip: a single statement
+        reads NEXT_EVENT_ID and the batch below it in one snapshot (``EventLog.
+        current_and_next_events_dbapi``), under the statement timeout set when the session
+        began. Notifications that come meanwhile stay queued in ``listener.notifies``
+        (``_run`` looks there before it waits). A failure closes the session: the next round
+        polls with the pool, or listens again and catches up."""
         try:
             with self.listener_lock, listener.cursor() as cur:
-                cur.execute(
-                    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-                    f"SET LOCAL statement_timeout = {ms}; {CURRENT_EVENT_ID_SQL}"
+                return self.events.current_and_next_events_dbapi(
+                    cur, self._position, self.batch_size
                 )
-                row = cur.fetchone()
-                try:
-                    current = 0 if row is None or row[0] is None else int(row[0]) - 1
-                    rows: Sequence[Any] = []
-                    if current > self._position:
-                        rows = self.events.next_events_dbapi(
-                            cur,
-                            self.db.read_engine.dialect,
-                            self._position,
-                            self.batch_size,
-                            upto=current,
-                        )
-                finally:
-                    cur.execute("ROLLBACK")  # nothing to keep
         except Exception as exc:
             self._listener_failed(exc)
             raise
-        return current, rows
 
     def _keep(self, events: Sequence[Any]) -> None:
         if self.recent is not None:
@@ -610,10 +595,16 @@ def raw_connection(db: Database) -> Any:
 
 
 def listen_connection(db: Database) -> Any:
-    """A PostgreSQL connection LISTENing on the notification channel."""
+    """A PostgreSQL connection LISTENing on the notification channel, with the pool's
+    statement timeout as a session setting (its reads are single autocommit statements:
+    no transaction to SET LOCAL it in) and the log read prepared, in one round trip."""
     conn = raw_connection(db)
+    ms = int(db.statement_timeout_seconds * 1000)
     with conn.cursor() as cur:
-        cur.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        cur.execute(
+            f"SET statement_timeout = {ms}; LISTEN {NOTIFY_CHANNEL}; "
+            + EventLog.listener_session_sql()
+        )
     return conn
 
 
