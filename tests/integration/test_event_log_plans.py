@@ -108,28 +108,6 @@ class _RecordingCursor:
         return self.cursor.fetchall()
 
 
-def test_the_listening_sessions_log_read_uses_the_event_id_index_without_statistics(
-    pg_db: Database,
-) -> None:
-    log = EventLog(IdAllocator(pg_db), messages.JSON_FORMAT)
-    raw = pg_db.read_engine.raw_connection()
-    try:
-        cur = _RecordingCursor(raw.cursor())
-        for _ in range(2):  # the second read reuses the compiled statement
-            rows = log.next_events_dbapi(
-                cur, pg_db.read_engine.dialect, EVENTS - BEHIND, 1000, upto=EVENTS
-            )
-            assert [r.eventId for r in rows] == list(range(EVENTS - BEHIND + 1, EVENTS + 1))
-        ((sql, values), again) = cur.ran
-        assert again == (sql, values)
-        cur.cursor.execute("EXPLAIN (FORMAT JSON) " + sql, values)
-        plan = json.dumps(cur.cursor.fetchone()[0])
-    finally:
-        raw.close()
-    assert '"NOTIFICATION_LOG_EVENT_ID"' in plan, plan
-    assert '"Sort"' not in plan and '"Seq Scan"' not in plan, plan
-
-
 def _nodes(plan: Any) -> Iterator[dict[str, Any]]:
     stack = [plan[0]["Plan"]]
     while stack:

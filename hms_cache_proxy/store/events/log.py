@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from hms_cache_proxy.idl import hms
@@ -156,7 +156,6 @@ class EventLog:
         self.ids = ids
         self.message_format = messages.canonical_format(message_format)  # unknown: ValueError
         self.max_event_response = max(1, max_event_response)
-        self._dbapi_reads: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {}
         self.notify_channel = notify_channel
         self._clock = clock
         self._recording = False
@@ -645,33 +644,11 @@ class EventLog:
         query = select(*_EVENT_COLUMNS).where(and_(*cond)).order_by(nl.c.EVENT_ID).limit(limit)
         return _events(conn.execute(query))
 
-    def next_events_dbapi(
-        self, cursor: Any, dialect: Any, last_event: int, limit: int, *, upto: int
-    ) -> list[Any]:
-        """``next_events`` (no filters, ``upto`` given) on a bare DB-API cursor of ``dialect``
-        (the poller's catch-up on its LISTEN session): the same query, compiled for it."""
-        cap = self.max_event_response
-        values = {
-            "after": last_event,
-            "upto": upto,
-            "limit": _bounded(limit if 0 < limit < cap else cap, last_event, upto),
-        }
-        found = self._dbapi_reads.get(dialect.name)
-        if found is None:
-            # Compiled once per dialect: compiling costs more than the read (0.1-0.3 ms).
-            compiled = _DBAPI_READ.compile(dialect=dialect)
-            order = tuple(compiled.positiontup or ()) if compiled.positional else None
-            found = self._dbapi_reads[dialect.name] = (str(compiled), order, compiled.params)
-        sql, order, defaults = found  # defaults: SQLite's OFFSET 0
-        values = defaults | values
-        cursor.execute(sql, values if order is None else tuple(values[k] for k in order))
-        return _events(cursor.fetchall())
-
     def current_and_next_events_dbapi(
         self, cursor: Any, last_event: int, limit: int
     ) -> tuple[int, list[Any]]:
         """NEXT_EVENT_ID - 1 and at most ``limit`` events after ``last_event`` up to it, as
-        ``next_events_dbapi`` returns them, in one statement on a bare psycopg2 cursor (the
+        ``next_events`` returns them, in one statement on a bare psycopg2 cursor (the
         poller's LISTEN session, autocommit, where ``listener_session_sql`` prepared it).
 
         One statement needs no REPEATABLE READ transaction: its parts share one snapshot,
@@ -730,18 +707,6 @@ class EventLog:
         if limit is not None and count > limit:
             count = limit
         return count
-
-
-_DBAPI_READ = (
-    select(*_EVENT_COLUMNS)
-    .where(
-        schema.NOTIFICATION_LOG.c.EVENT_ID > bindparam("after"),
-        schema.NOTIFICATION_LOG.c.EVENT_ID <= bindparam("upto"),
-    )
-    .order_by(schema.NOTIFICATION_LOG.c.EVENT_ID)
-    .limit(bindparam("limit"))
-)
-"""``next_events_dbapi``'s read, its values named."""
 
 
 _LISTENER_READ = "hms_current_and_next_events"
