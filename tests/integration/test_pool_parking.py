@@ -185,7 +185,11 @@ def test_a_parked_session_opened_before_the_tables_prepares_them_later(
     db = Database(pg_url, pool_size=1)
     try:
         first = _pid(db)
-        init_db(db, f"file:{tmp_path}")
+        other = Database(pg_url, pool_size=1)  # the tables made while db's session is parked
+        try:
+            init_db(other, f"file:{tmp_path}")
+        finally:
+            other.dispose()
         monkeypatch.setattr(prepared, "RETRY_SECONDS", 0.0)
         with db.autocommit_cursor() as pooled:
             assert pooled.connection.info.backend_pid == first
