@@ -658,11 +658,12 @@ class IdleClosingPool(QueuePool):
     ``refusals`` (once per wait).
 
     It also keeps up to ``park_limit`` connections checked out but idle (``park``, ``unpark``:
-    ``Database.autocommit_cursor``'s hot single statements skip the checkout and checkin). They
-    count towards the pool's bounds; one goes back to the queue whenever the queue is empty
-    and someone asks the pool for a connection, and none is parked while anyone does (so no
-    caller waits on a connection parked); idle ones close as the queue's do; and one opened
-    before the pool was invalidated (a disconnect), or due for recycling, is not reused."""
+    ``Database.autocommit_cursor``'s hot single statements skip the checkout and checkin).
+    They count towards the pool's bounds, and with the queue's they are at most pool_size idle
+    ones (what QueuePool keeps); one goes back to the queue whenever the queue is empty and
+    someone asks the pool for a connection, and none is parked while anyone does (so no caller
+    waits on a parked one); idle ones close as the queue's do; and one opened before the pool
+    was invalidated (a disconnect), or due for recycling, is not reused."""
 
     refusals: Refusals | None = None
     park_limit = 0
@@ -692,7 +693,9 @@ class IdleClosingPool(QueuePool):
         if fairy._pool is not self:  # the engine's pool was replaced meanwhile
             return False
         with self._park_lock:
-            if self._getting or len(self._parked) >= self.park_limit:
+            # Idle ones, parked or queued, stay at most pool_size (as in a QueuePool alone).
+            idle = len(self._parked) + self._pool.qsize()
+            if self._getting or idle >= min(self.park_limit, self._pool.maxsize):
                 return False
             fairy.info[_PARKED_SINCE] = time.monotonic()
             self._parked.append(fairy)
@@ -786,6 +789,13 @@ class IdleClosingPool(QueuePool):
     def _do_return_conn(self, record: ConnectionPoolEntry) -> None:
         parked = record.info.pop(_PARKED_SINCE, None)  # idle since it was parked
         record.info[_IDLE_SINCE] = time.monotonic() if parked is None else parked
+        if self._parked and self._pool.qsize() + len(self._parked) >= self._pool.maxsize:
+            # Full with the parked ones: closed, as QueuePool closes one the queue cannot take
+            try:
+                record.close()
+            finally:
+                self._dec_overflow()
+            return
         super()._do_return_conn(record)
 
     def close_idle(self, idle_seconds: float) -> int:
