@@ -80,10 +80,11 @@ def test_an_idle_instance_keeps_one_silent_connection_named_after_it(
 
 
 class _CheckedOut:
-    """The most connections of ``database``'s pools checked out at once, from now on."""
+    """The most connections of ``database``'s pools checked out at once, from now on (parked
+    ones too: ``autocommit_cursor`` keeps its session checked out between calls)."""
 
     def __init__(self, database: Any) -> None:
-        self.now = self.most = 0
+        self.now = self.most = sum(engine.pool.checkedout() for engine in database.engines())
         for engine in database.engines():
             event.listen(engine.pool, "checkout", self._out)
             event.listen(engine.pool, "checkin", self._in)

@@ -85,6 +85,8 @@ class Database:
         # The engine whose connection this thread's write transaction holds, if any.
         self._local = threading.local()
         self.folds_round_trips = False
+        # Whether the pools' checkout event runs SESSION_CHECKOUT (a parked session gets it too)
+        self._checkout_hooks = False
         self.backend_pids: frozenset[int] | None = None
         """PostgreSQL backend PIDs of this process's pooled sessions (its writers'), so the
         poller can tell a NOTIFY of this process's own commit from another instance's (a
@@ -165,8 +167,11 @@ class Database:
         if self.pooler != "transaction" and self.url.get_driver_name() == "psycopg2":
             _jit_off(engine)
             _prepare_hot_statements(engine)
+            self._checkout_hooks = True
         assert isinstance(engine.pool, IdleClosingPool)
         engine.pool.refusals = self.refusals
+        if self.url.get_driver_name() == "psycopg2":  # autocommit_cursor checks its sessions
+            engine.pool.park_limit = pool_size
         if self.pool_idle_seconds > 0:
             _REAPER.watch(engine.pool, self.pool_idle_seconds)
         return engine
@@ -339,12 +344,30 @@ class Database:
                 with self._raw_cursor(engine, conn.connection, plain) as cur:
                     yield cur
             return
-        raw = engine.raw_connection()
+        # A connection parked by an earlier call (no pool checkout, checkin or reset: at one
+        # client those were a quarter of get_valid_write_ids' server time), else the pool's.
+        pool: IdleClosingPool = engine.pool  # type: ignore[assignment]
+        raw = pool.unpark()
+        if raw is None:
+            raw = engine.raw_connection()
+        elif self._checkout_hooks:
+            for hook in SESSION_CHECKOUT:  # what the pool's checkout event would have run
+                hook(raw.dbapi_connection, raw.info)
+        done = False
         try:
             with self._raw_cursor(engine, raw, plain) as cur:
                 yield cur
+            done = True
         finally:
-            raw.close()  # back to the pool (or, invalidated, closed)
+            # Parked again only after a clean use, outside any transaction; else back to the
+            # pool (or, invalidated, closed) as before.
+            if not (
+                done
+                and raw.dbapi_connection is not None
+                and raw.dbapi_connection.info.transaction_status == _PG_IDLE
+                and pool.park(raw)
+            ):
+                raw.close()
 
     @contextmanager
     def _raw_cursor(self, engine: Engine, fairy: Any, plain: bool) -> Iterator[PooledCursor]:
@@ -357,7 +380,9 @@ class Database:
                 raise
             orig: Any = exc
             if engine.dialect.is_disconnect(orig, fairy.dbapi_connection, cur):
-                fairy.invalidate(exc)
+                # The whole pool, as a statement's disconnect does in SQLAlchemy: the other
+                # sessions (parked ones too) opened before now are replaced on their next use.
+                engine.pool._invalidate(fairy, exc)
                 wrapped.connection_invalidated = True
             raise wrapped from exc
         finally:
@@ -504,7 +529,7 @@ class Database:
             else {"read": self.read_engine, "write": self.write_engine}
         )
         return {
-            name: (engine.pool.checkedout(), self.pool_limit)
+            name: (_in_use(engine.pool), self.pool_limit)
             for name, engine in engines.items()
             if isinstance(engine.pool, QueuePool)
         }
@@ -535,6 +560,18 @@ _IDLE_SINCE = "hms_idle_since"
 
 _BACKEND_PID = "hms_backend_pid"
 """Pool record info key: the PostgreSQL backend PID of the record's connection."""
+
+_PARKED_SINCE = "hms_parked_since"
+"""ConnectionPoolEntry.info key: when ``IdleClosingPool.park`` took the connection (its idle
+time, should it go back to the pool from there)."""
+
+_PG_IDLE = 0
+"""psycopg2's TRANSACTION_STATUS_IDLE: the session is not inside a transaction."""
+
+
+def _in_use(pool: QueuePool) -> int:
+    """Connections ``pool`` has handed out, less the ones parked idle (``IdleClosingPool``)."""
+    return pool.checkedout() - (pool.parked() if isinstance(pool, IdleClosingPool) else 0)
 
 
 def refused_connection(exc: BaseException) -> bool:
@@ -618,11 +655,102 @@ class IdleClosingPool(QueuePool):
     while this pool has some in use it waits for one of them to come back; with none, it tries
     again with backoff (other clients' idle connections close: many instances that each hold
     one a moment after their calls), either up to the pool timeout. The refusal is recorded in
-    ``refusals`` (once per wait)."""
+    ``refusals`` (once per wait).
+
+    It also keeps up to ``park_limit`` connections checked out but idle (``park``, ``unpark``:
+    ``Database.autocommit_cursor``'s hot single statements skip the checkout and checkin).
+    They count towards the pool's bounds, and with the queue's they are at most pool_size idle
+    ones (what QueuePool keeps); one goes back to the queue whenever the queue is empty and
+    someone asks the pool for a connection, and none is parked while anyone does (so no caller
+    waits on a parked one); idle ones close as the queue's do; and one opened before the pool
+    was invalidated (a disconnect), or due for recycling, is not reused."""
 
     refusals: Refusals | None = None
+    park_limit = 0
+    """How many connections ``park`` keeps (0: none)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._parked: list[Any] = []  # _ConnectionFairy, the most recently parked last
+        self._park_lock = threading.Lock()
+        self._getting = 0  # callers inside _do_get: while any, nothing is parked
+
+    def recreate(self) -> IdleClosingPool:
+        """The new pool of ``Engine.dispose``, with this one's settings and idle closing."""
+        new: IdleClosingPool = super().recreate()  # type: ignore[assignment]
+        new.refusals = self.refusals
+        new.park_limit = self.park_limit
+        _REAPER.rewatch(self, new)
+        return new
+
+    def parked(self) -> int:
+        """How many connections are parked (checked out, idle)."""
+        return len(self._parked)
+
+    def park(self, fairy: Any) -> bool:
+        """Keep ``fairy`` (checked out from this pool, idle, outside any transaction) for
+        ``unpark``; False when not kept (the caller closes it: back to the queue)."""
+        if fairy._pool is not self:  # the engine's pool was replaced meanwhile
+            return False
+        with self._park_lock:
+            # Idle ones, parked or queued, stay at most pool_size (as in a QueuePool alone).
+            idle = len(self._parked) + self._pool.qsize()
+            if self._getting or idle >= min(self.park_limit, self._pool.maxsize):
+                return False
+            fairy.info[_PARKED_SINCE] = time.monotonic()
+            self._parked.append(fairy)
+            return True
+
+    def unpark(self) -> Any | None:
+        """A parked connection to use (None: none), the most recently parked first; one
+        opened before the pool's invalidation or due for recycling goes back to the queue,
+        whose checkout replaces it."""
+        while True:
+            with self._park_lock:
+                if not self._parked:
+                    return None
+                fairy = self._parked.pop()
+            record = fairy._connection_record
+            if (
+                record is not None
+                and fairy.dbapi_connection is not None
+                and self._invalidate_time <= record.starttime
+                and (self._recycle < 0 or time.time() - record.starttime <= self._recycle)
+            ):
+                record.info.pop(_PARKED_SINCE, None)
+                return fairy
+            fairy.close()
+
+    def _release_parked(self, idle_cut: float | None = None) -> int:
+        """Return parked connections to the queue (with ``idle_cut``: the ones parked before
+        it); how many."""
+        with self._park_lock:
+            if idle_cut is None:
+                going, self._parked = self._parked, []
+            else:
+                going = [f for f in self._parked if f.info.get(_PARKED_SINCE, 0.0) <= idle_cut]
+                self._parked = [f for f in self._parked if f not in going]
+        for fairy in going:
+            fairy.close()
+        return len(going)
+
+    def dispose(self) -> None:
+        self._release_parked()
+        super().dispose()
 
     def _do_get(self) -> ConnectionPoolEntry:
+        with self._park_lock:
+            self._getting += 1
+            spare = self._parked.pop(0) if self._parked and self._pool.empty() else None
+        try:
+            if spare is not None:
+                spare.close()  # into the queue, for this caller (or another one waiting)
+            return self._do_get_refused()
+        finally:
+            with self._park_lock:
+                self._getting -= 1
+
+    def _do_get_refused(self) -> ConnectionPoolEntry:
         try:
             return super()._do_get()
         except Exception as exc:
@@ -630,6 +758,7 @@ class IdleClosingPool(QueuePool):
                 raise
             if self.refusals is not None:
                 self.refusals.record(exc)
+            self._release_parked()
             if self.checkedout() > 0:
                 try:
                     return self._pool.get(True, self._timeout)
@@ -658,13 +787,22 @@ class IdleClosingPool(QueuePool):
                     raise
 
     def _do_return_conn(self, record: ConnectionPoolEntry) -> None:
-        record.info[_IDLE_SINCE] = time.monotonic()
+        parked = record.info.pop(_PARKED_SINCE, None)  # idle since it was parked
+        record.info[_IDLE_SINCE] = time.monotonic() if parked is None else parked
+        if self._parked and self._pool.qsize() + len(self._parked) >= self._pool.maxsize:
+            # Full with the parked ones: closed, as QueuePool closes one the queue cannot take
+            try:
+                record.close()
+            finally:
+                self._dec_overflow()
+            return
         super()._do_return_conn(record)
 
     def close_idle(self, idle_seconds: float) -> int:
-        """Close the pooled connections returned more than ``idle_seconds`` ago; returns how
-        many. Connections in use are not touched."""
+        """Close the pooled connections returned (or parked) more than ``idle_seconds`` ago;
+        returns how many. Connections in use are not touched."""
         cut = time.monotonic() - idle_seconds
+        self._release_parked(cut)
         closed = 0
         keep: list[ConnectionPoolEntry] = []
         for _ in range(self.checkedin()):
@@ -712,6 +850,13 @@ class _Reaper:
                     target=self._run, name="hms-db-pool-reaper", daemon=True
                 )
                 self._thread.start()
+
+    def rewatch(self, old: IdleClosingPool, new: IdleClosingPool) -> None:
+        """``new`` replaces ``old`` (``Engine.dispose``): watched likewise, if ``old`` was."""
+        with self._lock:
+            idle = self._pools.get(old)
+        if idle is not None:
+            self.watch(new, idle)
 
     def _run(self) -> None:
         while True:
