@@ -350,9 +350,8 @@ class Database:
         raw = pool.unpark()
         if raw is None:
             raw = engine.raw_connection()
-        elif self._checkout_hooks:
-            for hook in SESSION_CHECKOUT:  # what the pool's checkout event would have run
-                hook(raw.dbapi_connection, raw.info)
+        elif self._checkout_hooks:  # what the pool's checkout event would have run
+            _session_checkout(raw.dbapi_connection, raw.info)
         done = False
         try:
             with self._raw_cursor(engine, raw, plain) as cur:
@@ -965,8 +964,13 @@ def _prepare_hot_statements(engine: Engine) -> None:
 
     @event.listens_for(engine, "checkout")
     def _prepare(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
-        for hook in SESSION_CHECKOUT:
-            hook(dbapi_conn, record.info)
+        _session_checkout(dbapi_conn, record.info)
+
+
+def _session_checkout(dbapi_conn: Any, info: dict[str, Any]) -> None:
+    """Run SESSION_CHECKOUT on a session handed out (by the pool, or unparked)."""
+    for hook in SESSION_CHECKOUT:
+        hook(dbapi_conn, info)
 
 
 def begin_sent(conn: Connection) -> bool:
