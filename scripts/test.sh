@@ -8,7 +8,8 @@
 #     benchmark command's chart) and podman-compose.
 # tests/container runs scripts/container-test.sh, which installs podman and builds the
 # container images (1-3 minutes cached, about 8 from nothing); `-m "not container"` leaves it out.
-# Arguments are passed to pytest, e.g. `bash scripts/test.sh -k partitions -x`.
+# Arguments are passed to pytest, e.g. `bash scripts/test.sh -k partitions -x`; the suite runs on
+# two worker processes (pytest-xdist), HMS_TEST_WORKERS=N sets how many (0: none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,4 +39,6 @@ python=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test,spark,bench,container]"
 
-exec .venv/bin/python -m pytest "$@"
+# Two worker processes, each taking whole files (a file's module fixtures, e.g. a Spark session
+# or a stock metastore, start once); HMS_TEST_WORKERS=0 runs everything in this process.
+exec .venv/bin/python -m pytest -n "${HMS_TEST_WORKERS:-2}" --dist loadfile "$@"
