@@ -2,7 +2,8 @@
 
 ``EventLog.reserve`` moves NOTIFICATION_SEQUENCE on and reads the new ids in two statements
 sent inside the write transaction. Sent as text, PostgreSQL planned both on every write that
-logs events from Python (0.17 ms of planning per acid insert, more than running them). They
+logs events from Python (the ids' read: 0.107 ms of planning per acid_insert, more than its
+0.024 ms of running). They
 are prepared on every pooled session when the pool hands it out and go as EXECUTE, planned
 once per session; behind a transaction pooler they stay text.
 """

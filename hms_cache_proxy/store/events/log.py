@@ -62,7 +62,8 @@ row yet).
 
 Both are prepared on every pooled session (``Prepared(at_connect=True)``) and go as EXECUTE
 inside the write transaction: sent as text, PostgreSQL planned them on every write that logs
-events from Python (issue 23: 0.17 ms of planning per acid insert, more than running them)."""
+events from Python (issue 23: the ids' read alone, 0.107 ms of planning per acid_insert against
+0.024 ms of running; docs/benchmarks.md, stop 37)."""
 _RESERVED: dict[str, Prepared] = {}
 _RESERVED_LOCK = threading.Lock()
 
