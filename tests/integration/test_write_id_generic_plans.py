@@ -87,6 +87,15 @@ def test_write_ids_now_generic_plan_uses_the_index(svc: TxnService, pg_url: str)
     assert _heap_pages_read(plan) < 60, plan
 
 
+def test_settled_write_ids_generic_plan_uses_the_indexes(svc: TxnService, pg_url: str) -> None:
+    top = _history_of_another_table(svc)
+    values = {"window": 1000, "floor": top, "unsettled": [1], "db": "default", "tbl": "t"}
+    plan = _generic_plan(pg_url, pgsql._TABLE_WRITE_IDS_SETTLED, values)
+    assert 'Seq Scan on "TXN_TO_WRITE_ID"' not in plan, plan
+    assert 'Seq Scan on "TXNS"' not in plan, plan
+    assert _heap_pages_read(plan) < 60, plan
+
+
 def test_table_write_ids_generic_plan_uses_the_index(svc: TxnService, pg_url: str) -> None:
     top = _history_of_another_table(svc)
     values = {"txn_hwm": top, "db": "default", "tbl": "t", "invalid": [top + 1]}

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db.engine import PooledCursor
 from hms_cache_proxy.store.db.prepared import Prepared, generic_prepared
 
@@ -423,6 +424,14 @@ _NEXT_WRITE_ID_LESS_ONE = (
 )
 
 
+_TOP_WRITE_ID = (
+    f'SELECT "T2W_WRITEID" AS w FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} '
+    'ORDER BY "T2W_WRITEID" DESC LIMIT 1'
+)
+"""The table's highest write id (down its write-id index)."""
+_READ_ONLY = int(hms.TxnType.READ_ONLY)
+
+
 def _invalid_write_ids(txns: str) -> str:
     """The table's (txn, write id) rows at or below hwm.w of the txn ids in CTE ``txns``
     (column ``id``), each looked up by Hive's (database, table, txn) index.
@@ -550,8 +559,7 @@ def _write_ids_now_sql() -> str:
         ctes
         + f", l AS ({selects}), "
         + 'bad AS MATERIALIZED (SELECT "TXN_ID" AS id FROM l WHERE "TXN_STATE" <> \'c\'), '
-        + f'top AS (SELECT "T2W_WRITEID" AS w FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} '
-        + 'ORDER BY "T2W_WRITEID" DESC LIMIT 1), '
+        + f"top AS ({_TOP_WRITE_ID}), "
         + "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM top), 0) > 0 THEN (SELECT w FROM top) "
         + f"ELSE {_NEXT_WRITE_ID_LESS_ONE} END AS w) "
         + 'SELECT \'t\' AS kind, "TXN_ID", "TXN_STATE", "TXN_TYPE", age, first_young, prev_id, '
@@ -597,6 +605,88 @@ def write_ids_now_rows(
     (columns by position: kind, then open_txn_rows' first six, write_id, found)."""
     values = {"window": window_ms, "floor": floor, "unsettled": unsettled, "db": db, "tbl": table}
     return _rows(on, _WRITE_IDS_NOW, values)
+
+
+def _table_write_ids_settled_sql() -> str:
+    # The table's rows that may belong to a txn not committed: those of txns at or above the
+    # settled floor (an index range) and those of the unsettled txns below it (a lookup each).
+    return (
+        "WITH u AS (SELECT id FROM unnest(%(unsettled)s::bigint[]) AS id WHERE id < %(floor)s), "
+        f"top AS ({_TOP_WRITE_ID}), "
+        "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM top), 0) > 0 THEN (SELECT w FROM top) "
+        f"ELSE {_NEXT_WRITE_ID_LESS_ONE} END AS w), "
+        'cands AS (SELECT "T2W_TXNID" AS txn, "T2W_WRITEID" AS wid FROM "TXN_TO_WRITE_ID" '
+        f'WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" >= %(floor)s '
+        'UNION ALL SELECT w."T2W_TXNID", w."T2W_WRITEID" FROM u c, LATERAL (SELECT "T2W_TXNID", '
+        f'"T2W_WRITEID" FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" >= c.id '
+        'ORDER BY "T2W_TXNID" LIMIT 1) w WHERE w."T2W_TXNID" = c.id), '
+        # Each candidate's txn, looked up by its id (a join planned for a small TXNS scanned it
+        # whole): not committed (and not read-only, which Hive leaves out of a
+        # snapshot), or missing from TXNS at or above the floor below a row younger than the
+        # open window (an id taken whose row is not visible: open, as the open-txn list's gap).
+        "bad AS MATERIALIZED (SELECT c.txn, c.wid, CASE WHEN t.\"TXN_ID\" IS NULL THEN 'o' "
+        'ELSE t."TXN_STATE" END AS state FROM cands c LEFT JOIN LATERAL (SELECT "TXN_ID", '
+        '"TXN_STATE", "TXN_TYPE" FROM "TXNS" x WHERE x."TXN_ID" = c.txn OFFSET 0) t ON true '
+        'WHERE CASE WHEN t."TXN_ID" IS NOT NULL THEN '
+        f't."TXN_STATE" <> \'c\' AND COALESCE(t."TXN_TYPE", 0) <> {_READ_ONLY} '
+        'ELSE (SELECT n."TXN_STARTED" FROM "TXNS" n '
+        'WHERE n."TXN_ID" > c.txn ORDER BY n."TXN_ID" LIMIT 1) '
+        f"> {_NOW_MS} - %(window)s END) "
+        "SELECT 'w', bad.txn, bad.wid, bad.state FROM bad "
+        "UNION ALL "
+        'SELECT \'h\', NULL, hwm.w, CASE WHEN (SELECT "T2W_WRITEID" FROM "TXN_TO_WRITE_ID" '
+        f'WHERE {_T2W_OF_TABLE} AND "T2W_WRITEID" <= hwm.w '
+        'AND "T2W_TXNID" NOT IN (SELECT txn FROM bad) ORDER BY "T2W_WRITEID" LIMIT 1) '
+        "IS NOT NULL THEN 'y' END FROM hwm "
+        "ORDER BY 1, 3"
+    )
+
+
+_TABLE_WRITE_IDS_SETTLED = generic_prepared(
+    "hms_table_write_ids_settled",
+    _table_write_ids_settled_sql(),
+    {
+        "window": "bigint",
+        "floor": "bigint",
+        "unsettled": "bigint[]",
+        "db": "text",
+        "tbl": "text",
+    },
+    at_connect=True,
+)
+"""get_valid_write_ids of one table at the current snapshot in one statement, without the
+open-txn list: which of the table's write ids belong to a txn open or aborted now. A settled
+floor (txns.SettledTxns) says every txn below it is committed or gone but the unsettled ones,
+so only the table's rows at or above the floor and those of the unsettled txns are candidates,
+each looked up in TXNS. The same answer as the list's snapshot (Hive's getValidWriteIds with no
+validTxnList): the list's other entries hold no write ids of the table, as a txn's write ids
+need its row (a txn with a row here is visible in the same snapshot); a candidate whose row is
+gone since counts as open by the list's gap rule (below a row younger than the open window),
+else as finished; read-only txns are not in a snapshot's exceptions. Rows: ``h`` (the write-id
+hwm, ``y`` when a write id at or below it is valid) first, then ``w`` (txn, write id, ``o``
+or ``a``) by write id."""
+
+
+def table_write_ids_settled(
+    on: Connection | PooledCursor,
+    window_ms: int,
+    floor: int,
+    unsettled: list[int],
+    db: str,
+    table: str,
+) -> tuple[int, bool, list[tuple[int, int, bool]]]:
+    """The table's write-id hwm, whether a write id at or below it is valid, and the (txn,
+    write id, aborted) of its write ids whose txn is open or aborted now, by write id."""
+    values = {
+        "window": window_ms,
+        "floor": floor,
+        "unsettled": unsettled,
+        "db": db,
+        "tbl": table,
+    }
+    rows = _rows(on, _TABLE_WRITE_IDS_SETTLED, values)
+    hwm, found = (int(rows[0][2]), rows[0][3] == "y") if rows else (0, False)
+    return hwm, found, [(int(r[1]), int(r[2]), r[3] == "a") for r in rows[1:]]
 
 
 _LIST_TYPES = {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]"}

@@ -258,6 +258,18 @@ class Txns(TxnPart):
                 hwm, found = int(r[7]), bool(r[8])
         return listed, hwm, found, writes
 
+    def settled_for_write_ids(self) -> SettledTxns | None:
+        """The settled floor a write-id read may stand on (pgsql.table_write_ids_settled),
+        after moving it with an open-txn read of its own when one is due: a server answering
+        only get_valid_write_ids makes no other reads that move it (as open_txns, which reads
+        the list itself when due). None until a read has set it. PostgreSQL only."""
+        if self._settle_due():
+            try:  # only moves the floor up: the list's refusals are get_open_txns' to report
+                self.open_txn_list_now()
+            except hms.MetaException:
+                pass
+        return self._settled_txns
+
     def _open_txn_list_of(
         self,
         rows: Any,

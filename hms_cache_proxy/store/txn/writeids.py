@@ -291,12 +291,27 @@ class WriteIds(TxnPart):
 
     def _table_write_ids_now(self, full_name: str) -> Any:
         """``table_write_ids`` at a snapshot taken now, by one autocommit statement on
-        ``Database.autocommit_cursor``'s bare cursor (PostgreSQL through psycopg2)."""
+        ``Database.autocommit_cursor``'s bare cursor (PostgreSQL through psycopg2): with a
+        settled floor, the table's write ids of txns open or aborted now, read without the
+        open-txn list (pgsql.table_write_ids_settled: its cost follows the table's writes, not
+        every txn of the open window); before one is set, with the list."""
         db, table = split_table_name(full_name)
+        settled = self.txns.settled_for_write_ids()
         with self.db.autocommit_cursor() as cur:
-            listed, hwm, found, rows = self.txns.open_txn_list_with_write_ids(cur, db, table)
-        snapshot = listed.snapshot()
-        return _valid_write_ids(full_name, snapshot, hwm, rows, found)
+            if settled is None:
+                listed, hwm, found, rows = self.txns.open_txn_list_with_write_ids(cur, db, table)
+            else:
+                hwm, found, invalid = pgsql.table_write_ids_settled(
+                    cur,
+                    self.config.open_txn_timeout_ms,
+                    settled.floor,
+                    sorted(settled.unsettled),
+                    db,
+                    table,
+                )
+        if settled is None:
+            return _valid_write_ids(full_name, listed.snapshot(), hwm, rows, found)
+        return _write_ids_response(full_name, hwm, [(w, a) for _, w, a in invalid], found)
 
     @staticmethod
     def _table_write_ids(
@@ -441,19 +456,29 @@ def _valid_write_ids(
 ) -> Any:
     """Hive's getValidWriteIdsForTable from the hwm and the rows below it (or only the invalid
     ones among them, with ``any_valid`` saying whether a valid one was left out)."""
-    invalid: list[int] = []
-    bits = 0
-    min_open = LONG_MAX
+    invalid: list[tuple[int, bool]] = []
     found_valid = bool(any_valid)
     for txn, wid in rows:
         if snapshot.is_txn_valid(txn):
             found_valid = True
             continue
-        invalid.append(int(wid))
-        if snapshot.is_txn_aborted(txn):
-            bits |= 1 << (len(invalid) - 1)
+        invalid.append((int(wid), snapshot.is_txn_aborted(txn)))
+    return _write_ids_response(full_name, hwm, invalid, found_valid)
+
+
+def _write_ids_response(
+    full_name: str, hwm: int, rows: list[tuple[int, bool]], found_valid: bool
+) -> Any:
+    """TableValidWriteIds from the hwm and the invalid write ids at or below it in order, each
+    with whether its txn aborted (else it is open); ``found_valid``: a valid one lies there."""
+    invalid = [wid for wid, _ in rows]
+    bits = 0
+    min_open = LONG_MAX
+    for i, (wid, aborted) in enumerate(rows):
+        if aborted:
+            bits |= 1 << i
         else:
-            min_open = min(min_open, int(wid))
+            min_open = min(min_open, wid)
     if not found_valid:
         # Compacted (cleaned) writes only: the lowest invalid id becomes the hwm.
         lowest = invalid[0] if invalid else None
