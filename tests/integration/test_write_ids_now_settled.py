@@ -3,11 +3,13 @@ table's write ids of txns open or aborted now, read without the open-txn list
 (pgsql.table_write_ids_settled), give the answer the list's snapshot gives
 (get_valid_write_ids with get_open_txns' snapshot), including a txn whose row is gone (the
 list's gap rule: open below a row younger than the open window, else finished), and read only
-the table's rows above the floor, not every txn committed there."""
+the table's rows above the floor, not every txn committed there; also through cache servers over
+Thrift."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from hms_cache_proxy.store.db import schema
 from hms_cache_proxy.store.txn import pgsql
 from hms_cache_proxy.store.txn.txn_service import TxnService
 from hms_cache_proxy.store.txn_snapshots import ValidReadTxnList
+from tests.support.cache import abort, allocate, clients, commit, instances, open_txn
 from tests.support.stores import txn_service_on
 
 
@@ -123,10 +126,37 @@ def test_reads_the_tables_rows_not_the_txns_committed_above_the_floor(svc: TxnSe
     top = plan.splitlines()[1:4]
     buffers = next(int(line.split("hit=")[1].split()[0]) for line in top if "hit=" in line)
     assert buffers < 60, plan
-    hwm, found, invalid = _settled_rows(svc, floor)
-    assert (hwm, found, invalid) == (1, False, [(opened, 1, False)])
-
-
-def _settled_rows(svc: TxnService, floor: int) -> Any:
     with svc.db.autocommit_cursor() as cur:
-        return pgsql.table_write_ids_settled(cur, 1000, floor, [], "db", "t")
+        answer = pgsql.table_write_ids_settled(cur, 1000, floor, [], "db", "t")
+    assert answer == (1, False, [(1, False)])  # opened's write id, open
+
+
+def test_cache_servers_answer_as_the_snapshot_says_over_thrift(
+    pg_url: str, tmp_path: Path, T: Any
+) -> None:
+    """The default deployment: two instances with caches on one PostgreSQL, clients over
+    Thrift; the second instance, its floor set, answers the first's writes at once."""
+    with instances(pg_url, tmp_path) as (writer, reader), clients(writer, reader) as (w, r):
+        committed, opened, aborted = open_txn(w, T), open_txn(w, T), open_txn(w, T)
+        for txn in (committed, opened, aborted):
+            allocate(w, T, "db", "t", txn)
+        commit(w, T, committed)
+        abort(w, T, aborted)
+        assert reader.store.txn.txns.settle_under_lock()
+        request = T.GetValidWriteIdsRequest(fullTableNames=["db.t"])
+
+        def now_and_given() -> tuple[Any, Any]:
+            (now,) = r.get_valid_write_ids(request).tblValidWriteIds
+            snapshot = ValidReadTxnList.from_open_txns_response(r.get_open_txns())
+            given = T.GetValidWriteIdsRequest(
+                fullTableNames=["db.t"], validTxnList=snapshot.to_string()
+            )
+            return now, r.get_valid_write_ids(given).tblValidWriteIds[0]
+
+        now, given = now_and_given()
+        assert _fields(now) == _fields(given)
+        assert list(now.invalidWriteIds) == [2, 3] and now.minOpenWriteId == 2
+        commit(w, T, opened)  # on the other instance: seen by the next call
+        now, given = now_and_given()
+        assert _fields(now) == _fields(given)
+        assert list(now.invalidWriteIds) == [3] and now.minOpenWriteId is None

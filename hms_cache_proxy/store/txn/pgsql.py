@@ -424,11 +424,14 @@ _NEXT_WRITE_ID_LESS_ONE = (
 )
 
 
-_TOP_WRITE_ID = (
-    f'SELECT "T2W_WRITEID" AS w FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} '
-    'ORDER BY "T2W_WRITEID" DESC LIMIT 1'
+_TOP_AND_HWM = (
+    f'top AS (SELECT "T2W_WRITEID" AS w FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} '
+    'ORDER BY "T2W_WRITEID" DESC LIMIT 1), '
+    "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM top), 0) > 0 THEN (SELECT w FROM top) "
+    f"ELSE {_NEXT_WRITE_ID_LESS_ONE} END AS w)"
 )
-"""The table's highest write id (down its write-id index)."""
+"""CTEs ``top`` (the table's highest write id, down its write-id index) and ``hwm`` (that, or
+the last allocated id when the table has no rows): the write-id hwm of a snapshot taken now."""
 _READ_ONLY = int(hms.TxnType.READ_ONLY)
 
 
@@ -559,9 +562,7 @@ def _write_ids_now_sql() -> str:
         ctes
         + f", l AS ({selects}), "
         + 'bad AS MATERIALIZED (SELECT "TXN_ID" AS id FROM l WHERE "TXN_STATE" <> \'c\'), '
-        + f"top AS ({_TOP_WRITE_ID}), "
-        + "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM top), 0) > 0 THEN (SELECT w FROM top) "
-        + f"ELSE {_NEXT_WRITE_ID_LESS_ONE} END AS w) "
+        + f"{_TOP_AND_HWM} "
         + 'SELECT \'t\' AS kind, "TXN_ID", "TXN_STATE", "TXN_TYPE", age, first_young, prev_id, '
         + "NULL::bigint AS write_id, NULL::boolean AS found FROM l "
         + "UNION ALL "
@@ -616,19 +617,15 @@ def _table_write_ids_settled_sql() -> str:
     # statistics dominated by another table's history that plan was a sequential scan of it.
     return (
         "WITH u AS (SELECT id FROM unnest(%(unsettled)s::bigint[]) AS id WHERE id < %(floor)s), "
-        f"top AS ({_TOP_WRITE_ID}), "
-        "hwm AS (SELECT CASE WHEN COALESCE((SELECT w FROM top), 0) > 0 THEN (SELECT w FROM top) "
-        f"ELSE {_NEXT_WRITE_ID_LESS_ONE} END AS w), "
+        f"{_TOP_AND_HWM}, "
         'cands AS (SELECT "T2W_TXNID" AS txn, "T2W_WRITEID" AS wid FROM "TXN_TO_WRITE_ID" '
         f'WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" >= %(floor)s '
         'AND "T2W_TXNID" <= (SELECT max("TXN_ID") FROM "TXNS") '
-        'UNION ALL SELECT w."T2W_TXNID", w."T2W_WRITEID" FROM u c, LATERAL (SELECT "T2W_TXNID", '
-        f'"T2W_WRITEID" FROM "TXN_TO_WRITE_ID" WHERE {_T2W_OF_TABLE} AND "T2W_TXNID" >= c.id '
-        'ORDER BY "T2W_TXNID" LIMIT 1) w WHERE w."T2W_TXNID" = c.id), '
+        f"UNION ALL {_invalid_write_ids('u')}), "
         # Each candidate's txn, looked up by its id (a join planned for a small TXNS scanned it
-        # whole): not committed (and not read-only, which Hive leaves out of a
-        # snapshot), or missing from TXNS at or above the floor below a row younger than the
-        # open window (an id taken whose row is not visible: open, as the open-txn list's gap).
+        # whole): not committed (and not read-only, which Hive leaves out of a snapshot), or
+        # missing from TXNS below a row younger than the open window (the open-txn list's gap
+        # rule: an id whose row is not visible is open; below an old row it is finished).
         "bad AS MATERIALIZED (SELECT c.txn, c.wid, CASE WHEN t.\"TXN_ID\" IS NULL THEN 'o' "
         'ELSE t."TXN_STATE" END AS state FROM cands c LEFT JOIN LATERAL (SELECT "TXN_ID", '
         '"TXN_STATE", "TXN_TYPE" FROM "TXNS" x WHERE x."TXN_ID" = c.txn OFFSET 0) t ON true '
@@ -637,13 +634,13 @@ def _table_write_ids_settled_sql() -> str:
         'ELSE (SELECT n."TXN_STARTED" FROM "TXNS" n '
         'WHERE n."TXN_ID" > c.txn ORDER BY n."TXN_ID" LIMIT 1) '
         f"> {_NOW_MS} - %(window)s END) "
-        "SELECT 'w', bad.txn, bad.wid, bad.state FROM bad "
+        "SELECT 'w', bad.wid, bad.state FROM bad "
         "UNION ALL "
-        'SELECT \'h\', NULL, hwm.w, CASE WHEN (SELECT "T2W_WRITEID" FROM "TXN_TO_WRITE_ID" '
+        'SELECT \'h\', hwm.w, CASE WHEN (SELECT "T2W_WRITEID" FROM "TXN_TO_WRITE_ID" '
         f'WHERE {_T2W_OF_TABLE} AND "T2W_WRITEID" <= hwm.w '
         'AND "T2W_TXNID" NOT IN (SELECT txn FROM bad) ORDER BY "T2W_WRITEID" LIMIT 1) '
         "IS NOT NULL THEN 'y' END FROM hwm "
-        "ORDER BY 1, 3"
+        "ORDER BY 1, 2"
     )
 
 
@@ -668,8 +665,8 @@ validTxnList): the list's other entries hold no write ids of the table, as a txn
 need its row (a txn with a row here is visible in the same snapshot); a candidate whose row is
 gone since counts as open by the list's gap rule (below a row younger than the open window),
 else as finished; read-only txns are not in a snapshot's exceptions. Rows: ``h`` (the write-id
-hwm, ``y`` when a write id at or below it is valid) first, then ``w`` (txn, write id, ``o``
-or ``a``) by write id."""
+hwm, ``y`` when a write id at or below it is valid) first, then ``w`` (write id, ``o`` or
+``a``) by write id."""
 
 
 def table_write_ids_settled(
@@ -679,9 +676,9 @@ def table_write_ids_settled(
     unsettled: list[int],
     db: str,
     table: str,
-) -> tuple[int, bool, list[tuple[int, int, bool]]]:
-    """The table's write-id hwm, whether a write id at or below it is valid, and the (txn,
-    write id, aborted) of its write ids whose txn is open or aborted now, by write id."""
+) -> tuple[int, bool, list[tuple[int, bool]]]:
+    """The table's write-id hwm, whether a write id at or below it is valid, and the (write id,
+    aborted) of its write ids whose txn is open or aborted now, by write id."""
     values = {
         "window": window_ms,
         "floor": floor,
@@ -690,8 +687,8 @@ def table_write_ids_settled(
         "tbl": table,
     }
     rows = _rows(on, _TABLE_WRITE_IDS_SETTLED, values)
-    hwm, found = (int(rows[0][2]), rows[0][3] == "y") if rows else (0, False)
-    return hwm, found, [(int(r[1]), int(r[2]), r[3] == "a") for r in rows[1:]]
+    hwm, found = (int(rows[0][1]), rows[0][2] == "y") if rows else (0, False)
+    return hwm, found, [(int(r[1]), r[2] == "a") for r in rows[1:]]
 
 
 _LIST_TYPES = {"window": "bigint", "floor": "bigint", "unsettled": "bigint[]"}

@@ -263,12 +263,17 @@ class Txns(TxnPart):
         after moving it with an open-txn read of its own when one is due: a server answering
         only get_valid_write_ids makes no other reads that move it (as open_txns, which reads
         the list itself when due). None until a read has set it. PostgreSQL only."""
-        if self._settle_due():
-            try:  # only moves the floor up: the list's refusals are get_open_txns' to report
-                self.open_txn_list_now()
+        self._settle_if_due()
+        return self._settled_txns
+
+    def _settle_if_due(self) -> None:
+        """On PostgreSQL, an open-txn read of its own when the settled floor is due to move."""
+        if self.db.dialect == "postgresql" and self._settle_due():
+            try:  # only moves the settled floor up: its refusals are get_open_txns' to report
+                with self.db.single_statement() as conn:
+                    self.open_txn_list(conn, fresh_snapshot=True)
             except hms.MetaException:
                 pass
-        return self._settled_txns
 
     def _open_txn_list_of(
         self,
@@ -546,12 +551,7 @@ class Txns(TxnPart):
             raise hms.MetaException(message=f"Invalid input for number of txns: {num_txns}")
         n = min(num_txns, self.config.max_open_batch)
         timeout_s = self.config.open_txn_timeout_ms / 1000
-        if self.db.dialect == "postgresql" and self._settle_due():
-            try:  # only moves the settled floor up: its refusals are get_open_txns' to report
-                with self.db.single_statement() as conn:
-                    self.open_txn_list(conn, fresh_snapshot=True)
-            except hms.MetaException:
-                pass
+        self._settle_if_due()
         for _ in range(_OPEN_RETRIES):
             started: list[float] = []
             settled = self._settled_txns  # taken before the transaction's snapshot

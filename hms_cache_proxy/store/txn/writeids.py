@@ -34,6 +34,7 @@ from hms_cache_proxy.store.txn.txn_base import (
     TxnPart,
     TxnShared,
     raise_unexpected_state,
+    settled_bounds,
     txn_type_of,
 )
 from hms_cache_proxy.store.txn.txns import Txns
@@ -297,21 +298,17 @@ class WriteIds(TxnPart):
         every txn of the open window); before one is set, with the list."""
         db, table = split_table_name(full_name)
         settled = self.txns.settled_for_write_ids()
-        with self.db.autocommit_cursor() as cur:
-            if settled is None:
-                listed, hwm, found, rows = self.txns.open_txn_list_with_write_ids(cur, db, table)
-            else:
-                hwm, found, invalid = pgsql.table_write_ids_settled(
-                    cur,
-                    self.config.open_txn_timeout_ms,
-                    settled.floor,
-                    sorted(settled.unsettled),
-                    db,
-                    table,
-                )
         if settled is None:
+            with self.db.autocommit_cursor() as cur:
+                listed, hwm, found, rows = self.txns.open_txn_list_with_write_ids(cur, db, table)
             return _valid_write_ids(full_name, listed.snapshot(), hwm, rows, found)
-        return _write_ids_response(full_name, hwm, [(w, a) for _, w, a in invalid], found)
+        floor, unsettled = settled_bounds(settled)
+        window = self.config.open_txn_timeout_ms
+        with self.db.autocommit_cursor() as cur:
+            hwm, found, invalid = pgsql.table_write_ids_settled(
+                cur, window, floor, unsettled, db, table
+            )
+        return _write_ids_response(full_name, hwm, invalid, found)
 
     @staticmethod
     def _table_write_ids(
