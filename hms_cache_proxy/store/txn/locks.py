@@ -55,6 +55,7 @@ from sqlalchemy.exc import DBAPIError
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db import schema
+from hms_cache_proxy.store.db.engine import PooledCursor
 from hms_cache_proxy.store.events.log import one_statement
 from hms_cache_proxy.store.partnames import PartitionNameError, make_part_name
 from hms_cache_proxy.store.txn import pgsql
@@ -73,6 +74,7 @@ from hms_cache_proxy.store.txn.txn_base import (
     TxnPart,
     TxnShared,
     lock_id_str,
+    raise_unexpected_state,
     txn_id_str,
 )
 from hms_cache_proxy.store.txn.txns import Txns
@@ -268,8 +270,8 @@ class Locks(TxnPart):
         fast = self.db.folds_round_trips  # PostgreSQL through psycopg2
         enqueued = None
         if fast and txn_id >= 0:  # one statement: no transaction around it
-            with self.db.single_statement(write=True) as conn:
-                enqueued = self._enqueue_at_once(conn, rqst, components, txn_id)
+            with self.db.autocommit_cursor() as cur:
+                enqueued = self._enqueue_at_once(cur, rqst, components, txn_id)
         if enqueued is None:  # SQLite, other drivers, or an error to name
             enqueued = self.db.transaction(
                 lambda conn: self._enqueue(conn, rqst, components, txn_id)
@@ -281,8 +283,8 @@ class Locks(TxnPart):
                 # The usual case, nothing in the way: the grant is one statement by itself
                 # (a lock waits only for lower lock ids, which were committed before this one
                 # was numbered). Blocked, nothing changed: the full check records the blocker.
-                with self.db.single_statement(write=True) as conn:
-                    granted, next_event = _GRANT_UNLESS_BLOCKED.execute(conn, ext=ext_id).one()
+                with self.db.autocommit_cursor() as cur:
+                    ((granted, next_event),) = _GRANT_UNLESS_BLOCKED.rows(cur, ext=ext_id)
                 if granted == len(rows):
                     self.events.note_current(int(next_event or 1) - 1)
                     return hms.LockResponse(lockid=ext_id, state=hms.LockState.ACQUIRED)
@@ -307,7 +309,7 @@ class Locks(TxnPart):
             ) from exc
 
     def _enqueue_at_once(
-        self, conn: Connection, rqst: Any, components: list[Any], txn_id: int
+        self, cur: PooledCursor, rqst: Any, components: list[Any], txn_id: int
     ) -> tuple[int, list[LockRow]] | None:
         """PostgreSQL through psycopg2: the whole enqueue (the txn's row locked if it is open,
         its components, the lock id and the waiting rows) as one statement; None when it wrote
@@ -315,7 +317,7 @@ class Locks(TxnPart):
         parts = self._component_rows(rqst, components, txn_id) if txn_id > 0 else []
         rows = self._waiting_rows(components, txn_id)
         found = pgsql.enqueue_locks(
-            conn,
+            cur,
             txn_id,
             [(r.int_id, r.db, r.table, r.partition, r.type) for r in rows],
             rqst.user or "",
@@ -608,8 +610,12 @@ class Locks(TxnPart):
         acquired lock of a txn ends with its txn: TxnOpenException.
         """
         if self.db.folds_round_trips:  # the DELETE is the only change: no transaction needed
-            with self.db.single_statement(write=True) as conn:
-                self._unlock_txn(conn, ext_id)
+            with self.db.autocommit_cursor() as cur:
+                if pgsql.unlock_rows(cur, ext_id) >= 1:
+                    return
+            # Nothing deleted, nothing changed: the rest only says why.
+            with self.db.single_statement() as conn:
+                self._why_not_unlocked(conn, ext_id)
         else:
             self.db.transaction(lambda conn: self._unlock_txn(conn, ext_id))
 
@@ -620,9 +626,12 @@ class Locks(TxnPart):
                 or_(_HL.c.HL_TXNID == 0, _HL.c.HL_LOCK_STATE == LOCK_WAITING),
             )
         ).rowcount
-        if rc >= 1:
-            return
-        # Nothing deleted, nothing changed: the rest only says why.
+        if rc < 1:  # nothing deleted, nothing changed: the rest only says why
+            self._why_not_unlocked(conn, ext_id)
+
+    def _why_not_unlocked(self, conn: Connection, ext_id: int) -> None:
+        """After an unlock deleted nothing: no error when the lock is gone (Hive 4's unlock is
+        idempotent), else the one that says why its rows stay."""
         rows = self._lock_rows(conn, ext_id)
         if not rows:
             return
@@ -655,11 +664,25 @@ class Locks(TxnPart):
         # Each is one UPDATE (the state reads after a miss only name the error): no
         # transaction around it.
         if lock_id:
-            with self.db.single_statement(write=True) as conn:
-                self.heartbeat_lock_in(conn, int(lock_id))
+            if self.db.folds_round_trips:  # PostgreSQL through psycopg2: the bare cursor
+                with self.db.autocommit_cursor() as cur:
+                    found = pgsql.heartbeat_lock(cur, int(lock_id))
+                if found < 1:
+                    raise hms.NoSuchLockException(message=f"No such lock: {lock_id_str(lock_id)}")
+            else:
+                with self.db.single_statement(write=True) as conn:
+                    self.heartbeat_lock_in(conn, int(lock_id))
         if txn_id:
-            with self.db.single_statement(write=True) as conn:
-                self.txns.heartbeat_txn_in(conn, int(txn_id))
+            if self.db.folds_round_trips:
+                with self.db.autocommit_cursor() as cur:
+                    found = pgsql.heartbeat_txn(cur, int(txn_id))
+                if found < 1:  # not open: one more read names its state
+                    with self.db.single_statement() as conn:
+                        state = self.txns.find_txn_state(conn, int(txn_id))
+                    raise_unexpected_state(state, int(txn_id))
+            else:
+                with self.db.single_statement(write=True) as conn:
+                    self.txns.heartbeat_txn_in(conn, int(txn_id))
 
     def show_locks(
         self,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.dialects.postgresql import psycopg2 as postgresql_psycopg2
 
 from hms_cache_proxy.idl import hms
 from hms_cache_proxy.store.db.engine import PooledCursor
@@ -247,6 +248,10 @@ def commit_facts(conn: Connection, txn_id: int) -> tuple[set[str], list[tuple[in
     return ops, writes
 
 
+_PSYCOPG2 = postgresql_psycopg2.dialect()
+"""The dialect ``Compiled`` compiles for: its statements run only on psycopg2 sessions."""
+
+
 class Compiled:
     """A SQLAlchemy statement compiled once (for psycopg2) and then executed as its text with
     the call's values: no per-call construction, compilation or cache-key work. ``build``
@@ -266,15 +271,32 @@ class Compiled:
     def execute(self, conn: Connection, **values: Any) -> Any:
         """``prepare_as`` (with the PostgreSQL ``types`` of the per-call values) also prepares
         it per connection (``Prepared``; the constants' types are left to PostgreSQL)."""
+        sql = self._compiled(values)
+        if self._prepared is not None:
+            sql = self._prepared.text(conn)
+        return conn.exec_driver_sql(sql, {**self._constants, **values})
+
+    def rows(self, on: Connection | PooledCursor, **values: Any) -> Sequence[Any]:
+        """The statement's rows (indexed by position) on a connection or on
+        ``Database.autocommit_cursor``'s bare cursor (no SQLAlchemy Connection or Result)."""
+        if not isinstance(on, PooledCursor):
+            return self.execute(on, **values).all()  # type: ignore[no-any-return]
+        sql = self._compiled(values)
+        if self._prepared is not None:
+            sql = self._prepared.pooled_text(on)
+        on.cursor.execute(sql, {**self._constants, **values})
+        return on.cursor.fetchall()  # type: ignore[no-any-return]
+
+    def _compiled(self, values: dict[str, Any]) -> str:
+        """The statement's text for psycopg2, compiled on first use."""
         if self._sql is None:
-            compiled = self._build().compile(dialect=conn.dialect)
+            compiled = self._build().compile(dialect=_PSYCOPG2)
             self._constants = dict(compiled.construct_params(values))
             self._sql = str(compiled)
             if self._prepare_as:
                 types = {key: self._types.get(key, "unknown") for key in self._constants}
                 self._prepared = Prepared(self._prepare_as, self._sql, {**types, **self._types})
-        sql = self._sql if self._prepared is None else self._prepared.text(conn)
-        return conn.exec_driver_sql(sql, {**self._constants, **values})
+        return self._sql
 
 
 _ENQUEUE_SQL = (
@@ -356,7 +378,7 @@ _ENQUEUE = {
 
 
 def enqueue_locks(
-    conn: Connection,
+    on: Connection | PooledCursor,
     txn_id: int,
     rows: list[tuple[int, str, str | None, str | None, str]],
     user: str,
@@ -393,8 +415,8 @@ def enqueue_locks(
             "c_part": [c[2] for c in parts],
             "c_op": [c[3] for c in parts],
         }
-    found = conn.exec_driver_sql(statement.text(conn), params).first()
-    return None if found is None else int(found[0])
+    found = _rows(on, statement, params)
+    return int(found[0][0]) if found else None
 
 
 _OPEN_TXN_OF_WRITE_ID = Prepared(
@@ -763,6 +785,21 @@ acknowledged before this call, committed before it). Nothing is changed unless e
 acquired."""
 
 
+_UNLOCK = Prepared(
+    "hms_unlock",
+    'DELETE FROM "HIVE_LOCKS" WHERE "HL_LOCK_EXT_ID" = %(ext)s '
+    'AND ("HL_TXNID" = 0 OR "HL_LOCK_STATE" = \'w\')',
+    {"ext": "bigint"},
+)
+"""unlock's one change: the rows of a lock without a txn, or of a txn's lock still waiting
+(a txn's acquired locks end with the txn)."""
+
+
+def unlock_rows(on: PooledCursor, ext_id: int) -> int:
+    """Delete the rows ``_UNLOCK`` releases of lock ``ext_id``; how many there were."""
+    return _rowcount(on, _UNLOCK, {"ext": ext_id})
+
+
 def check_held_lock(on: PooledCursor, ext_id: int) -> tuple[int, int, int, int, int, int]:
     """``_CHECK_HELD``'s one row: (rows, acquired rows, txn id or 0, TXNS rows heartbeaten,
     lock rows heartbeaten, NEXT_EVENT_ID or 0)."""
@@ -779,14 +816,31 @@ def check_held_lock(on: PooledCursor, ext_id: int) -> tuple[int, int, int, int, 
     )
 
 
-def heartbeat_txn(conn: Connection, txn_id: int) -> int:
+_HEARTBEAT_TXN = Prepared(
+    "hms_heartbeat_txn", HEARTBEAT_TXN_SQL, {"txn": "bigint"}, at_connect=True
+)
+_HEARTBEAT_LOCK = Prepared(
+    "hms_heartbeat_lock", HEARTBEAT_LOCK_SQL, {"ext": "bigint"}, at_connect=True
+)
+
+
+def heartbeat_txn(on: Connection | PooledCursor, txn_id: int) -> int:
     """Refresh ``txn_id``'s heartbeat if it is open; the rows updated (0 or 1)."""
-    return int(conn.exec_driver_sql(HEARTBEAT_TXN_SQL, {"txn": txn_id}).rowcount)
+    return _rowcount(on, _HEARTBEAT_TXN, {"txn": txn_id})
 
 
-def heartbeat_lock(conn: Connection, ext_id: int) -> int:
+def heartbeat_lock(on: Connection | PooledCursor, ext_id: int) -> int:
     """Refresh the heartbeat of lock ``ext_id``'s rows; how many there were."""
-    return int(conn.exec_driver_sql(HEARTBEAT_LOCK_SQL, {"ext": ext_id}).rowcount)
+    return _rowcount(on, _HEARTBEAT_LOCK, {"ext": ext_id})
+
+
+def _rowcount(on: Connection | PooledCursor, statement: Prepared, values: dict[str, Any]) -> int:
+    """The rows ``statement`` (an INSERT, UPDATE or DELETE) changed, run on a connection or on
+    ``Database.autocommit_cursor``'s bare cursor."""
+    if isinstance(on, PooledCursor):
+        on.cursor.execute(statement.pooled_text(on), values)
+        return int(on.cursor.rowcount)
+    return int(on.exec_driver_sql(statement.text(on), values).rowcount)
 
 
 _ALLOCATE_READ = Prepared(
