@@ -127,3 +127,54 @@ def test_allocate_reads_keep_a_generic_plan(svc: TxnService, pg_url: str, start:
     values = {"p_txns": [txn], "p_db": "default", "p_tbl": "t", "v_first": 4, "v_missing": [txn]}
     generic, custom = _plans(pg_url, statement, values)
     assert (generic, custom) == (CALLS - 5, 5)
+
+
+def _txns_scans(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every node of an EXPLAIN (FORMAT JSON) plan that ran and read TXNS."""
+    found = []
+    if plan.get("Relation Name") == "TXNS" and plan.get("Actual Loops", 0) > 0:
+        found.append(plan)
+    for child in plan.get("Plans", []):
+        found += _txns_scans(child)
+    return found
+
+
+@pytest.mark.parametrize("unsettled", [False, True], ids=["none_unsettled", "one_unsettled"])
+@pytest.mark.parametrize("branch", [0, 1], ids=["on_floor", "min_history"])
+def test_open_txns_watermark_reads_txns_by_index_after_it_grew(
+    svc: TxnService, pg_url: str, branch: int, unsettled: bool
+) -> None:
+    """The watermark's reads of TXNS stay index probes when the generic plan was made while
+    TXNS was small and it then grew (with autovacuum off nothing re-plans it): no sequential
+    scan, a few buffers, with no unsettled txn and with one still open below the floor. As
+    ``= ANY(p_unsettled)`` the plan was a scan of every row (2,675 rows per open, 0.27 ms)."""
+    [held] = svc.open_txns(1, "tester", "test-host")  # stays open: unsettled below the floor
+    statement = _statements(plpgsql.OPEN_FUNCTION, "WITH now AS")[branch]
+    body, names = _prepared(statement)
+    args = ", ".join(f"%({n})s::{TYPES[n]}" for n in names)
+    raw = psycopg2.connect(pg_url.replace("postgresql+psycopg2", "postgresql"))
+    raw.autocommit = True
+    try:
+        with raw.cursor() as cur:
+            cur.execute(f"PREPARE s ({', '.join(TYPES[n] for n in names)}) AS {body}")
+            for _ in range(CALLS):  # the generic plan, made while TXNS has a few rows
+                cur.execute(f"EXECUTE s ({args})", OPEN_VALUES)
+            cur.execute(
+                'INSERT INTO "TXNS" ("TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", '
+                "\"TXN_USER\", \"TXN_HOST\") SELECT 'c', 1, 1, 'u', 'h' "
+                "FROM generate_series(1, 20000)"
+            )
+            cur.execute('SELECT max("TXN_ID") FROM "TXNS"')
+            (top,) = cur.fetchone()
+            values = OPEN_VALUES | {"p_floor": top, "p_unsettled": [held] if unsettled else []}
+            cur.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE s ({args})", values)
+            (explained,) = cur.fetchone()
+            cur.execute("SELECT generic_plans FROM pg_prepared_statements WHERE name = 's'")
+            (generic,) = cur.fetchone()
+    finally:
+        raw.close()
+    assert generic > CALLS - 5  # the plan made before the rows came was the one that ran
+    scans = _txns_scans(explained[0]["Plan"])
+    assert [s["Node Type"] for s in scans if s["Node Type"] == "Seq Scan"] == []
+    assert sum(s["Shared Hit Blocks"] + s["Shared Read Blocks"] for s in scans) < 40
+    assert sum(s.get("Rows Removed by Filter", 0) for s in scans) < 10

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 SCHEMA = "hms_cache_proxy"
-VERSION = 4
+VERSION = 5
 """Bump with any change of the functions' text or signatures (new names, old ones stay)."""
 
 OPEN_FN = f"{SCHEMA}.open_txns_v{VERSION}"
@@ -80,6 +80,12 @@ _WRITE_EVENT = """
   END IF;
 """
 
+# pgsql._OPEN_UNSETTLED: the lowest unsettled txn still open, nothing read without one, each
+# looked up by id (a plan made while TXNS was small kept ``= ANY`` a scan of all of it).
+_UNSETTLED_OPEN = """CASE WHEN cardinality((SELECT p_unsettled)) > 0 THEN (SELECT min(u.id)
+        FROM unnest((SELECT p_unsettled)::bigint[]) AS u (id), LATERAL (SELECT 1 FROM "TXNS" x
+          WHERE x."TXN_ID" = u.id AND x."TXN_STATE" = 'o' OFFSET 0) o) END"""
+
 OPEN_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION {OPEN_FN}(
   p_n integer, p_user text, p_host text, p_agent text, p_type integer, p_min_history boolean,
@@ -104,8 +110,7 @@ BEGIN
         "TXN_HOST", "TXN_AGENT_INFO", "TXN_TYPE")
       SELECT 'o', now.ms, now.ms, p_user, p_host, p_agent, p_type
       FROM now, generate_series(1, (SELECT p_n)) RETURNING "TXN_ID"),
-    mark AS (SELECT LEAST((SELECT p_floor), (SELECT min("TXN_ID") FROM "TXNS"
-        WHERE "TXN_STATE" = 'o' AND "TXN_ID" = ANY((SELECT p_unsettled)::bigint[]))) AS m),
+    mark AS (SELECT LEAST((SELECT p_floor), {_UNSETTLED_OPEN}) AS m),
     mhl AS (INSERT INTO "MIN_HISTORY_LEVEL" ("MHL_TXNID", "MHL_MIN_OPEN_TXNID")
       SELECT new."TXN_ID", mark.m FROM new, mark)
     SELECT array_agg("TXN_ID" ORDER BY "TXN_ID") INTO v_ids FROM new;
@@ -118,9 +123,9 @@ BEGIN
     first AS (SELECT min("TXN_ID") AS id FROM new),
     mark AS (SELECT LEAST(
       COALESCE(LEAST((SELECT min("TXN_ID") FROM "TXNS"
-          WHERE "TXN_STATE" = 'o' AND "TXN_ID" >= (SELECT p_floor)),
-        (SELECT min("TXN_ID") FROM "TXNS"
-          WHERE "TXN_STATE" = 'o' AND "TXN_ID" = ANY((SELECT p_unsettled)::bigint[]))), first.id),
+          WHERE "TXN_STATE" = 'o' AND "TXN_ID" >= (SELECT p_floor)
+          AND "TXN_ID" <= (SELECT max("TXN_ID") FROM "TXNS")),
+        {_UNSETTLED_OPEN}), first.id),
       COALESCE((SELECT max("TXN_ID") + 1 FROM "TXNS"
         WHERE "TXN_STARTED" < (SELECT ms FROM now) - (SELECT p_window)), first.id)) AS m
       FROM first),
