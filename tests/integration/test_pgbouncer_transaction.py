@@ -53,7 +53,23 @@ def _write_and_read_across(a: Any, b: Any, T: Any, db: str) -> None:
                         [partition(T, db, f"t{i}", [f"2024-01-{d:02d}"]) for d in range(1, 6)]
                     )
                     txns = c.open_txns(T.OpenTxnRequest(num_txns=1, user="u", hostname="h"))
+                    c.heartbeat(T.HeartbeatRequest(txnid=txns.txn_ids[0]))
                     c.commit_txn(T.CommitTxnRequest(txnid=txns.txn_ids[0]))
+                    # A txn-less lock, its heartbeat and unlock: single statements on the
+                    # bare cursor, sent as text through the pooler (no session PREPAREs).
+                    component = T.LockComponent(
+                        type=T.LockType.EXCLUSIVE,
+                        level=T.LockLevel.TABLE,
+                        dbname=db,
+                        tablename=f"t{i}",
+                        isTransactional=True,
+                    )
+                    held = c.lock(T.LockRequest(component=[component], user="u", hostname="h"))
+                    assert held.state == T.LockState.ACQUIRED
+                    c.heartbeat(T.HeartbeatRequest(lockid=held.lockid))
+                    c.unlock(T.UnlockRequest(lockid=held.lockid))
+                    with pytest.raises(T.NoSuchLockException):
+                        c.heartbeat(T.HeartbeatRequest(lockid=held.lockid))
             except BaseException as exc:  # noqa: BLE001 - asserted below
                 errors.append(exc)
 
