@@ -119,8 +119,9 @@ def generic_prepared(
     planned on every call: 0.35 ms of planning on a 0.1 ms execution. Behind InitPlans the
     custom plans estimate what the generic plan does, plus their planning charge, so the
     generic plan (tests/integration/test_write_id_generic_plans.py checks its reads) is kept
-    from the sixth call on whatever the statistics say. Only for statements whose generic estimate
-    stays far below ``jit_above_cost`` (see pgsql._TABLE_WRITE_IDS)."""
+    from the sixth call on whatever the statistics say. A generic estimate past
+    ``jit_above_cost`` would be JIT-compiled on every call where the session has JIT on; the
+    pools' sessions run with ``jit = off`` (engine._jit_off; see pgsql._TABLE_WRITE_IDS)."""
     hidden = _PLACEHOLDER.sub(lambda m: f"(SELECT {m.group(0)}::{types[m.group(1)]})", sql)
     return Prepared(name, hidden, types, at_connect=at_connect)
 

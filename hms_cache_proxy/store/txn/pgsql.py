@@ -520,12 +520,16 @@ inserts elsewhere) the generic plan of the EXISTS scanned the whole heap expecti
 match (issue 23: 834 pages per call at 100,000 rows); the ordered form has only the (database,
 table, write id) index to use (tests/integration/test_write_id_generic_plans.py).
 
-Not ``generic_prepared``: with TXN_TO_WRITE_ID's statistics dominated by another table its
+``generic_prepared``, so its generic plan is kept from the sixth call: as a plain Prepared
+PostgreSQL judged the custom plans cheaper and planned it on every call, 0.31 ms of planning on
+a 0.07 ms execution (`measure_cpu_per_call.py --target cache --cases acid_read_query --stats`,
+1.00 plans per operation). With TXN_TO_WRITE_ID's statistics dominated by another table the
 generic plan is estimated at ~300,000 (``above`` and ``cands`` at a third of the table), past
-``jit_above_cost``, and JIT-compiling it took 13 ms per call where planning it for its values
-takes 0.3 ms (acid_read_query_history: 4.5 -> 20 ms p50). So PostgreSQL still plans it per
-call whenever it judges the custom plans cheaper."""
-_TABLE_WRITE_IDS = Prepared(
+``jit_above_cost``: JIT-compiling it took 13 ms per call (acid_read_query_history: 4.5 -> 20
+ms p50) before the pools' sessions ran with ``jit = off`` (engine._jit_off; behind a
+transaction pooler nothing is prepared). The generic plan itself keeps to the indexes
+(tests/integration/test_write_id_generic_plans.py)."""
+_TABLE_WRITE_IDS = generic_prepared(
     "hms_table_write_ids",
     _TABLE_WRITE_IDS_SQL,
     {"txn_hwm": "bigint", "db": "text", "tbl": "text", "invalid": "bigint[]"},
