@@ -217,6 +217,11 @@ def _no_such_locks(ext_id: int, mine: list[LockRow]) -> hms.NoSuchLockException:
     )
 
 
+def _no_such_lock(ext_id: int) -> hms.NoSuchLockException:
+    """heartbeatLock's error for a lock with no rows."""
+    return hms.NoSuchLockException(message=f"No such lock: {lock_id_str(ext_id)}")
+
+
 def _grant_unless_blocked() -> Any:
     """checkLock's grant as one statement (PostgreSQL): every row of lock ``ext`` becomes
     acquired unless a lower lock blocks one of them; selects how many rows it granted and
@@ -656,7 +661,7 @@ class Locks(TxnPart):
                 .values(HL_LAST_HEARTBEAT=self.now_ms(conn))
             ).rowcount
         if rc < 1:
-            raise hms.NoSuchLockException(message=f"No such lock: {lock_id_str(ext_id)}")
+            raise _no_such_lock(ext_id)
 
     def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
         """HeartbeatRequest: the lock first, then the txn (each may be absent)."""
@@ -668,7 +673,7 @@ class Locks(TxnPart):
                 with self.db.autocommit_cursor() as cur:
                     found = pgsql.heartbeat_lock(cur, int(lock_id))
                 if found < 1:
-                    raise hms.NoSuchLockException(message=f"No such lock: {lock_id_str(lock_id)}")
+                    raise _no_such_lock(int(lock_id))
             else:
                 with self.db.single_statement(write=True) as conn:
                     self.heartbeat_lock_in(conn, int(lock_id))
